@@ -1,0 +1,48 @@
+use oxp_runtime::{tool, ToolError};
+
+/// Add two integers.
+#[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]
+async fn add_integers(
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+) -> i64 {
+    a + b
+}
+
+/// Add two numbers.
+#[tool(toolkit = "Calculator", name = "Add", version = "2.0.0")]
+async fn add(
+    /// The first addend.
+    a: f64,
+    /// The second addend.
+    b: f64,
+) -> f64 {
+    a + b
+}
+
+/// Ring a doorbell.
+#[tool(toolkit = "Doorbell", version = "0.1.0")]
+async fn ring(
+    /// The doorbell to ring.
+    doorbell_id: String,
+) -> Result<(), ToolError> {
+    Err(ToolError::new("Doorbell ID not found")
+        .developer_message(format!(
+            "The doorbell with ID '{doorbell_id}' does not exist."
+        ))
+        .can_retry(true)
+        .additional_prompt_content("ids: doorbell42,doorbell84")
+        .retry_after_ms(500))
+}
+
+fn main() {
+    let registry = oxp_runtime::Registry::from_inventory().unwrap();
+    for d in registry.definitions() {
+        println!(
+            "{}",
+            oxp_runtime::__private::serde_json::to_string_pretty(d).unwrap()
+        );
+    }
+}

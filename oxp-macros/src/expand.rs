@@ -1,0 +1,213 @@
+//! Writes the glue: a generated input struct, one small invoke fn, and the descriptor that
+//! `inventory` collects. All generic work is done by `oxp_runtime::__private` helpers.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::errors::Errors;
+use crate::model::{self, Inputs, Output, Tool};
+use crate::parse::{self, Args};
+use crate::validate::{self, Identity};
+
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut item: syn::ItemFn = match syn::parse2(item.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let error = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "#[tool] goes on a free function: `#[tool] async fn add(a: i64, b: i64) -> i64 { a + b }`",
+            )
+            .to_compile_error();
+            return quote!(#error #item);
+        }
+    };
+    let mut errors = Errors::default();
+    let args = parse::args(args, &mut errors);
+    // Reading the fn also strips the parameter attributes rustc would reject, so the fn can be
+    // emitted as it is even when there are errors (the fallback keeps the IDE working).
+    let tool = model::read(&mut item, &mut errors);
+    let identity = validate::identity(&args, &tool, model::name_span(&item), &mut errors);
+    if !errors.is_empty() {
+        let errors = errors.into_compile_errors();
+        return quote!(#errors #item);
+    }
+    let glue = glue(&item, &args, &tool, &identity);
+    quote!(#item #glue)
+}
+
+fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> TokenStream {
+    let oxp = quote!(::oxp_runtime::__private);
+    let fn_name = &tool.fn_name;
+    let vis = &item.vis;
+    let crate_serde = format!("{oxp}::serde").replace(' ', "");
+    let crate_schemars = format!("{oxp}::schemars").replace(' ', "");
+
+    // The arguments the glue passes to the fn, in the fn's order.
+    let mut call_args: Vec<(usize, TokenStream)> = Vec::new();
+    if let Some((position, by_ref)) = tool.context {
+        let context = if by_ref {
+            quote!(&__oxp_context)
+        } else {
+            quote!(__oxp_context)
+        };
+        call_args.push((position, context));
+    }
+    let mut checks = Vec::new();
+    let (input_type, input_struct, decode) = match &tool.inputs {
+        Inputs::Params(params) => {
+            let fields = params.iter().map(|p| {
+                let (name, ty, docs, passthrough) = (&p.name, &p.ty, &p.docs, &p.passthrough);
+                quote!(#(#[doc = #docs])* #(#passthrough)* #name: #ty)
+            });
+            let locals: Vec<_> = (0..params.len())
+                .map(|i| format_ident!("__oxp_arg{i}"))
+                .collect();
+            let names = params.iter().map(|p| &p.name);
+            for (param, local) in params.iter().zip(&locals) {
+                call_args.push((param.position, quote!(#local)));
+                let ty = &param.ty;
+                checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
+            }
+            (
+                quote!(__OxpInput),
+                quote! {
+                    #[derive(#oxp::serde::Deserialize, #oxp::schemars::JsonSchema)]
+                    #[serde(crate = #crate_serde, deny_unknown_fields)]
+                    #[schemars(crate = #crate_schemars)]
+                    struct __OxpInput { #(#fields,)* }
+                },
+                quote!(let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;),
+            )
+        }
+        Inputs::Whole { ty, position } => {
+            call_args.push((*position, quote!(#oxp::Input(__oxp_whole))));
+            checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
+            (
+                quote!(#ty),
+                quote!(),
+                quote!(let __oxp_whole = #oxp::decode::<#ty>(__oxp_input)?;),
+            )
+        }
+    };
+    call_args.sort_by_key(|(position, _)| *position);
+    let call_args = call_args.into_iter().map(|(_, arg)| arg);
+    let call = if tool.is_async {
+        quote!(#fn_name(#(#call_args),*).await)
+    } else {
+        quote!(#fn_name(#(#call_args),*))
+    };
+
+    let (encode, output_schema) = match &tool.output {
+        Output::Unit => (quote!(#oxp::unit), quote!(::core::option::Option::None)),
+        Output::Value(ty) => {
+            checks.push(quote_spanned!(ty.span()=> #oxp::assert_output::<#ty>();));
+            (
+                quote!(#oxp::value),
+                quote!(::core::option::Option::Some(#oxp::output_schema::<#ty>)),
+            )
+        }
+        Output::UnitResult(err) => {
+            checks.push(quote_spanned!(err.span()=> #oxp::assert_error::<#err>();));
+            (
+                quote!(#oxp::unit_result),
+                quote!(::core::option::Option::None),
+            )
+        }
+        Output::Result(ok, err) => {
+            checks.push(quote_spanned!(ok.span()=> #oxp::assert_output::<#ok>();));
+            checks.push(quote_spanned!(err.span()=> #oxp::assert_error::<#err>();));
+            (
+                quote!(#oxp::result),
+                quote!(::core::option::Option::Some(#oxp::output_schema::<#ok>)),
+            )
+        }
+    };
+
+    let invoke = if tool.is_async {
+        quote! {
+            #[allow(unused_variables)]
+            fn __oxp_invoke(
+                __oxp_context: #oxp::ToolContext,
+                __oxp_input: #oxp::serde_json::Value,
+            ) -> #oxp::BoxFuture<'static, #oxp::InvokeResult> {
+                ::std::boxed::Box::pin(async move {
+                    #decode
+                    #encode(#call)
+                })
+            }
+            #oxp::Invoke::Async(__oxp_invoke)
+        }
+    } else {
+        quote! {
+            #[allow(unused_variables)]
+            fn __oxp_invoke(
+                __oxp_context: #oxp::ToolContext,
+                __oxp_input: #oxp::serde_json::Value,
+            ) -> #oxp::InvokeResult {
+                #decode
+                #encode(#call)
+            }
+            #oxp::Invoke::Blocking(__oxp_invoke)
+        }
+    };
+
+    let Identity {
+        toolkit,
+        name,
+        version,
+        timeout_ms,
+    } = identity;
+    let description = tool.description.as_deref().unwrap_or_default();
+    let user_id = args.user_id;
+    let secrets = args.secrets.iter();
+    let authorization = args.authorization.iter().map(|a| {
+        let (id, scopes) = (&a.id, &a.scopes);
+        quote!(#oxp::AuthorizationSpec { id: #id, scopes: &[#(#scopes),*] })
+    });
+    let timeout_ms = match timeout_ms {
+        Some(ms) => quote!(::core::option::Option::Some(#ms)),
+        None => quote!(::core::option::Option::None),
+    };
+    let fn_name_str = fn_name.to_string();
+    let handle_doc =
+        format!("The tool descriptor of [`{fn_name_str}`], for `RegistryBuilder::tool`.");
+
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #fn_name {}
+
+        const _: () = {
+            #input_struct
+
+            #[allow(dead_code)]
+            fn __oxp_checks() { #(#checks)* }
+
+            const __OXP_TOOL: #oxp::ToolDescriptor = #oxp::ToolDescriptor {
+                toolkit: #toolkit,
+                name: #name,
+                version: #version,
+                description: #description,
+                user_id: #user_id,
+                secrets: &[#(#secrets),*],
+                authorization: &[#(#authorization),*],
+                timeout_ms: #timeout_ms,
+                input_schema: #oxp::input_schema::<#input_type>,
+                output_schema: #output_schema,
+                invoke: { #invoke },
+                module_path: ::core::module_path!(),
+                fn_name: #fn_name_str,
+                file: ::core::file!(),
+                line: ::core::line!(),
+            };
+
+            impl #fn_name {
+                #[doc = #handle_doc]
+                pub const TOOL: &'static #oxp::ToolDescriptor = &__OXP_TOOL;
+            }
+
+            #oxp::inventory::submit! { __OXP_TOOL }
+        };
+    }
+}

@@ -1,0 +1,20 @@
+//! The `#[tool]` attribute of oxp. Use it through `oxp_runtime::tool`; its documentation is there.
+//!
+//! The pipeline, as in serde_derive: [`parse`] reads the attribute's arguments strictly,
+//! [`model`] turns the fn into a typed tool description, [`validate`] checks what can be checked
+//! at compile time, [`expand`] writes the glue. Every error is collected with its own span; on
+//! error the fn is still emitted, so the rest of the crate (and the IDE) keeps working.
+
+mod errors;
+mod expand;
+mod model;
+mod parse;
+mod validate;
+
+use proc_macro::TokenStream;
+
+/// Registers a function as an OXP tool. See `oxp_runtime::tool` for the grammar.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::tool(args.into(), item.into()).into()
+}

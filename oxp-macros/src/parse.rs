@@ -1,0 +1,246 @@
+//! The strict grammar of `#[tool(...)]`'s arguments.
+//!
+//! ```text
+//! toolkit = "Calculator"      name = "Add"      version = "1.0.0"
+//! user_id                     secret = "TWILIO_API_KEY"   (repeatable)
+//! authorization(id = "google", scopes = ["…", "…"])        (repeatable)
+//! timeout_ms = 30000
+//! ```
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{LitInt, LitStr, Token};
+
+use crate::errors::Errors;
+
+pub const KEYS: &[&str] = &[
+    "toolkit",
+    "name",
+    "version",
+    "user_id",
+    "secret",
+    "authorization",
+    "timeout_ms",
+];
+
+const AUTHORIZATION_KEYS: &[&str] = &["id", "scopes"];
+
+#[derive(Default)]
+pub struct Args {
+    pub toolkit: Option<LitStr>,
+    pub name: Option<LitStr>,
+    pub version: Option<LitStr>,
+    pub user_id: bool,
+    pub secrets: Vec<LitStr>,
+    pub authorization: Vec<Authorization>,
+    pub timeout_ms: Option<LitInt>,
+}
+
+pub struct Authorization {
+    pub id: LitStr,
+    pub scopes: Vec<LitStr>,
+}
+
+/// Parses the arguments, recording every problem in `errors` and keeping what was readable.
+pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
+    let mut args = Args::default();
+    let mut seen: Vec<String> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let Some(key) = meta.path.get_ident().map(ToString::to_string) else {
+            errors.spanned(&meta.path, unknown_key_message("this path", KEYS));
+            return skip_value(&meta);
+        };
+        let repeatable = key == "secret" || key == "authorization";
+        if KEYS.contains(&key.as_str()) && !repeatable {
+            if seen.contains(&key) {
+                errors.spanned(&meta.path, format!("duplicate key `{key}`: give it once"));
+                return skip_value(&meta);
+            }
+            seen.push(key.clone());
+        }
+        match key.as_str() {
+            "toolkit" => args.toolkit = string(&meta, &key, "\"Calculator\"", errors)?,
+            "name" => args.name = string(&meta, &key, "\"Add\"", errors)?,
+            "version" => args.version = string(&meta, &key, "\"1.0.0\"", errors)?,
+            "secret" => {
+                if let Some(secret) = string(&meta, &key, "\"TWILIO_API_KEY\"", errors)? {
+                    args.secrets.push(secret);
+                }
+            }
+            "user_id" => {
+                if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                    errors.spanned(
+                        &meta.path,
+                        "`user_id` is a flag and takes no value: write `user_id` to require a user id",
+                    );
+                    return skip_value(&meta);
+                }
+                args.user_id = true;
+            }
+            "timeout_ms" => {
+                if !meta.input.peek(Token![=]) {
+                    errors.spanned(
+                        &meta.path,
+                        "`timeout_ms` takes a number: `timeout_ms = 30000`",
+                    );
+                    return skip_value(&meta);
+                }
+                let value = meta.value()?;
+                match value.parse::<LitInt>() {
+                    Ok(lit) => args.timeout_ms = Some(lit),
+                    Err(_) => {
+                        let expr: syn::Expr = value.parse()?;
+                        errors.spanned(
+                            expr,
+                            "`timeout_ms` takes a whole number of milliseconds: `timeout_ms = 30000`",
+                        );
+                    }
+                }
+            }
+            "authorization" => {
+                if let Some(authorization) = authorization(&meta, errors)? {
+                    args.authorization.push(authorization);
+                }
+            }
+            _ => {
+                errors.spanned(&meta.path, unknown_key_message(&format!("`{key}`"), KEYS));
+                return skip_value(&meta);
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = parser.parse2(tokens) {
+        errors.push(error);
+    }
+    args
+}
+
+/// `key = "string"`; anything else is reported with an example of what to write.
+fn string(
+    meta: &ParseNestedMeta,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<LitStr>> {
+    if !meta.input.peek(Token![=]) {
+        errors.spanned(
+            &meta.path,
+            format!("`{key}` takes a string: write `{key} = {example}`"),
+        );
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        return value.parse().map(Some);
+    }
+    let expr: syn::Expr = value.parse()?;
+    errors.spanned(
+        expr,
+        format!("`{key}` takes a string literal: write `{key} = {example}`"),
+    );
+    Ok(None)
+}
+
+/// `authorization(id = "google", scopes = ["a", "b"])`
+fn authorization(
+    meta: &ParseNestedMeta,
+    errors: &mut Errors,
+) -> syn::Result<Option<Authorization>> {
+    let example = "`authorization(id = \"google\", scopes = [\"https://…\"])`";
+    if !meta.input.peek(syn::token::Paren) {
+        errors.spanned(
+            &meta.path,
+            format!("`authorization` takes a list: write {example}"),
+        );
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let mut id = None;
+    let mut scopes = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        let key = inner
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "id" => id = string(&inner, "id", "\"google\"", errors)?,
+            "scopes" => {
+                let value = inner.value()?;
+                let content;
+                syn::bracketed!(content in value);
+                let list = content.parse_terminated(|p| p.parse::<LitStr>(), Token![,])?;
+                scopes.extend(list);
+            }
+            _ => {
+                errors.spanned(
+                    &inner.path,
+                    unknown_key_message(&format!("`{key}`"), AUTHORIZATION_KEYS),
+                );
+                return skip_value(&inner);
+            }
+        }
+        Ok(())
+    })?;
+    match id {
+        Some(id) => Ok(Some(Authorization { id, scopes })),
+        None => {
+            errors.spanned(
+                &meta.path,
+                format!("`authorization` needs an `id`: write {example}"),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Consumes whatever follows a key we reject, so parsing can go on to report the next problem.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _content;
+        syn::parenthesized!(_content in meta.input);
+        let _: TokenStream = _content.parse()?;
+    }
+    Ok(())
+}
+
+fn unknown_key_message(what: &str, keys: &[&str]) -> String {
+    let key = what.trim_matches('`');
+    let suggestion = keys
+        .iter()
+        .map(|k| (distance(key, k), k))
+        .filter(|(d, k)| *d <= k.len() / 3 + 1)
+        .min()
+        .map(|(_, k)| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    format!(
+        "unknown key {what}, expected one of {}{suggestion}",
+        keys.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Levenshtein distance, for "did you mean".
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[allow(dead_code)]
+fn _span_is_used(_: Span) {}

@@ -1,0 +1,166 @@
+//! [`ToolContext`]: what a call carries besides its input (secrets, tokens, the user, ids).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::protocol::Sensitive;
+
+/// Everything a call brings besides the tool's input: secrets, authorization tokens, the user's
+/// id, and the call's own ids.
+///
+/// A tool asks for it by taking a `&ToolContext` (or `ToolContext`) parameter; it never appears in
+/// the tool's input schema. Its `Debug` output never shows a secret or token value.
+///
+/// ```
+/// use oxp_runtime::ToolContext;
+///
+/// let ctx = ToolContext::new("call-1")
+///     .with_secret("TWILIO_API_KEY", "sk-123")
+///     .with_authorization_token("google", "ya29.token")
+///     .with_user_id("user@example.com");
+/// assert_eq!(ctx.secret("TWILIO_API_KEY"), Some("sk-123"));
+/// assert_eq!(ctx.authorization_token("google"), Some("ya29.token"));
+/// assert_eq!(ctx.user_id(), Some("user@example.com"));
+/// assert_eq!(ctx.call_id(), "call-1");
+/// assert!(!format!("{ctx:?}").contains("sk-123"));
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolContext {
+    call_id: String,
+    trace_id: Option<String>,
+    user_id: Option<String>,
+    secrets: HashMap<String, Sensitive>,
+    authorization: HashMap<String, Sensitive>,
+}
+
+impl ToolContext {
+    /// A context for the call `call_id`, with no secrets, tokens or user.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1");
+    /// assert_eq!(ctx.secret("ANY"), None);
+    /// ```
+    pub fn new(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            call_id: call_id.into(),
+            ..ToolContext::default()
+        }
+    }
+
+    /// The value of the secret `id`, if the caller sent it.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_secret("KEY", "v");
+    /// assert_eq!(ctx.secret("KEY"), Some("v"));
+    /// ```
+    pub fn secret(&self, id: &str) -> Option<&str> {
+        self.secrets.get(id).map(Sensitive::expose)
+    }
+
+    /// The authorization token for provider `id`, if the caller sent it.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_authorization_token("google", "t");
+    /// assert_eq!(ctx.authorization_token("google"), Some("t"));
+    /// ```
+    pub fn authorization_token(&self, id: &str) -> Option<&str> {
+        self.authorization.get(id).map(Sensitive::expose)
+    }
+
+    /// The id of the user the call is made for, if the caller sent it.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_user_id("u1");
+    /// assert_eq!(ctx.user_id(), Some("u1"));
+    /// ```
+    pub fn user_id(&self) -> Option<&str> {
+        self.user_id.as_deref()
+    }
+
+    /// The call's id: the client's `call_id`, or one the server generated.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::ToolContext::new("c1").call_id(), "c1");
+    /// ```
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The client's `trace_id`, if it sent one.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_trace_id("t1");
+    /// assert_eq!(ctx.trace_id(), Some("t1"));
+    /// ```
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace_id.as_deref()
+    }
+
+    /// Adds a secret (for tests, and for the fronts that build contexts).
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_secret("KEY", "v");
+    /// assert!(ctx.secret("KEY").is_some());
+    /// ```
+    #[must_use]
+    pub fn with_secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
+        self.secrets.insert(id.into(), Sensitive::new(value));
+        self
+    }
+
+    /// Adds an authorization token for provider `id`.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_authorization_token("github", "gho_x");
+    /// assert!(ctx.authorization_token("github").is_some());
+    /// ```
+    #[must_use]
+    pub fn with_authorization_token(
+        mut self,
+        id: impl Into<String>,
+        token: impl Into<String>,
+    ) -> Self {
+        self.authorization.insert(id.into(), Sensitive::new(token));
+        self
+    }
+
+    /// Sets the user id.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_user_id("u1");
+    /// assert!(ctx.user_id().is_some());
+    /// ```
+    #[must_use]
+    pub fn with_user_id(mut self, user_id: impl Into<String>) -> Self {
+        self.user_id = Some(user_id.into());
+        self
+    }
+
+    /// Sets the trace id.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1").with_trace_id("t1");
+    /// assert!(ctx.trace_id().is_some());
+    /// ```
+    #[must_use]
+    pub fn with_trace_id(mut self, trace_id: impl Into<String>) -> Self {
+        self.trace_id = Some(trace_id.into());
+        self
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut secrets: Vec<_> = self.secrets.keys().collect();
+        secrets.sort();
+        let mut authorization: Vec<_> = self.authorization.keys().collect();
+        authorization.sort();
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("trace_id", &self.trace_id)
+            .field("user_id", &self.user_id)
+            .field("secrets", &secrets)
+            .field("authorization", &authorization)
+            .finish()
+    }
+}

@@ -1,0 +1,139 @@
+//! [`ToolDescriptor`]: the static, type-erased record `#[tool]` emits for each function.
+//!
+//! Everything generic over the user's types lives in the few fn pointers here; the registry and
+//! the call pipeline are compiled once, in this crate, and never monomorphised per tool.
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::error::ToolError;
+
+/// Takes a whole struct as the tool's input object, for tools with many fields.
+///
+/// The struct's own fields (and their doc comments and serde attributes) become the input schema.
+///
+/// ```
+/// use oxp_runtime::{tool, Input};
+/// # use oxp_runtime::__private::{serde, schemars};
+///
+/// /// A message to send.
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// # #[serde(crate = "oxp_runtime::__private::serde")]
+/// # #[schemars(crate = "oxp_runtime::__private::schemars")]
+/// struct Sms {
+///     /// The recipient, in E.164 form.
+///     to: String,
+///     /// The text.
+///     body: String,
+/// }
+///
+/// /// Send an SMS.
+/// #[tool(toolkit = "SMS", version = "0.1.2")]
+/// fn send(Input(sms): Input<Sms>) -> usize {
+///     sms.body.len() + sms.to.len()
+/// }
+///
+/// assert_eq!(send(Input(Sms { to: "+1".into(), body: "hi".into() })), 4);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Input<T>(pub T);
+
+/// Why invoking a tool's glue failed before or after the tool's own code.
+#[derive(Debug)]
+pub enum InvokeError {
+    /// The input passed the schema but serde still refused it (a custom `Deserialize`).
+    Input(serde_json::Error),
+    /// The tool returned an error.
+    Tool(ToolError),
+    /// The tool's value could not be serialized.
+    Output(serde_json::Error),
+}
+
+impl From<ToolError> for InvokeError {
+    fn from(error: ToolError) -> Self {
+        InvokeError::Tool(error)
+    }
+}
+
+/// What invoking a tool's glue produces: its value (`None` for a unit return) or why not.
+pub type InvokeResult = Result<Option<Value>, InvokeError>;
+
+/// How a tool runs: on the async workers, or (for a plain `fn`) on the blocking pool.
+#[derive(Clone, Copy)]
+pub enum Invoke {
+    /// An `async fn`.
+    Async(fn(ToolContext, Value) -> BoxFuture<'static, InvokeResult>),
+    /// A plain `fn`, run off the async workers.
+    Blocking(fn(ToolContext, Value) -> InvokeResult),
+}
+
+/// One authorization requirement, as written in `#[tool(authorization(id = .., scopes = [..]))]`.
+#[derive(Clone, Copy, Debug)]
+pub struct AuthorizationSpec {
+    /// The provider's id.
+    pub id: &'static str,
+    /// The OAuth 2.0 scopes.
+    pub scopes: &'static [&'static str],
+}
+
+/// A tool, as `#[tool]` registers it. Built by the macro; read by the registry.
+///
+/// You rarely touch one directly: `#[tool] fn add` also defines `add::TOOL`, which
+/// [`RegistryBuilder::tool`](crate::RegistryBuilder::tool) takes to serve a chosen subset.
+#[derive(Clone, Copy)]
+pub struct ToolDescriptor {
+    /// The toolkit (`Calculator`).
+    pub toolkit: &'static str,
+    /// The tool's name within the toolkit (`Add`).
+    pub name: &'static str,
+    /// `x.y.z`.
+    pub version: &'static str,
+    /// The fn's doc comment.
+    pub description: &'static str,
+    /// Whether a `user_id` is required.
+    pub user_id: bool,
+    /// Required secret ids.
+    pub secrets: &'static [&'static str],
+    /// Required authorization.
+    pub authorization: &'static [AuthorizationSpec],
+    /// The tool's own timeout, overriding the server's default.
+    pub timeout_ms: Option<u64>,
+    /// The input schema, before the schema policy runs.
+    pub input_schema: fn() -> schemars::Schema,
+    /// The output schema, or `None` for a unit return.
+    pub output_schema: Option<fn() -> schemars::Schema>,
+    /// Runs the tool.
+    pub invoke: Invoke,
+    /// Where the fn is: `module_path!()`.
+    pub module_path: &'static str,
+    /// The fn's name in Rust.
+    pub fn_name: &'static str,
+    /// `file!()`.
+    pub file: &'static str,
+    /// `line!()`.
+    pub line: u32,
+}
+
+impl ToolDescriptor {
+    /// Where the fn is defined, for error messages: `crate::module::fn_name (src/lib.rs:12)`.
+    pub fn location(&self) -> String {
+        format!(
+            "{}::{} ({}:{})",
+            self.module_path, self.fn_name, self.file, self.line
+        )
+    }
+}
+
+impl std::fmt::Debug for ToolDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDescriptor")
+            .field("toolkit", &self.toolkit)
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("at", &self.location())
+            .finish_non_exhaustive()
+    }
+}
+
+inventory::collect!(ToolDescriptor);

@@ -1,0 +1,54 @@
+//! Write agent tools as plain Rust functions; serve them over OXP 1.0.
+//!
+//! ```
+//! use oxp_runtime::{tool, Registry};
+//!
+//! /// Add two numbers.
+//! #[tool(toolkit = "Calculator", version = "1.0.0")]
+//! async fn add(
+//!     /// The first addend.
+//!     a: i64,
+//!     /// The second addend.
+//!     b: i64,
+//! ) -> i64 {
+//!     a + b
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! // The function is still a function…
+//! assert_eq!(add(2, 3).await, 5);
+//! // …and a registered, versioned tool with a schema.
+//! let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+//! let definition = registry.resolve("Calculator.Add").unwrap().definition();
+//! assert_eq!(definition.id, "Calculator.Add@1.0.0");
+//! assert_eq!(definition.name, "Calculator_Add");
+//! assert_eq!(definition.input_schema["properties"]["a"]["description"], "The first addend.");
+//! # });
+//! ```
+//!
+//! The modules, in the order data flows through them: [`protocol`] (wire types) →
+//! [`registry`] (tools, versions, validators) → [`call`] (the one pipeline) → the fronts.
+#![warn(missing_docs)]
+
+pub mod call;
+mod context;
+mod descriptor;
+mod error;
+pub mod protocol;
+pub mod registry;
+pub mod schema;
+pub mod version;
+
+pub use context::ToolContext;
+pub use descriptor::{AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor};
+pub use error::ToolError;
+pub use registry::{Registry, RegistryBuilder, RegistryError};
+pub use version::ToolVersion;
+
+#[doc = include_str!("tool_attribute.md")]
+pub use oxp_macros::tool;
+
+/// What `#[tool]` expands to reaches its dependencies only through here, so a user's Cargo.toml
+/// needs `oxp-runtime` and nothing else. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private;

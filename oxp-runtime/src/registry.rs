@@ -1,0 +1,490 @@
+//! The registry: every tool of the binary (or a chosen list), checked once, indexed by id, with its
+//! published definition and its compiled input validator.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+use crate::descriptor::ToolDescriptor;
+use crate::protocol::{
+    AuthorizationRequirement, OAuth2Requirement, SecretRequirement, ToolDefinition,
+    ToolRequirements,
+};
+use crate::schema;
+use crate::version::{is_segment, ParseError, ToolId, ToolVersion, VersionRequest};
+
+/// The longest wire name OXP (and every model provider) accepts.
+pub const MAX_NAME_LEN: usize = 64;
+/// The longest description a tool may have (the provider limit of seed 003 §7).
+pub const MAX_DESCRIPTION_LEN: usize = 1024;
+
+/// A tool that passed every registration check.
+pub struct RegisteredTool {
+    descriptor: &'static ToolDescriptor,
+    version: ToolVersion,
+    definition: ToolDefinition,
+    validator: jsonschema::Validator,
+}
+
+impl RegisteredTool {
+    /// What `#[tool]` registered.
+    pub fn descriptor(&self) -> &'static ToolDescriptor {
+        self.descriptor
+    }
+
+    /// `Toolkit.Name@x.y.z`.
+    pub fn id(&self) -> &str {
+        &self.definition.id
+    }
+
+    /// The tool's version.
+    pub fn version(&self) -> ToolVersion {
+        self.version
+    }
+
+    /// The definition `GET /tools` publishes.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The input validator, compiled once at registration.
+    pub fn validator(&self) -> &jsonschema::Validator {
+        &self.validator
+    }
+}
+
+impl fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredTool")
+            .field("id", &self.definition.id)
+            .field("at", &self.descriptor.location())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tools a server serves.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// /// Add two numbers, as floats.
+/// #[tool(toolkit = "Calculator", name = "Add", version = "1.10.0")]
+/// async fn add_floats(a: f64, b: f64) -> f64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).tool(add_floats::TOOL).build().unwrap();
+/// assert_eq!(registry.resolve("Calculator.Add").unwrap().id(), "Calculator.Add@1.10.0");
+/// assert_eq!(registry.resolve("Calculator.Add@1").unwrap().id(), "Calculator.Add@1.0.0");
+/// assert!(registry.resolve("Calculator.Add@2").is_err());
+/// ```
+#[derive(Debug)]
+pub struct Registry {
+    tools: Vec<RegisteredTool>,
+    /// `Toolkit.Name` → indexes into `tools`, in ascending version order.
+    by_path: HashMap<String, Vec<usize>>,
+    /// `Toolkit_Name` → `Toolkit.Name`.
+    by_wire_name: HashMap<String, String>,
+}
+
+impl Registry {
+    /// Every `#[tool]` linked into the binary.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::from_inventory().unwrap();
+    /// assert!(registry.tools().len() <= registry.tools().len());
+    /// ```
+    pub fn from_inventory() -> Result<Registry, RegistryError> {
+        Registry::builder().all().build()
+    }
+
+    /// A builder, starting empty.
+    ///
+    /// ```
+    /// let empty = oxp_runtime::Registry::builder().build().unwrap();
+    /// assert!(empty.tools().is_empty());
+    /// ```
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Every tool, ordered by toolkit, name, then version.
+    pub fn tools(&self) -> &[RegisteredTool] {
+        &self.tools
+    }
+
+    /// Every tool's definition, as `GET /tools` lists them.
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.tools.iter().map(RegisteredTool::definition)
+    }
+
+    /// Finds the tool a `tool_id` names: `Toolkit.Name` is the numerically latest version,
+    /// `@x` exactly `x.0.0`, `@x.y.z` exactly that version.
+    pub fn resolve(&self, tool_id: &str) -> Result<&RegisteredTool, ResolveError> {
+        let id = ToolId::parse(tool_id).map_err(|reason| ResolveError::InvalidId {
+            tool_id: tool_id.to_owned(),
+            reason,
+        })?;
+        let path = &tool_id[..id.toolkit.len() + 1 + id.name.len()];
+        let Some(versions) = self.by_path.get(path) else {
+            return Err(ResolveError::UnknownTool {
+                wire_name: format!("{}_{}", id.toolkit, id.name),
+                tool_id: tool_id.to_owned(),
+            });
+        };
+        let found = match id.version {
+            VersionRequest::Latest => versions.last(),
+            VersionRequest::Exact(wanted) => {
+                versions.iter().find(|&&i| self.tools[i].version == wanted)
+            }
+            VersionRequest::Unavailable => None,
+        };
+        found.map(|&i| &self.tools[i]).ok_or_else(|| {
+            let first = &self.tools[versions[0]];
+            ResolveError::VersionUnavailable {
+                wire_name: first.definition.name.clone(),
+                tool_id: tool_id.to_owned(),
+                available: versions
+                    .iter()
+                    .map(|&i| self.tools[i].definition.version.clone())
+                    .collect(),
+            }
+        })
+    }
+
+    /// Finds the latest version of the tool whose wire name (`Toolkit_Name`) is `name`, as model
+    /// providers and some clients call tools.
+    pub fn resolve_wire_name(&self, name: &str) -> Option<&RegisteredTool> {
+        let path = self.by_wire_name.get(name)?;
+        self.by_path
+            .get(path)
+            .and_then(|versions| versions.last())
+            .map(|&i| &self.tools[i])
+    }
+}
+
+/// Why a `tool_id` names no tool. Each is a `400` on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResolveError {
+    /// The id does not match the `ToolId` grammar.
+    InvalidId {
+        /// What the client sent.
+        tool_id: String,
+        /// What is wrong with it.
+        reason: ParseError,
+    },
+    /// No tool has that toolkit and name.
+    UnknownTool {
+        /// What the client sent.
+        tool_id: String,
+        /// `Toolkit_Name`.
+        wire_name: String,
+    },
+    /// The tool exists, but not at that version.
+    VersionUnavailable {
+        /// What the client sent.
+        tool_id: String,
+        /// `Toolkit_Name`.
+        wire_name: String,
+        /// The versions that do exist, ascending.
+        available: Vec<String>,
+    },
+}
+
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolveError::InvalidId { tool_id, reason } => {
+                write!(f, "Invalid tool id '{tool_id}': {reason}")
+            }
+            ResolveError::UnknownTool { wire_name, .. } => {
+                write!(f, "Tool '{wire_name}' was not found")
+            }
+            ResolveError::VersionUnavailable {
+                wire_name,
+                tool_id,
+                available,
+            } => write!(
+                f,
+                "Tool '{wire_name}' has no version matching '{tool_id}'; available: {}",
+                available.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// Collects tools and checks them into a [`Registry`].
+#[derive(Debug, Default)]
+pub struct RegistryBuilder {
+    descriptors: Vec<&'static ToolDescriptor>,
+}
+
+impl RegistryBuilder {
+    /// Adds one tool: `#[tool] fn add` defines `add::TOOL`.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hello.
+    /// #[tool(toolkit = "Greeter", version = "1.0.0")]
+    /// fn hello() -> String { "hello".into() }
+    ///
+    /// let registry = Registry::builder().tool(hello::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].id(), "Greeter.Hello@1.0.0");
+    /// ```
+    #[must_use]
+    pub fn tool(mut self, descriptor: &'static ToolDescriptor) -> Self {
+        self.descriptors.push(descriptor);
+        self
+    }
+
+    /// Adds every `#[tool]` linked into the binary.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::builder().all().build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    #[must_use]
+    pub fn all(mut self) -> Self {
+        self.descriptors
+            .extend(inventory::iter::<ToolDescriptor>.into_iter());
+        self
+    }
+
+    /// Checks every tool and builds the registry, or reports every problem found at once.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let mut problems = Vec::new();
+        let mut tools = Vec::new();
+        for descriptor in self.descriptors {
+            match register(descriptor) {
+                Ok(tool) => tools.push(tool),
+                Err(problem) => problems.push(problem),
+            }
+        }
+        tools.sort_by(|a, b| {
+            (a.descriptor.toolkit, a.descriptor.name, a.version).cmp(&(
+                b.descriptor.toolkit,
+                b.descriptor.name,
+                b.version,
+            ))
+        });
+        for pair in tools.windows(2) {
+            if pair[0].definition.id == pair[1].definition.id {
+                problems.push(RegistryProblem::DuplicateId {
+                    id: pair[0].definition.id.clone(),
+                    first: pair[0].descriptor.location(),
+                    second: pair[1].descriptor.location(),
+                });
+            }
+        }
+
+        let mut by_path: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_wire_name: HashMap<String, String> = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
+            let owner = by_wire_name
+                .entry(tool.definition.name.clone())
+                .or_insert_with(|| path.clone());
+            if *owner != path {
+                problems.push(RegistryProblem::WireNameCollision {
+                    wire_name: tool.definition.name.clone(),
+                    first: owner.clone(),
+                    second: path.clone(),
+                    at: tool.descriptor.location(),
+                });
+            }
+            by_path.entry(path).or_default().push(i);
+        }
+        if !problems.is_empty() {
+            return Err(RegistryError { problems });
+        }
+
+        let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
+        tracing::info!(
+            "{} tool{} in toolkit{} {}",
+            tools.len(),
+            if tools.len() == 1 { "" } else { "s" },
+            if toolkits.len() == 1 { "" } else { "s" },
+            toolkits.into_iter().collect::<Vec<_>>().join(", ")
+        );
+        Ok(Registry {
+            tools,
+            by_path,
+            by_wire_name,
+        })
+    }
+}
+
+fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
+    let problem = |what: String| RegistryProblem::Invalid {
+        at: descriptor.location(),
+        what,
+    };
+    for (kind, value) in [("toolkit", descriptor.toolkit), ("name", descriptor.name)] {
+        if !is_segment(value) {
+            return Err(problem(format!(
+                "the {kind} `{value}` must be letters, digits and underscores only"
+            )));
+        }
+    }
+    let wire_name = format!("{}_{}", descriptor.toolkit, descriptor.name);
+    if wire_name.len() > MAX_NAME_LEN {
+        return Err(problem(format!(
+            "the wire name `{wire_name}` is {} characters; the limit is {MAX_NAME_LEN}",
+            wire_name.len()
+        )));
+    }
+    let version: ToolVersion = descriptor.version.parse().map_err(|e| {
+        problem(format!(
+            "the version `{}` is not x.y.z ({e}); set `version = \"1.0.0\"` on #[tool]",
+            descriptor.version
+        ))
+    })?;
+    let description = descriptor.description.trim();
+    if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_LEN {
+        return Err(problem(format!(
+            "the description must be 1 to {MAX_DESCRIPTION_LEN} characters"
+        )));
+    }
+    let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
+    let schema_problem = |error: schema::SchemaError| RegistryProblem::Schema {
+        id: id.clone(),
+        at: descriptor.location(),
+        error,
+    };
+    let input_schema =
+        schema::finalize_input((descriptor.input_schema)()).map_err(schema_problem)?;
+    let output_schema = match descriptor.output_schema {
+        Some(output) => schema::finalize_output(output()).map_err(schema_problem)?,
+        None => None,
+    };
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&input_schema)
+        .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
+
+    let requirements = ToolRequirements {
+        authorization: descriptor
+            .authorization
+            .iter()
+            .map(|a| AuthorizationRequirement {
+                id: a.id.to_owned(),
+                oauth2: (!a.scopes.is_empty()).then(|| OAuth2Requirement {
+                    scopes: a.scopes.iter().map(|s| (*s).to_owned()).collect(),
+                }),
+            })
+            .collect(),
+        secrets: descriptor
+            .secrets
+            .iter()
+            .map(|id| SecretRequirement {
+                id: (*id).to_owned(),
+            })
+            .collect(),
+        user_id: descriptor.user_id,
+    };
+    Ok(RegisteredTool {
+        descriptor,
+        version,
+        definition: ToolDefinition {
+            id: id.clone(),
+            name: wire_name,
+            description: description.to_owned(),
+            version: version.to_string(),
+            input_schema,
+            output_schema,
+            requirements: (!requirements.is_empty()).then_some(requirements),
+        },
+        validator,
+    })
+}
+
+/// Everything wrong with the tools given to a [`RegistryBuilder`].
+#[derive(Debug)]
+pub struct RegistryError {
+    /// Each problem, naming the fn it is about.
+    pub problems: Vec<RegistryProblem>,
+}
+
+/// One problem with one tool (or a pair of them).
+#[derive(Debug)]
+pub enum RegistryProblem {
+    /// Two fns register the same id.
+    DuplicateId {
+        /// The id.
+        id: String,
+        /// One fn.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// Two different tools would have the same wire name (`A_B.C` and `A.B_C`).
+    WireNameCollision {
+        /// The shared wire name.
+        wire_name: String,
+        /// One `Toolkit.Name`.
+        first: String,
+        /// The other.
+        second: String,
+        /// Where the second is defined.
+        at: String,
+    },
+    /// A name, version or description breaks the rules.
+    Invalid {
+        /// Where the fn is.
+        at: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A schema breaks the schema policy.
+    Schema {
+        /// The tool.
+        id: String,
+        /// Where the fn is.
+        at: String,
+        /// What is wrong.
+        error: schema::SchemaError,
+    },
+}
+
+impl fmt::Display for RegistryProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistryProblem::DuplicateId { id, first, second } => write!(
+                f,
+                "the tool id `{id}` is registered twice: by {first} and by {second}; give one of \
+                 them another `version` or `name`"
+            ),
+            RegistryProblem::WireNameCollision {
+                wire_name,
+                first,
+                second,
+                at,
+            } => write!(
+                f,
+                "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
+            ),
+            RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
+            RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
+        }
+    }
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} problem(s) with the registered tools:",
+            self.problems.len()
+        )?;
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RegistryError {}

@@ -1,0 +1,206 @@
+//! The schema policy: the one place that decides what every tool schema looks like.
+//!
+//! Clients break on details, so every schema the registry publishes is:
+//! - self-contained: every `$ref` inlined, no `$defs`/`definitions` (OXP excludes them), which
+//!   makes recursive types a registration error rather than a schema no client can read;
+//! - free of a `$schema` key (the schemas are dialect 2020-12 by the protocol's definition);
+//! - free of non-standard `format`s (`int64`, `uint8`, `double`, …), keeping the standard ones;
+//! - for inputs, an object, closed (`additionalProperties: false`) when `#[tool]` generated it,
+//!   with `Option` fields merely not required instead of `anyOf [T, null]`;
+//! - inputs follow serde's deserialize contract, outputs its serialize contract.
+//!
+//! ```
+//! use oxp_runtime::schema;
+//! # use oxp_runtime::__private::schemars;
+//!
+//! #[derive(schemars::JsonSchema)]
+//! # #[schemars(crate = "oxp_runtime::__private::schemars")]
+//! struct Point { x: u8, y: Option<f64> }
+//!
+//! let input = schema::finalize_input(schema::input_schema::<Point>()).unwrap();
+//! assert_eq!(input["properties"]["x"], serde_json::json!({"type": "integer", "minimum": 0, "maximum": 255}));
+//! assert_eq!(input["properties"]["y"], serde_json::json!({"type": "number"}));
+//! assert_eq!(input["required"], serde_json::json!(["x"]));
+//! ```
+
+use std::fmt;
+
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::{transform_subschemas, RestrictFormats, Transform};
+use schemars::{JsonSchema, Schema};
+use serde_json::Value;
+
+fn settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        // Reads the root's `$schema` to know which formats are standard; `$schema` goes later.
+        .with_transform(RestrictFormats::default())
+}
+
+/// The schema of `T` as a tool input (serde's deserialize contract), before [`finalize_input`].
+pub fn input_schema<T: JsonSchema>() -> Schema {
+    settings()
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+/// The schema of `T` as a tool output (serde's serialize contract), before [`finalize_output`].
+pub fn output_schema<T: JsonSchema>() -> Schema {
+    let mut settings = settings();
+    settings.contract = Contract::Serialize;
+    settings.into_generator().into_root_schema_for::<T>()
+}
+
+/// A schema the policy cannot publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaError {
+    /// A `$ref` survived inlining: the type refers to itself.
+    Recursive {
+        /// The type (or definition) that recurses.
+        definition: String,
+    },
+    /// The input schema does not describe a JSON object.
+    InputNotObject {
+        /// The schema's `type`, or how it was described instead.
+        found: String,
+    },
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchemaError::Recursive { definition } => write!(
+                f,
+                "the type `{definition}` is recursive, and OXP schemas cannot use `$ref`, so it \
+                 cannot be inlined; bound the recursion (e.g. a fixed depth of nested structs) or \
+                 take the recursive part as `serde_json::Value`"
+            ),
+            SchemaError::InputNotObject { found } => write!(
+                f,
+                "a tool's input must be a JSON object, but this input schema is {found}; take a \
+                 struct with named fields in `Input<T>`, or list the values as parameters"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
+
+/// Applies the policy to an input schema and returns the JSON the registry publishes.
+pub fn finalize_input(schema: Schema) -> Result<Value, SchemaError> {
+    let mut schema = finalize(schema)?;
+    StripOptionalNull.transform(&mut schema);
+    let value = schema.to_value();
+    match value.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(value),
+        Some(other) => Err(SchemaError::InputNotObject {
+            found: format!("of type {other}"),
+        }),
+        None => Err(SchemaError::InputNotObject {
+            found: format!("`{value}`"),
+        }),
+    }
+}
+
+/// Applies the policy to an output schema; `None` means "returns nothing" (`output_schema: null`).
+pub fn finalize_output(schema: Schema) -> Result<Option<Value>, SchemaError> {
+    let value = finalize(schema)?.to_value();
+    Ok(match value.get("type") {
+        Some(Value::String(t)) if t == "null" => None,
+        _ => Some(value),
+    })
+}
+
+fn finalize(mut schema: Schema) -> Result<Schema, SchemaError> {
+    schema.remove("$schema");
+    // The root title is the Rust type's name (`__OxpInput` for generated inputs): noise to a model.
+    schema.remove("title");
+    // With inlining on, schemars keeps a definition only for a type that refers to itself; the
+    // `$ref` check below reports it, so the definitions themselves can go.
+    schema.remove("$defs");
+    let mut refs = FindRefs(None);
+    refs.transform(&mut schema);
+    if let Some(reference) = refs.0 {
+        let definition = reference
+            .rsplit('/')
+            .next()
+            .unwrap_or(&reference)
+            .to_owned();
+        return Err(SchemaError::Recursive { definition });
+    }
+    Ok(schema)
+}
+
+/// Finds the first `$ref` in any subschema.
+struct FindRefs(Option<String>);
+
+impl Transform for FindRefs {
+    fn transform(&mut self, schema: &mut Schema) {
+        if self.0.is_none() {
+            if let Some(Value::String(r)) = schema.get("$ref") {
+                self.0 = Some(r.clone());
+                return;
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// `Option<T>` fields are "may be omitted", not "may be null": drops `null` from the type of every
+/// property that is not required.
+struct StripOptionalNull;
+
+impl Transform for StripOptionalNull {
+    fn transform(&mut self, schema: &mut Schema) {
+        let required: Vec<String> = match schema.get("required") {
+            Some(Value::Array(names)) => names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            for (name, property) in properties.iter_mut() {
+                if !required.contains(name) {
+                    strip_null(property);
+                }
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+fn strip_null(property: &mut Value) {
+    let Some(obj) = property.as_object_mut() else {
+        return;
+    };
+    // `{"type": ["integer", "null"]}` → `{"type": "integer"}`
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            obj.insert("type".into(), only);
+        }
+        return;
+    }
+    // `{"anyOf": [S, {"type": "null"}], "description": ..}` → S with the description kept.
+    let is_null = |s: &Value| s.get("type").and_then(Value::as_str) == Some("null");
+    if let Some(Value::Array(branches)) = obj.get("anyOf") {
+        if branches.len() == 2 && branches.iter().any(is_null) {
+            let Some(Value::Array(branches)) = obj.remove("anyOf") else {
+                unreachable!("checked above")
+            };
+            let kept = branches.into_iter().find(|b| !is_null(b));
+            if let Some(Value::Object(kept)) = kept {
+                for (k, v) in kept {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    // `{"enum": ["a", "b", null]}` (an optional unit enum)
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+}

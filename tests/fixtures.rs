@@ -1,0 +1,120 @@
+//! The fixture tools of the conformance suite (oxp-notes §4), built with `#[tool]` like any user's.
+
+use oxp_runtime::{tool, ToolContext, ToolError};
+
+/// Add two numbers.
+#[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]
+pub async fn calculator_add(
+    /// The first addend.
+    a: f64,
+    /// The second addend.
+    b: f64,
+) -> f64 {
+    a + b
+}
+
+macro_rules! which {
+    ($($fn_name:ident => $version:literal),* $(,)?) => {$(
+        /// Return this tool's own version.
+        #[tool(toolkit = "Math", name = "Which", version = $version)]
+        pub fn $fn_name() -> String {
+            $version.to_owned()
+        }
+    )*};
+}
+
+/// Get the current Unix timestamp, in seconds.
+#[tool(toolkit = "System", version = "1.0.0")]
+pub fn get_timestamp() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Do nothing, and return nothing.
+#[tool(toolkit = "Util", name = "Null", version = "1.0.0")]
+pub async fn util_null() {}
+
+/// Ring a doorbell.
+#[tool(toolkit = "Doorbell", version = "0.1.0")]
+pub async fn ring(
+    /// The doorbell to ring.
+    doorbell_id: String,
+) -> Result<(), ToolError> {
+    Err(ToolError::new("Doorbell ID not found")
+        .developer_message(format!(
+            "The doorbell with ID '{doorbell_id}' does not exist."
+        ))
+        .can_retry(true)
+        .additional_prompt_content("ids: doorbell42,doorbell84")
+        .retry_after_ms(500))
+}
+
+/// Panic, to show that a panicking tool is contained.
+#[tool(toolkit = "Util", version = "1.0.0")]
+pub async fn panic() -> String {
+    panic!("the fixture panicked on purpose")
+}
+
+/// Sleep longer than this tool's own timeout.
+#[tool(toolkit = "Util", version = "1.0.0", timeout_ms = 50)]
+pub async fn slow() -> String {
+    tokio_sleep_forever().await;
+    unreachable!()
+}
+
+async fn tokio_sleep_forever() {
+    std::future::pending::<()>().await
+}
+
+/// Send an SMS.
+#[tool(toolkit = "SMS", version = "0.1.2", secret = "TWILIO_API_KEY")]
+pub async fn send(
+    ctx: &ToolContext,
+    /// The recipient.
+    to: String,
+    /// The text.
+    body: String,
+) -> Result<String, ToolError> {
+    let key = ctx
+        .secret("TWILIO_API_KEY")
+        .ok_or_else(|| ToolError::new("No Twilio key"))?;
+    Ok(format!(
+        "sent {} chars to {to} with a {}-char key",
+        body.len(),
+        key.len()
+    ))
+}
+
+/// An email.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Email {
+    /// Who sent it.
+    pub from: String,
+    /// The subject line.
+    pub subject: String,
+}
+
+/// Read the user's latest emails.
+#[tool(
+    toolkit = "Gmail",
+    version = "1.2.0",
+    user_id,
+    authorization(id = "google", scopes = ["https://www.googleapis.com/auth/gmail.readonly"])
+)]
+pub async fn get_emails(ctx: &ToolContext, n_emails: Option<u32>) -> Result<Vec<Email>, ToolError> {
+    let user = ctx.user_id().unwrap_or_default();
+    Ok((0..n_emails.unwrap_or(2))
+        .map(|i| Email {
+            from: format!("sender{i}@example.com"),
+            subject: format!("Hello {user}"),
+        })
+        .collect())
+}
+
+which! {
+    which_0_9_0 => "0.9.0",
+    which_1_0_0 => "1.0.0",
+    which_1_2_0 => "1.2.0",
+    which_1_10_0 => "1.10.0",
+}

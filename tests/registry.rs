@@ -1,0 +1,383 @@
+//! The registry (version resolution, registration checks) and the in-process call pipeline.
+
+use oxp_runtime::call::{CallOutcome, Pipeline};
+use oxp_runtime::protocol::{CallResult, CallToolRequest};
+use oxp_runtime::registry::ResolveError;
+use oxp_runtime::{tool, Registry, ToolError};
+use oxp_tests as fixtures;
+use serde_json::{json, Value};
+
+fn which_registry() -> Registry {
+    Registry::builder()
+        .tool(fixtures::which_1_2_0::TOOL)
+        .tool(fixtures::which_0_9_0::TOOL)
+        .tool(fixtures::which_1_10_0::TOOL)
+        .tool(fixtures::which_1_0_0::TOOL)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn latest_is_numeric_and_at_major_means_exactly_major_0_0() {
+    let registry = which_registry();
+    let id = |tool_id: &str| registry.resolve(tool_id).map(|t| t.id().to_owned());
+    // oxp-notes §1 V.39 / §4 vector 30: no `@` is the latest, compared as numbers.
+    assert_eq!(id("Math.Which").unwrap(), "Math.Which@1.10.0");
+    // V.38 / vector 31: `@1` is 1.0.0, not the latest 1.x.
+    assert_eq!(id("Math.Which@1").unwrap(), "Math.Which@1.0.0");
+    // V.37 / vector 32.
+    assert_eq!(id("Math.Which@1.2.0").unwrap(), "Math.Which@1.2.0");
+    // Leading zeros compare numerically.
+    assert_eq!(id("Math.Which@01.02.0").unwrap(), "Math.Which@1.2.0");
+}
+
+#[test]
+fn bad_and_unavailable_ids_are_typed_errors() {
+    let registry = which_registry();
+    for bad in [
+        "Math.Which@1.0",
+        "Math.Which@1.10",
+        "Math.Which@1.2.0-beta",
+        "Math.Which@",
+        "Math.Which@@1",
+        "Which@1.0.0",
+        "A.B.C@1.0.0",
+        "",
+    ] {
+        assert!(
+            matches!(registry.resolve(bad), Err(ResolveError::InvalidId { .. })),
+            "{bad}"
+        );
+    }
+    for unavailable in [
+        "Math.Which@2",
+        "Math.Which@0",
+        "Math.Which@99999999999999999999999",
+    ] {
+        match registry.resolve(unavailable) {
+            Err(ResolveError::VersionUnavailable {
+                wire_name,
+                available,
+                ..
+            }) => {
+                assert_eq!(wire_name, "Math_Which");
+                assert_eq!(available, ["0.9.0", "1.0.0", "1.2.0", "1.10.0"]);
+            }
+            other => panic!("{unavailable}: {other:?}"),
+        }
+    }
+    // Ids are case-sensitive (oxp-notes §3.18).
+    assert!(matches!(
+        registry.resolve("math.which"),
+        Err(ResolveError::UnknownTool { .. })
+    ));
+    let unknown = registry.resolve("Nope.Tool").unwrap_err();
+    assert_eq!(unknown.to_string(), "Tool 'Nope_Tool' was not found");
+}
+
+#[test]
+fn tools_are_listed_by_toolkit_name_and_version_with_all_six_fields() {
+    let registry = which_registry();
+    let ids: Vec<&str> = registry.tools().iter().map(|t| t.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "Math.Which@0.9.0",
+            "Math.Which@1.0.0",
+            "Math.Which@1.2.0",
+            "Math.Which@1.10.0"
+        ]
+    );
+    let definition = serde_json::to_value(registry.tools()[0].definition()).unwrap();
+    assert_eq!(
+        definition,
+        json!({
+            "id": "Math.Which@0.9.0",
+            "name": "Math_Which",
+            "description": "Return this tool's own version.",
+            "version": "0.9.0",
+            "input_schema": {"type": "object", "additionalProperties": false},
+            "output_schema": {"type": "string"}
+        })
+    );
+}
+
+mod first {
+    /// One.
+    #[oxp_runtime::tool(toolkit = "Dup", name = "Tool", version = "1.0.0")]
+    pub fn one() {}
+}
+
+mod second {
+    /// Two.
+    #[oxp_runtime::tool(toolkit = "Dup", name = "Tool", version = "1.0.0")]
+    pub fn two() {}
+}
+
+/// Collides with `A.B_C` on the wire name `A_B_C`.
+#[tool(toolkit = "A_B", name = "C", version = "1.0.0")]
+fn ab_c() {}
+
+/// See `ab_c`.
+#[tool(toolkit = "A", name = "B_C", version = "1.0.0")]
+fn a_bc() {}
+
+#[test]
+fn duplicate_ids_name_both_fns_and_their_modules() {
+    let error = Registry::builder()
+        .tool(first::one::TOOL)
+        .tool(second::two::TOOL)
+        .build()
+        .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("`Dup.Tool@1.0.0` is registered twice"),
+        "{text}"
+    );
+    assert!(text.contains("registry::first::one"), "{text}");
+    assert!(text.contains("registry::second::two"), "{text}");
+}
+
+#[test]
+fn wire_name_collisions_are_rejected() {
+    let error = Registry::builder()
+        .tool(ab_c::TOOL)
+        .tool(a_bc::TOOL)
+        .build()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("share the wire name `A_B_C`"),
+        "{error}"
+    );
+}
+
+#[test]
+fn invalid_versions_names_and_descriptions_are_caught_at_build_time() {
+    // The macro rejects these when they are literals; a descriptor built another way (or a
+    // version from CARGO_PKG_VERSION like "0.1.0-alpha") is caught here, naming the fn.
+    static BAD_VERSION: oxp_runtime::ToolDescriptor = oxp_runtime::ToolDescriptor {
+        version: "0.1.0-alpha",
+        ..*first::one::TOOL
+    };
+    static BAD_NAME: oxp_runtime::ToolDescriptor = oxp_runtime::ToolDescriptor {
+        name: "Has Space",
+        ..*first::one::TOOL
+    };
+    static NO_DESCRIPTION: oxp_runtime::ToolDescriptor = oxp_runtime::ToolDescriptor {
+        description: "  ",
+        ..*first::one::TOOL
+    };
+    let error = Registry::builder()
+        .tool(&BAD_VERSION)
+        .tool(&BAD_NAME)
+        .tool(&NO_DESCRIPTION)
+        .build()
+        .unwrap_err();
+    assert_eq!(error.problems.len(), 3, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("the version `0.1.0-alpha` is not x.y.z"),
+        "{text}"
+    );
+    assert!(text.contains("the name `Has Space`"), "{text}");
+    assert!(text.contains("the description must be"), "{text}");
+    assert!(text.contains("registry::first::one"), "{text}");
+}
+
+#[test]
+fn from_inventory_collects_every_tool_in_the_binary() {
+    let error = Registry::from_inventory().unwrap_err();
+    // This binary deliberately links a duplicate pair and a colliding pair.
+    assert!(error.to_string().contains("Dup.Tool@1.0.0"));
+    let registry = Registry::builder()
+        .tool(first::one::TOOL)
+        .tool(ab_c::TOOL)
+        .build()
+        .unwrap();
+    assert_eq!(registry.tools().len(), 2);
+}
+
+fn pipeline() -> Pipeline {
+    Pipeline::new(
+        Registry::builder()
+            .tool(fixtures::calculator_add::TOOL)
+            .tool(fixtures::ring::TOOL)
+            .tool(fixtures::panic::TOOL)
+            .tool(fixtures::slow::TOOL)
+            .tool(fixtures::send::TOOL)
+            .tool(fixtures::get_emails::TOOL)
+            .tool(fixtures::get_timestamp::TOOL)
+            .tool(fixtures::util_null::TOOL)
+            .build()
+            .unwrap(),
+    )
+}
+
+async fn call(tool_id: &str, input: Value, context: Value) -> CallOutcome {
+    let request: CallToolRequest = serde_json::from_value(json!({
+        "call_id": "c1", "tool_id": tool_id, "input": input, "context": context
+    }))
+    .unwrap();
+    pipeline().call(request).await
+}
+
+#[tokio::test]
+async fn a_call_runs_the_tool_and_echoes_the_call_id() {
+    let CallOutcome::Completed(response) =
+        call("Calculator.Add", json!({"a": 10, "b": 5}), json!({})).await
+    else {
+        panic!()
+    };
+    assert_eq!(response.call_id, "c1");
+    assert_eq!(
+        response.result,
+        CallResult::Success {
+            value: Some(json!(15.0))
+        }
+    );
+}
+
+#[tokio::test]
+async fn invalid_input_is_422_keyed_by_parameter() {
+    let outcome = call(
+        "Calculator.Add",
+        json!({"a": 10, "b": "infinity", "c": 3}),
+        json!({}),
+    )
+    .await;
+    let CallOutcome::Invalid(invalid) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        invalid.parameter_errors["b"].contains("number"),
+        "{invalid:?}"
+    );
+    assert!(invalid.parameter_errors.contains_key("c"), "{invalid:?}");
+    let CallOutcome::Invalid(missing) = call("Calculator.Add", json!({"a": 10}), json!({})).await
+    else {
+        panic!()
+    };
+    assert_eq!(missing.parameter_errors["b"], "is required");
+    let CallOutcome::Invalid(_) = call("Calculator.Add", json!([1, 2]), json!({})).await else {
+        panic!()
+    };
+    let CallOutcome::Invalid(_) = call("Calculator.Add", Value::Null, json!({})).await else {
+        panic!()
+    };
+}
+
+#[tokio::test]
+async fn tool_errors_panics_and_timeouts_are_failed_results() {
+    let CallOutcome::Completed(rung) = call(
+        "Doorbell.Ring",
+        json!({"doorbell_id": "doorbell1"}),
+        json!({}),
+    )
+    .await
+    else {
+        panic!()
+    };
+    let CallResult::Failure { error } = rung.result else {
+        panic!()
+    };
+    assert_eq!(
+        error,
+        ToolError::new("Doorbell ID not found")
+            .developer_message("The doorbell with ID 'doorbell1' does not exist.")
+            .can_retry(true)
+            .additional_prompt_content("ids: doorbell42,doorbell84")
+            .retry_after_ms(500)
+    );
+    let CallOutcome::Completed(panicked) = call("Util.Panic", json!({}), json!({})).await else {
+        panic!()
+    };
+    let CallResult::Failure { error } = panicked.result else {
+        panic!()
+    };
+    assert!(
+        !error.message.contains("on purpose"),
+        "the panic text stays in the log"
+    );
+    let CallOutcome::Completed(slow) = call("Util.Slow", json!({}), json!({})).await else {
+        panic!()
+    };
+    let CallResult::Failure { error } = slow.result else {
+        panic!()
+    };
+    assert!(error.can_retry);
+}
+
+#[tokio::test]
+async fn requirements_are_checked_before_input_and_values_stay_out_of_errors() {
+    // Invalid input *and* a missing secret: the requirement is reported first (oxp-notes §3.28).
+    let CallOutcome::Rejected(rejected) = call("SMS.Send", json!({}), json!({})).await else {
+        panic!()
+    };
+    assert_eq!(
+        rejected.missing_requirements.unwrap().secrets,
+        ["TWILIO_API_KEY"]
+    );
+    let context = json!({"secrets": [{"id": "TWILIO_API_KEY", "value": "sk-very-secret"}]});
+    let outcome = call("SMS.Send", json!({"to": "+1", "body": "hi"}), context).await;
+    let CallOutcome::Completed(sent) = &outcome else {
+        panic!()
+    };
+    assert_eq!(
+        sent.result,
+        CallResult::Success {
+            value: Some(json!("sent 2 chars to +1 with a 14-char key"))
+        }
+    );
+    assert!(!format!("{outcome:?}").contains("sk-very-secret"));
+
+    let CallOutcome::Rejected(rejected) = call(
+        "Gmail.GetEmails",
+        json!({}),
+        json!({"authorization": [{"id": "google", "token": "t"}]}),
+    )
+    .await
+    else {
+        panic!()
+    };
+    assert!(rejected.missing_requirements.unwrap().user_id);
+    let CallOutcome::Rejected(rejected) =
+        call("Gmail.GetEmails", json!({}), json!({"user_id": "u"})).await
+    else {
+        panic!()
+    };
+    assert!(
+        rejected.message.contains("authorization for google"),
+        "{}",
+        rejected.message
+    );
+    let full = json!({"user_id": "u", "authorization": [{"id": "google", "token": "t"}]});
+    let CallOutcome::Completed(emails) =
+        call("Gmail.GetEmails", json!({"n_emails": 1}), full).await
+    else {
+        panic!()
+    };
+    assert_eq!(
+        emails.result,
+        CallResult::Success {
+            value: Some(json!([{"from": "sender0@example.com", "subject": "Hello u"}]))
+        }
+    );
+}
+
+#[tokio::test]
+async fn sync_tools_and_unit_tools_work() {
+    let CallOutcome::Completed(now) = call("System.GetTimestamp", json!({}), json!({})).await
+    else {
+        panic!()
+    };
+    assert!(matches!(
+        now.result,
+        CallResult::Success {
+            value: Some(Value::Number(_))
+        }
+    ));
+    let CallOutcome::Completed(null) = call("Util.Null", json!({}), json!({})).await else {
+        panic!()
+    };
+    assert_eq!(null.result, CallResult::Success { value: None });
+}
