@@ -12,7 +12,7 @@ fn the_example_depends_on_nothing_but_oxp_runtime_and_tokio() {
     let names: Vec<&str> = dependencies
         .lines()
         .take_while(|line| !line.starts_with('['))
-        .filter_map(|line| line.split('=').next())
+        .filter_map(|line| line.split(['=', '.']).next())
         .map(str::trim)
         .filter(|name| !name.is_empty() && !name.starts_with('#'))
         .collect();

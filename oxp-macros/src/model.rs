@@ -20,7 +20,7 @@ pub enum Inputs {
     /// Named parameters, each a field of the generated input struct.
     Params(Vec<Param>),
     /// One `Input<T>` parameter: `T` is the input object. `position` is its argument index.
-    Whole { ty: Type, position: usize },
+    Whole { ty: Box<Type>, position: usize },
 }
 
 pub struct Param {
@@ -41,7 +41,7 @@ pub enum Output {
     /// `Result<(), E>`.
     UnitResult(Type),
     /// `Result<T, E>`.
-    Result(Type, Type),
+    Result(Box<Type>, Box<Type>),
 }
 
 /// Reads the tool from `item`. Strips the attributes on parameters that only the macro
@@ -97,7 +97,7 @@ pub fn read(item: &mut syn::ItemFn, errors: &mut Errors) -> Tool {
             if whole.is_some() {
                 errors.spanned(&arg.ty, "a tool takes at most one `Input<T>` parameter");
             }
-            whole = Some((ty, position, arg.ty.clone()));
+            whole = Some((Box::new(ty), position, arg.ty.clone()));
             continue;
         }
         if let Some(reference) = find_reference(&arg.ty) {
@@ -140,7 +140,7 @@ pub fn read(item: &mut syn::ItemFn, errors: &mut Errors) -> Tool {
                     &first.name,
                     format!(
                         "a tool that takes `{}` takes nothing else but a `ToolContext`: move this parameter into the struct",
-                        quote::quote!(#written)
+                        quote::quote!(#written).to_string().replace(' ', "")
                     ),
                 );
             }
@@ -185,7 +185,7 @@ fn output(ty: &Type, errors: &mut Errors) -> Output {
             .collect();
         match types[..] {
             [ok, err] if is_unit(ok) => return Output::UnitResult(err.clone()),
-            [ok, err] => return Output::Result(ok.clone(), err.clone()),
+            [ok, err] => return Output::Result(Box::new(ok.clone()), Box::new(err.clone())),
             _ => errors.spanned(
                 ty,
                 "write the error type out: `Result<T, ToolError>` (a `Result` alias with one parameter hides it)",

@@ -7,7 +7,7 @@
 //! timeout_ms = 30000
 //! ```
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::{LitInt, LitStr, Token};
@@ -87,15 +87,14 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
                     return skip_value(&meta);
                 }
                 let value = meta.value()?;
-                match value.parse::<LitInt>() {
-                    Ok(lit) => args.timeout_ms = Some(lit),
-                    Err(_) => {
-                        let expr: syn::Expr = value.parse()?;
-                        errors.spanned(
-                            expr,
-                            "`timeout_ms` takes a whole number of milliseconds: `timeout_ms = 30000`",
-                        );
-                    }
+                if value.peek(LitInt) {
+                    args.timeout_ms = Some(value.parse()?);
+                } else {
+                    let expr: syn::Expr = value.parse()?;
+                    errors.spanned(
+                        expr,
+                        "`timeout_ms` takes a whole number of milliseconds: `timeout_ms = 30000`",
+                    );
                 }
             }
             "authorization" => {
@@ -241,6 +240,3 @@ fn distance(a: &str, b: &str) -> usize {
     }
     row[b.len()]
 }
-
-#[allow(dead_code)]
-fn _span_is_used(_: Span) {}

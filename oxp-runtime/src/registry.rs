@@ -249,8 +249,7 @@ impl RegistryBuilder {
     /// ```
     #[must_use]
     pub fn all(mut self) -> Self {
-        self.descriptors
-            .extend(inventory::iter::<ToolDescriptor>.into_iter());
+        self.descriptors.extend(inventory::iter::<ToolDescriptor>);
         self
     }
 

@@ -1,0 +1,9 @@
+use oxp_runtime::tool;
+
+/// Greet.
+#[tool(toolkit = "Greeter", version = "1.0.0")]
+async fn greet(name: String) -> impl serde::Serialize {
+    name
+}
+
+fn main() {}
