@@ -1,6 +1,26 @@
 //! The fixture tools of the conformance suite (oxp-notes §4), built with `#[tool]` like any user's.
 
-use oxp_runtime::{tool, ToolContext, ToolError};
+use oxp_runtime::{tool, Registry, RegistryBuilder, ToolContext, ToolError};
+
+/// Every fixture tool, for a registry or a server under test.
+pub fn all_tools() -> RegistryBuilder {
+    [
+        calculator_add::TOOL,
+        which_0_9_0::TOOL,
+        which_1_0_0::TOOL,
+        which_1_2_0::TOOL,
+        which_1_10_0::TOOL,
+        get_timestamp::TOOL,
+        util_null::TOOL,
+        ring::TOOL,
+        panic::TOOL,
+        slow::TOOL,
+        send::TOOL,
+        get_emails::TOOL,
+    ]
+    .into_iter()
+    .fold(Registry::builder(), RegistryBuilder::tool)
+}
 
 /// Add two numbers.
 #[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]

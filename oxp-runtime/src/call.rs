@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use futures_util::FutureExt;
 use serde_json::Value;
 
+use crate::authorization::{AuthorizationProvider, ChallengeRequest};
 use crate::context::ToolContext;
 use crate::descriptor::{Invoke, InvokeError, InvokeResult};
 use crate::error::ToolError;
 use crate::protocol::{
     CallContext, CallResult, CallToolRequest, CallToolResponse, MissingRequirements,
-    ServerErrorResponse, ValidationErrorResponse,
+    ServerErrorResponse, ToolAuthorizationChallenge, ValidationErrorResponse,
 };
 use crate::registry::{RegisteredTool, Registry};
 
@@ -71,10 +72,32 @@ impl CallOutcome {
 /// assert_eq!(response.result, CallResult::Success { value: Some(5.into()) });
 /// # });
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Pipeline {
     registry: Arc<Registry>,
     default_timeout: Option<Duration>,
+    authorization: Option<Arc<dyn AuthorizationProvider>>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("tools", &self.registry.tools().len())
+            .field("default_timeout", &self.default_timeout)
+            .field("authorization", &self.authorization.is_some())
+            .finish()
+    }
+}
+
+/// What a front knows about a call besides its body.
+#[derive(Clone, Debug, Default)]
+pub struct CallMeta {
+    /// The base URL that authorization challenges' `check_url`s start with (the check id is
+    /// appended); no `check_url` when `None`.
+    pub check_url_base: Option<String>,
+    /// Also resolve a `tool_id` that is a wire name (`Calculator_Add`), as LangChain's clients
+    /// send (oxp-notes §3.19). Off: strict OXP.
+    pub resolve_wire_names: bool,
 }
 
 impl Pipeline {
@@ -83,7 +106,28 @@ impl Pipeline {
         Pipeline {
             registry: registry.into(),
             default_timeout: None,
+            authorization: None,
         }
+    }
+
+    /// The provider that mints challenges when a call lacks an authorization token.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::InMemoryAuthorization;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    ///     .authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
+        self.authorization = Some(Arc::new(provider));
+        self
+    }
+
+    /// The authorization provider, if any.
+    pub fn authorization_provider(&self) -> Option<&dyn AuthorizationProvider> {
+        self.authorization.as_deref()
     }
 
     /// The timeout for tools that do not set `timeout_ms` themselves.
@@ -107,11 +151,22 @@ impl Pipeline {
 
     /// Runs one call through every step, in the order oxp-notes §3.28 fixes.
     pub async fn call(&self, request: CallToolRequest) -> CallOutcome {
+        self.call_with(request, &CallMeta::default()).await
+    }
+
+    /// [`call`](Self::call), with what the front knows besides the body.
+    pub async fn call_with(&self, request: CallToolRequest, meta: &CallMeta) -> CallOutcome {
         let call_id = request
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
 
-        let tool = match self.registry.resolve(&request.tool_id) {
+        let resolved = self.registry.resolve(&request.tool_id).or_else(|error| {
+            meta.resolve_wire_names
+                .then(|| self.registry.resolve_wire_name(&request.tool_id))
+                .flatten()
+                .ok_or(error)
+        });
+        let tool = match resolved {
             Ok(tool) => tool,
             Err(error) => {
                 let message = match &error {
@@ -130,7 +185,9 @@ impl Pipeline {
 
         let context = match requirements(tool, request.context.unwrap_or_default(), call_id) {
             Ok(context) => context,
-            Err(rejection) => return CallOutcome::Rejected(rejection),
+            Err(missing) => {
+                return CallOutcome::Rejected(self.missing(tool, missing, meta).await);
+            }
         };
         let context = match request.trace_id {
             Some(trace_id) => context.with_trace_id(trace_id),
@@ -175,16 +232,82 @@ impl Pipeline {
     }
 }
 
+/// What a call lacked: the requirements step's answer when it refuses.
+struct Missing {
+    user_id: Option<String>,
+    lacks_user_id: bool,
+    secrets: Vec<String>,
+    authorization: Vec<&'static crate::descriptor::AuthorizationSpec>,
+}
+
+impl Pipeline {
+    /// The `400` for a call that lacks requirements, with challenges when a provider mints them.
+    async fn missing(
+        &self,
+        tool: &RegisteredTool,
+        missing: Missing,
+        meta: &CallMeta,
+    ) -> ServerErrorResponse {
+        let mut challenges = Vec::new();
+        if let Some(provider) = &self.authorization {
+            for spec in &missing.authorization {
+                let request = ChallengeRequest {
+                    provider_id: spec.id,
+                    scopes: spec.scopes,
+                    user_id: missing.user_id.as_deref(),
+                    tool_id: tool.id(),
+                };
+                if let Some(challenge) = provider.challenge(request).await {
+                    challenges.push(ToolAuthorizationChallenge {
+                        id: spec.id.to_owned(),
+                        url: challenge.url,
+                        check_url: meta
+                            .check_url_base
+                            .as_ref()
+                            .map(|base| format!("{base}{}", challenge.check_id)),
+                    });
+                }
+            }
+        }
+        let mut lacking = Vec::new();
+        if missing.lacks_user_id {
+            lacking.push("a user_id".to_owned());
+        }
+        if !missing.secrets.is_empty() {
+            lacking.push(format!("the secrets {}", missing.secrets.join(", ")));
+        }
+        if !missing.authorization.is_empty() {
+            let ids: Vec<&str> = missing.authorization.iter().map(|a| a.id).collect();
+            lacking.push(format!("authorization for {}", ids.join(", ")));
+        }
+        ServerErrorResponse {
+            message: format!(
+                "Tool '{}' cannot run without {}",
+                tool.definition().name,
+                lacking.join(" and ")
+            ),
+            developer_message: Some(format!(
+                "{} requires these in the call's context",
+                tool.id()
+            )),
+            missing_requirements: Some(MissingRequirements {
+                authorization: challenges,
+                secrets: missing.secrets,
+                user_id: missing.lacks_user_id,
+            }),
+        }
+    }
+}
+
 /// Checks `user_id`, then secrets, then authorization, and builds the tool's context.
 fn requirements(
     tool: &RegisteredTool,
     context: CallContext,
     call_id: String,
-) -> Result<ToolContext, ServerErrorResponse> {
+) -> Result<ToolContext, Missing> {
     let descriptor = tool.descriptor();
-    let mut missing = MissingRequirements::default();
     let user_id = context.user_id.filter(|u| !u.is_empty());
-    missing.user_id = descriptor.user_id && user_id.is_none();
+    let lacks_user_id = descriptor.user_id && user_id.is_none();
 
     let mut tool_context = ToolContext::new(call_id);
     for secret in context.secrets {
@@ -192,7 +315,7 @@ fn requirements(
             tool_context = tool_context.with_secret(secret.id, secret.value.expose());
         }
     }
-    missing.secrets = descriptor
+    let secrets: Vec<String> = descriptor
         .secrets
         .iter()
         .filter(|id| tool_context.secret(id).is_none())
@@ -205,38 +328,18 @@ fn requirements(
             tool_context = tool_context.with_authorization_token(grant.id, grant.token.expose());
         }
     }
-    let missing_authorization: Vec<&str> = descriptor
+    let authorization: Vec<_> = descriptor
         .authorization
         .iter()
         .filter(|a| tool_context.authorization_token(a.id).is_none())
-        .map(|a| a.id)
         .collect();
 
-    if missing.user_id || !missing.secrets.is_empty() || !missing_authorization.is_empty() {
-        let mut lacking = Vec::new();
-        if missing.user_id {
-            lacking.push("a user_id".to_owned());
-        }
-        if !missing.secrets.is_empty() {
-            lacking.push(format!("the secrets {}", missing.secrets.join(", ")));
-        }
-        if !missing_authorization.is_empty() {
-            lacking.push(format!(
-                "authorization for {}",
-                missing_authorization.join(", ")
-            ));
-        }
-        return Err(ServerErrorResponse {
-            message: format!(
-                "Tool '{}' cannot run without {}",
-                tool.definition().name,
-                lacking.join(" and ")
-            ),
-            developer_message: Some(format!(
-                "{} requires these in the call's context",
-                tool.id()
-            )),
-            missing_requirements: Some(missing),
+    if lacks_user_id || !secrets.is_empty() || !authorization.is_empty() {
+        return Err(Missing {
+            user_id,
+            lacks_user_id,
+            secrets,
+            authorization,
         });
     }
     Ok(match user_id {

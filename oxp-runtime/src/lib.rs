@@ -30,6 +30,7 @@
 //! [`registry`] (tools, versions, validators) → [`call`] (the one pipeline) → the fronts.
 #![warn(missing_docs)]
 
+pub mod authorization;
 pub mod call;
 mod context;
 mod descriptor;
@@ -37,12 +38,14 @@ mod error;
 pub mod protocol;
 pub mod registry;
 pub mod schema;
+pub mod server;
 pub mod version;
 
 pub use context::ToolContext;
 pub use descriptor::{AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor};
 pub use error::ToolError;
 pub use registry::{Registry, RegistryBuilder, RegistryError};
+pub use server::serve;
 pub use version::ToolVersion;
 
 #[doc = include_str!("tool_attribute.md")]

@@ -1,3 +1,5 @@
+//! The example server: `cargo run` serves these tools on http://127.0.0.1:8000.
+
 use oxp_runtime::{tool, ToolError};
 
 /// Add two integers.
@@ -37,12 +39,7 @@ async fn ring(
         .retry_after_ms(500))
 }
 
-fn main() {
-    let registry = oxp_runtime::Registry::from_inventory().unwrap();
-    for d in registry.definitions() {
-        println!(
-            "{}",
-            oxp_runtime::__private::serde_json::to_string_pretty(d).unwrap()
-        );
-    }
+#[tokio::main]
+async fn main() {
+    oxp_runtime::serve().await
 }

@@ -1,0 +1,273 @@
+//! Configuration from the environment, and the one-line `main`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::{Server, ServerAuth, DEFAULT_MAX_BODY_BYTES};
+use crate::registry::Registry;
+
+/// The default address: loopback only, so nothing is exposed by accident.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8000";
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Everything [`serve`] reads from the environment.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `OXP_ADDR` | `127.0.0.1:8000` | address to listen on |
+/// | `OXP_JWT_SECRET` | – | accept HS256 JWT bearer tokens signed with this secret |
+/// | `OXP_JWT_AUDIENCE` | – | comma-separated audiences a token's `aud` may name |
+/// | `OXP_API_KEYS` | – | comma-separated API keys |
+/// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap |
+/// | `OXP_TOOL_TIMEOUT_MS` | – | time limit for tools without their own `timeout_ms` |
+/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s) |
+/// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
+/// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …) |
+/// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
+///
+/// ```
+/// use oxp_runtime::server::ServerConfig;
+///
+/// let config = ServerConfig::from_lookup(|name| match name {
+///     "OXP_ADDR" => Some("127.0.0.1:9000".into()),
+///     "OXP_API_KEYS" => Some("key-one, key-two".into()),
+///     _ => None,
+/// })
+/// .unwrap();
+/// assert_eq!(config.addr.port(), 9000);
+/// assert!(config.auth.is_enabled());
+/// assert!(ServerConfig::from_lookup(|n| (n == "OXP_MAX_BODY_BYTES").then(|| "lots".into())).is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// `OXP_ADDR`.
+    pub addr: SocketAddr,
+    /// `OXP_JWT_SECRET`, `OXP_JWT_AUDIENCE`, `OXP_API_KEYS`.
+    pub auth: ServerAuth,
+    /// `OXP_MAX_BODY_BYTES`.
+    pub max_body_bytes: usize,
+    /// `OXP_TOOL_TIMEOUT_MS`.
+    pub tool_timeout: Option<Duration>,
+    /// `OXP_PUBLIC_URL`.
+    pub public_url: Option<String>,
+    /// `OXP_LANGCHAIN_COMPAT`.
+    pub langchain_compat: bool,
+    /// `OXP_LOG`.
+    pub log: String,
+    /// `OXP_LOG_FORMAT`.
+    pub log_format: LogFormat,
+}
+
+/// An environment variable with a value the server cannot use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable.
+    pub variable: &'static str,
+    /// What is wrong, and what to write. Never the value itself (it may be a secret).
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.variable, self.problem)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ServerConfig {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        ServerConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads variables through `lookup` (for tests, or another source of settings).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let list = |name: &str| -> Vec<String> {
+            get(name)
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let number = |variable: &'static str| -> Result<Option<u64>, ConfigError> {
+            get(variable)
+                .map(|v| {
+                    v.parse::<u64>().map_err(|_| ConfigError {
+                        variable,
+                        problem: "must be a whole number".into(),
+                    })
+                })
+                .transpose()
+        };
+
+        let addr = get("OXP_ADDR").unwrap_or_else(|| DEFAULT_ADDR.to_owned());
+        let addr = addr.parse().map_err(|_| ConfigError {
+            variable: "OXP_ADDR",
+            problem: format!("`{addr}` is not an address like 127.0.0.1:8000"),
+        })?;
+
+        let mut auth = ServerAuth::default();
+        if let Some(secret) = get("OXP_JWT_SECRET") {
+            auth = auth.jwt_secret(secret).jwt_audience(list("OXP_JWT_AUDIENCE"));
+        } else if get("OXP_JWT_AUDIENCE").is_some() {
+            return Err(ConfigError {
+                variable: "OXP_JWT_AUDIENCE",
+                problem: "is set but OXP_JWT_SECRET is not: set both".into(),
+            });
+        }
+        for key in list("OXP_API_KEYS") {
+            auth = auth.api_key(key);
+        }
+
+        let log_format = match get("OXP_LOG_FORMAT").as_deref() {
+            None | Some("pretty") => LogFormat::Pretty,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "OXP_LOG_FORMAT",
+                    problem: format!("`{other}` is not `pretty` or `json`"),
+                })
+            }
+        };
+        let langchain_compat = match get("OXP_LANGCHAIN_COMPAT").as_deref() {
+            None | Some("0" | "false" | "off") => false,
+            Some("1" | "true" | "on") => true,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "OXP_LANGCHAIN_COMPAT",
+                    problem: format!("`{other}` is not true or false"),
+                })
+            }
+        };
+        let max_body_bytes = match number("OXP_MAX_BODY_BYTES")? {
+            Some(0) => {
+                return Err(ConfigError {
+                    variable: "OXP_MAX_BODY_BYTES",
+                    problem: "must be above zero".into(),
+                })
+            }
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => DEFAULT_MAX_BODY_BYTES,
+        };
+        Ok(ServerConfig {
+            addr,
+            auth,
+            max_body_bytes,
+            tool_timeout: number("OXP_TOOL_TIMEOUT_MS")?
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis),
+            public_url: get("OXP_PUBLIC_URL"),
+            langchain_compat,
+            log: get("OXP_LOG").unwrap_or_else(|| "info".to_owned()),
+            log_format,
+        })
+    }
+
+    /// Applies the settings to a server.
+    pub fn apply(&self, server: Server) -> Server {
+        let mut server = server
+            .auth(self.auth.clone())
+            .max_body_bytes(self.max_body_bytes)
+            .langchain_compat(self.langchain_compat);
+        if let Some(timeout) = self.tool_timeout {
+            server = server.default_timeout(timeout);
+        }
+        if let Some(url) = &self.public_url {
+            server = server.public_url(url);
+        }
+        server
+    }
+
+    /// Installs the global log subscriber (once; later calls do nothing).
+    pub fn init_logging(&self) {
+        let filter = tracing_subscriber::EnvFilter::try_new(&self.log)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        let builder = tracing_subscriber::fmt().with_env_filter(filter);
+        let _ = match self.log_format {
+            LogFormat::Pretty => builder.try_init(),
+            LogFormat::Json => builder.json().try_init(),
+        };
+    }
+}
+
+/// The one-line `main`: every `#[tool]` of the binary, served over OXP as the environment says
+/// (see [`ServerConfig`]), until Ctrl-C or SIGTERM.
+///
+/// ```no_run
+/// #[tokio::main]
+/// async fn main() {
+///     oxp_runtime::serve().await
+/// }
+/// ```
+///
+/// A configuration or registration problem, or an address already in use, ends the process
+/// with a message and exit code 2.
+pub async fn serve() {
+    let config = match ServerConfig::from_env() {
+        Ok(config) => config,
+        Err(error) => fail(&format!("configuration error: {error}")),
+    };
+    config.init_logging();
+    let registry = match Registry::from_inventory() {
+        Ok(registry) => registry,
+        Err(error) => fail(&error.to_string()),
+    };
+    let router = config.apply(Server::new(registry)).router();
+    let listener = match tokio::net::TcpListener::bind(config.addr).await {
+        Ok(listener) => listener,
+        Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
+    };
+    let addr = listener.local_addr().unwrap_or(config.addr);
+    tracing::info!("serving OXP 1.0 on http://{addr}");
+    if let Err(error) = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+    {
+        fail(&format!("the server stopped: {error}"));
+    }
+    tracing::info!("stopped");
+}
+
+fn fail(message: &str) -> ! {
+    tracing::error!("{message}");
+    eprintln!("oxp: {message}");
+    std::process::exit(2)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing calls in flight");
+}

@@ -1,0 +1,223 @@
+//! The two ways a request may say which OXP it speaks (oxp-notes §3.1, §3.5, §3.6): the
+//! OpenAPI envelope `{"$schema", "request"}`, answered `{"$schema", "result"}`; and the bare
+//! `CallToolRequest` with an `OXP-Version` header, answered bare.
+
+use axum::http::HeaderMap;
+use serde_json::{Map, Value};
+
+use crate::protocol::{CallToolRequest, ServerErrorResponse};
+
+/// The `$schema` a response carries when the request did not say.
+pub const DEFAULT_SCHEMA: &str = "urn:oxp:1.0";
+/// The `OXP-Version` every response carries.
+pub const OXP_VERSION: &str = "1.0";
+/// The only major version this server speaks.
+const MAJOR: u64 = 1;
+
+/// How a call was sent, and so how it is answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// `{"$schema", "request"}`; the `$schema` to echo.
+    Envelope(String),
+    /// A bare `CallToolRequest`.
+    Bare,
+}
+
+/// A `400` before the tool is even looked up.
+fn bad_request(message: &str, developer_message: impl Into<String>) -> ServerErrorResponse {
+    ServerErrorResponse {
+        message: message.to_owned(),
+        developer_message: Some(developer_message.into()),
+        missing_requirements: None,
+    }
+}
+
+/// The major version a `$schema` value names: `urn:oxp:M.m`, `otc://M.m`, or an http(s) URL of
+/// the spec ending in `/http/M.m/openapi.json`.
+pub fn schema_major(schema: &str) -> Option<u64> {
+    let version = if let Some(v) = schema.strip_prefix("urn:oxp:") {
+        v
+    } else if let Some(v) = schema.strip_prefix("otc://") {
+        v
+    } else if schema.starts_with("https://") || schema.starts_with("http://") {
+        schema
+            .strip_suffix("/openapi.json")?
+            .rsplit_once("/http/")?
+            .1
+    } else {
+        return None;
+    };
+    let (major, minor) = version.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(major) || !digits(minor) {
+        return None;
+    }
+    major.parse().ok()
+}
+
+/// The major version of an `OXP-Version` header: `1`, `1.x` or `1.x.y`.
+fn header_major(value: &str) -> Option<u64> {
+    let parts: Vec<&str> = value.trim().split('.').collect();
+    if parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    parts[0].parse().ok()
+}
+
+/// Checks the `OXP-Version` header, if sent; returns its major version.
+pub fn check_version_header(headers: &HeaderMap) -> Result<Option<u64>, ServerErrorResponse> {
+    let Some(value) = headers.get("oxp-version") else {
+        return Ok(None);
+    };
+    let major = value.to_str().ok().and_then(header_major).ok_or_else(|| {
+        bad_request(
+            "The OXP-Version header is not a version.",
+            "OXP-Version must look like 1, 1.0 or 1.0.0",
+        )
+    })?;
+    if major != MAJOR {
+        return Err(unsupported(&format!("OXP-Version {major}")));
+    }
+    Ok(Some(major))
+}
+
+fn unsupported(what: &str) -> ServerErrorResponse {
+    bad_request(
+        "The requested version of OXP is not supported.",
+        format!("{what} was requested; this server speaks OXP 1.x"),
+    )
+}
+
+/// Checks a `$schema` value and returns it, to be echoed.
+pub fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
+    let Value::String(schema) = value else {
+        return Err(bad_request(
+            "The `$schema` value must be a string.",
+            "`$schema` is a URI such as urn:oxp:1.0",
+        ));
+    };
+    match schema_major(schema) {
+        Some(MAJOR) => Ok(schema.clone()),
+        Some(major) => Err(unsupported(&format!("`$schema` {schema} (OXP {major})"))),
+        None => Err(bad_request(
+            "The `$schema` value is not an OXP version URI.",
+            format!("`{schema}` is not urn:oxp:M.m, otc://M.m, or the spec's openapi.json URL"),
+        )),
+    }
+}
+
+/// Reads a `POST /tools/call` body: its dialect and its request. Every failure here is a `400`.
+pub fn read_call(headers: &HeaderMap, body: &[u8]) -> Result<(Dialect, CallToolRequest), ServerErrorResponse> {
+    check_content_type(headers)?;
+    check_version_header(headers)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(bad_request(
+            "The request body is empty.",
+            "POST /tools/call takes {\"request\": {\"tool_id\": …}} or a bare CallToolRequest",
+        ));
+    }
+    // serde_json's recursion limit (128) turns absurd nesting into an error, not a crash.
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| bad_request("The request body is not valid JSON.", e.to_string()))?;
+    let Value::Object(mut body) = value else {
+        return Err(bad_request(
+            "The request body must be a JSON object.",
+            "POST /tools/call takes {\"request\": {\"tool_id\": …}} or a bare CallToolRequest",
+        ));
+    };
+    let (dialect, request) = if body.contains_key("request") {
+        let schema = match body.get("$schema") {
+            Some(schema) => check_schema(schema)?,
+            None => DEFAULT_SCHEMA.to_owned(),
+        };
+        let request = body.remove("request").unwrap_or_default();
+        if !request.is_object() {
+            return Err(bad_request(
+                "The `request` must be a JSON object.",
+                "`request` is a CallToolRequest: {\"tool_id\": …, \"input\": {…}}",
+            ));
+        }
+        (Dialect::Envelope(schema), request)
+    } else if body.contains_key("tool_id") {
+        (Dialect::Bare, Value::Object(body))
+    } else {
+        return Err(bad_request(
+            "The request names no tool.",
+            "the body has neither `request` (the envelope) nor `tool_id` (a bare CallToolRequest)",
+        ));
+    };
+    let request: CallToolRequest = serde_json::from_value(request)
+        .map_err(|e| bad_request("The request is not a valid CallToolRequest.", e.to_string()))?;
+    Ok((dialect, request))
+}
+
+/// JSON or `application/*+json`, with any parameters; a missing header is tolerated
+/// (oxp-notes §3.14). Anything else is a `400`, since every pre-call error MUST be one.
+fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if media == "application/json" || (media.starts_with("application/") && media.ends_with("+json")) {
+        Ok(())
+    } else {
+        Err(bad_request(
+            "The request body must be JSON.",
+            format!("Content-Type `{media}` is not application/json"),
+        ))
+    }
+}
+
+/// Adds `$schema` to a top-level body (an error body, a list, an envelope).
+pub fn with_schema(body: Value, schema: Option<&str>) -> Value {
+    match (body, schema) {
+        (Value::Object(fields), Some(schema)) => {
+            let mut with = Map::with_capacity(fields.len() + 1);
+            with.insert("$schema".into(), Value::String(schema.to_owned()));
+            with.extend(fields);
+            Value::Object(with)
+        }
+        (body, _) => body,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_forms() {
+        assert_eq!(schema_major("urn:oxp:1.0"), Some(1));
+        assert_eq!(schema_major("urn:oxp:1.1"), Some(1));
+        assert_eq!(schema_major("otc://1.0"), Some(1));
+        assert_eq!(schema_major("urn:oxp:2.0"), Some(2));
+        assert_eq!(
+            schema_major("https://github.com/OpenToolCalling/Specification/tree/main/spec/http/1.0/openapi.json"),
+            Some(1)
+        );
+        for bad in ["", "foo", "urn:oxp:1", "urn:oxp:1.x", "otc://", "https://x/openapi.json"] {
+            assert_eq!(schema_major(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn version_header_forms() {
+        for good in ["1", "1.0", "1.0.0", "1.2"] {
+            assert_eq!(header_major(good), Some(1), "{good}");
+        }
+        for bad in ["", "v1", "1.0.0.0", "1.x", "one"] {
+            assert_eq!(header_major(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The OXP 1.0 HTTP front: `GET /health`, `GET /tools`, `POST /tools/call`, and `GET` on
+//! authorization `check_url`s. It only translates; every step of a call is [`Pipeline`]'s.
+//!
+//! ```no_run
+//! use oxp_runtime::{server::{Server, ServerAuth}, Registry};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::new(Registry::from_inventory()?)
+//!     .auth(ServerAuth::default().jwt_secret(std::env::var("JWT_SECRET")?));
+//! // Nest it into an existing axum app…
+//! let app = axum::Router::new().nest("/oxp", server.router());
+//! // …or serve it alone.
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+//! axum::serve(listener, app).await?;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod config;
+pub mod dialect;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{OriginalUri, Path, Request, State};
+use axum::http::header::{CONTENT_TYPE, HOST, USER_AGENT};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+pub use auth::{AuthError, Principal, ServerAuth};
+pub use config::{serve, ConfigError, ServerConfig};
+
+use crate::authorization::AuthorizationProvider;
+use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::registry::Registry;
+use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION};
+
+/// The default cap on a request body.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// User agents of LangChain's OXP clients, which expect a bare array from `GET /tools`
+/// (oxp-notes §3.3).
+const LANGCHAIN_USER_AGENTS: [&str; 3] = [
+    "universal-tool-sdk-py/",
+    "open-tool-sdk-py/",
+    "langchain-tool-sdk",
+];
+
+/// An OXP server over a registry.
+///
+/// ```
+/// use oxp_runtime::{server::Server, Registry};
+///
+/// let server = Server::new(Registry::builder().build().unwrap()).max_body_bytes(64 * 1024);
+/// let router: axum::Router = server.router();
+/// # let _ = router;
+/// ```
+#[derive(Debug, Clone)]
+pub struct Server {
+    pipeline: Pipeline,
+    auth: ServerAuth,
+    max_body_bytes: usize,
+    langchain_compat: bool,
+    public_url: Option<String>,
+}
+
+impl Server {
+    /// A server for every tool of `registry`, with authentication off and the default limits.
+    pub fn new(registry: Registry) -> Self {
+        Server::from_pipeline(Pipeline::new(registry))
+    }
+
+    /// A server over an already configured pipeline.
+    pub fn from_pipeline(pipeline: Pipeline) -> Self {
+        Server {
+            pipeline,
+            auth: ServerAuth::default(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            langchain_compat: false,
+            public_url: None,
+        }
+    }
+
+    /// How callers authenticate (off by default).
+    #[must_use]
+    pub fn auth(mut self, auth: ServerAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The largest request body accepted; larger ones get a `413` with a JSON body.
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// The time limit for tools that set no `timeout_ms` of their own.
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.pipeline = self.pipeline.default_timeout(timeout);
+        self
+    }
+
+    /// The provider that mints authorization challenges (with `check_url`s on this server).
+    #[must_use]
+    pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
+        self.pipeline = self.pipeline.authorization(provider);
+        self
+    }
+
+    /// The URL clients reach this server at, for `check_url`s (behind a proxy); by default it
+    /// is read from each request's `Host` and `X-Forwarded-Proto`.
+    #[must_use]
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Compatibility with LangChain's clients (`universal-tool-client`, `langchain-tool-client`):
+    /// a bare array from `GET /tools` for their user agents, `call_id`/`success`/`value`/`error`
+    /// copied to the top of the envelope, and tools callable by wire name (oxp-notes §3.2, §3.3,
+    /// §3.19). Off by default: strict OXP.
+    #[must_use]
+    pub fn langchain_compat(mut self, on: bool) -> Self {
+        self.langchain_compat = on;
+        self
+    }
+
+    /// The axum router, to serve or to nest into an app.
+    pub fn router(self) -> Router {
+        let list = list_bodies(self.pipeline.registry());
+        let state = Arc::new(AppState {
+            pipeline: self.pipeline,
+            auth: self.auth,
+            max_body_bytes: self.max_body_bytes,
+            langchain_compat: self.langchain_compat,
+            public_url: self.public_url,
+            list,
+        });
+        let protected = Router::new()
+            .route("/tools", get(list_tools))
+            .route("/tools/call", axum::routing::post(call_tool))
+            .route("/authorization/{check_id}", get(check_authorization))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+        Router::new()
+            .route("/health", get(health))
+            .method_not_allowed_fallback(method_not_allowed)
+            .merge(protected)
+            .layer(middleware::from_fn(oxp_version_header))
+            .with_state(state)
+    }
+}
+
+struct AppState {
+    pipeline: Pipeline,
+    auth: ServerAuth,
+    max_body_bytes: usize,
+    langchain_compat: bool,
+    public_url: Option<String>,
+    list: ListBodies,
+}
+
+/// The tool list, serialized once at start-up: only the `$schema` around it varies.
+struct ListBodies {
+    /// The JSON array of every tool definition.
+    items: String,
+}
+
+fn list_bodies(registry: &Registry) -> ListBodies {
+    let items: Vec<_> = registry.definitions().collect();
+    ListBodies {
+        items: serde_json::to_string(&items).expect("tool definitions serialize"),
+    }
+}
+
+/// `OXP-Version: 1.0` on every response, whatever the dialect (oxp-notes §3.6).
+async fn oxp_version_header(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .insert("oxp-version", HeaderValue::from_static(OXP_VERSION));
+    response
+}
+
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match state.auth.authenticate(request.headers()) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => {
+            tracing::info!(path = %request.uri().path(), reason = %error, "refused an unauthenticated request");
+            error.into_response()
+        }
+    }
+}
+
+fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
+    let bytes = serde_json::to_vec(body).expect("wire types serialize");
+    json_bytes(status, bytes)
+}
+
+fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
+    let mut response = Response::new(Body::from(bytes.into()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// §1 H.11–13: 200 when ready, no authentication.
+async fn health() -> Response {
+    json_bytes(StatusCode::OK, &br#"{"status":"ok"}"#[..])
+}
+
+/// §1 L: the tool list. A body is allowed and ignored, except a recognized `$schema`
+/// (oxp-notes §3.4): a malformed body is never an error.
+async fn list_tools(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let schema = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|b| b.get("$schema").cloned())
+        .and_then(|s| dialect::check_schema(&s).ok());
+    if state.langchain_compat && is_langchain(&headers) {
+        return json_bytes(StatusCode::OK, state.list.items.clone());
+    }
+    let items = &state.list.items;
+    let echo = schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
+    let echo = serde_json::to_string(echo).expect("a string serializes");
+    // The OTC drafts called the list `tools`; a client that says `otc://` gets both keys.
+    let body = if schema.as_deref().is_some_and(|s| s.starts_with("otc://")) {
+        format!(r#"{{"$schema":{echo},"items":{items},"tools":{items}}}"#)
+    } else {
+        format!(r#"{{"$schema":{echo},"items":{items}}}"#)
+    };
+    json_bytes(StatusCode::OK, body)
+}
+
+fn is_langchain(headers: &HeaderMap) -> bool {
+    headers
+        .get(USER_AGENT)
+        .and_then(|ua| ua.to_str().ok())
+        .is_some_and(|ua| LANGCHAIN_USER_AGENTS.iter().any(|p| ua.starts_with(p)))
+}
+
+/// §1 C, E: one call. Size → dialect and shape → the pipeline → the answer in the caller's dialect.
+async fn call_tool(
+    State(state): State<Arc<AppState>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(_) => {
+            return json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &json!({
+                    "message": "The request body is too large.",
+                    "developer_message": format!("the limit is {} bytes", state.max_body_bytes),
+                }),
+            )
+        }
+    };
+    let (dialect, request) = match dialect::read_call(&headers, &body) {
+        Ok(read) => read,
+        Err(error) => {
+            let dialect = dialect_guess(&headers, &body);
+            return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
+        }
+    };
+    let meta = CallMeta {
+        check_url_base: Some(check_url_base(&state, &headers, &original, &uri)),
+        resolve_wire_names: state.langchain_compat,
+    };
+    let outcome = state.pipeline.call_with(request, &meta).await;
+    match &outcome {
+        CallOutcome::Completed(response) => {
+            let compat = state.langchain_compat;
+            answer(&dialect, StatusCode::OK, response, compat)
+        }
+        CallOutcome::Rejected(error) => answer(&dialect, StatusCode::BAD_REQUEST, error, false),
+        CallOutcome::Invalid(error) => {
+            answer(&dialect, StatusCode::UNPROCESSABLE_ENTITY, error, false)
+        }
+    }
+}
+
+/// Error bodies go back in the dialect the request looked like, even when it did not parse:
+/// an `OXP-Version` header without an envelope means bare.
+fn dialect_guess(headers: &HeaderMap, body: &[u8]) -> Dialect {
+    let parsed = serde_json::from_slice::<Value>(body).ok();
+    let enveloped = parsed.as_ref().is_some_and(|v| v.get("request").is_some());
+    if headers.contains_key("oxp-version") && !enveloped {
+        return Dialect::Bare;
+    }
+    let schema = parsed
+        .as_ref()
+        .and_then(|v| v.get("$schema").and_then(Value::as_str))
+        .filter(|s| dialect::schema_major(s) == Some(1));
+    Dialect::Envelope(schema.unwrap_or(DEFAULT_SCHEMA).to_owned())
+}
+
+/// Writes a call's answer: a `200` result wrapped in the envelope (or bare), and `400`/`422`
+/// bodies at the top level with `$schema` added in the envelope dialect (oxp-notes §2, §3.36).
+fn answer(dialect: &Dialect, status: StatusCode, body: &impl Serialize, compat: bool) -> Response {
+    let value = serde_json::to_value(body).expect("wire types serialize");
+    let value = match dialect {
+        Dialect::Bare => value,
+        Dialect::Envelope(schema) if status == StatusCode::OK => {
+            let mut envelope = serde_json::Map::new();
+            envelope.insert("$schema".into(), Value::String(schema.clone()));
+            if compat {
+                // LangChain's clients read `success`/`value` at the top (oxp-notes §3.2); the
+                // envelope is open, so the copies keep it schema-valid.
+                if let Value::Object(result) = &value {
+                    for (k, v) in result {
+                        envelope.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            envelope.insert("result".into(), value);
+            Value::Object(envelope)
+        }
+        Dialect::Envelope(schema) => dialect::with_schema(value, Some(schema)),
+    };
+    json_response(status, &value)
+}
+
+/// Where `check_url`s point: the configured public URL, or this request's own origin and the
+/// prefix the router is nested under.
+fn check_url_base(state: &AppState, headers: &HeaderMap, original: &Uri, uri: &Uri) -> String {
+    let prefix = original
+        .path()
+        .strip_suffix(uri.path())
+        .unwrap_or_default();
+    let root = match &state.public_url {
+        Some(url) => url.clone(),
+        None => {
+            let host = headers
+                .get(HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("localhost");
+            let scheme = headers
+                .get("x-forwarded-proto")
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("http");
+            format!("{scheme}://{host}{prefix}")
+        }
+    };
+    format!("{root}/authorization/")
+}
+
+/// §1 R.56: `GET check_url` → `{"status": "pending"|"completed"|"failed"}`; unknown → 404.
+async fn check_authorization(
+    State(state): State<Arc<AppState>>,
+    Path(check_id): Path<String>,
+) -> Response {
+    let status = match state.pipeline.authorization_provider() {
+        Some(provider) => provider.status(&check_id).await,
+        None => None,
+    };
+    match status {
+        Some(status) => json_response(StatusCode::OK, &json!({ "status": status })),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({ "message": "No such authorization challenge." }),
+        ),
+    }
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({ "message": format!("No route for {method} {}", uri.path()) }),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &json!({ "message": format!("{method} is not allowed on {}", uri.path()) }),
+    )
+}
