@@ -24,8 +24,9 @@ fn fixtures() -> Registry {
 
 async fn server() -> Oxp {
     Oxp::start(
-        Server::new(fixtures())
-            .authorization(InMemoryAuthorization::new("https://auth.example.com/authorize")),
+        Server::new(fixtures()).authorization(InMemoryAuthorization::new(
+            "https://auth.example.com/authorize",
+        )),
     )
     .await
 }
@@ -43,11 +44,19 @@ async fn authenticated() -> Oxp {
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 fn jwt(claims: Value, secret: &str) -> String {
-    encode(&Header::default(), &claims, &EncodingKey::from_secret(secret.as_bytes())).unwrap()
+    encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
 }
 
 fn add(call_id: &str, a: Value, b: Value) -> Value {
@@ -65,7 +74,10 @@ async fn h11_h13_health_is_200_json_without_auth() {
     assert_eq!(reply.body, json!({"status": "ok"}));
     // Vector 4.
     let reply = oxp
-        .send(oxp.request(Method::GET, "/health").header("OXP-Version", "1.0"))
+        .send(
+            oxp.request(Method::GET, "/health")
+                .header("OXP-Version", "1.0"),
+        )
         .await;
     assert_eq!(reply.header("oxp-version"), Some("1.0"));
 }
@@ -97,13 +109,19 @@ async fn l16_d18_d22_list_is_items_with_valid_unique_definitions() {
     ids.dedup();
     assert_eq!(ids.len(), count, "D.18: ids are unique");
     for v in ["0.9.0", "1.0.0", "1.2.0", "1.10.0"] {
-        assert!(ids.contains(&format!("Math.Which@{v}")), "D.21: every version is listed");
+        assert!(
+            ids.contains(&format!("Math.Which@{v}")),
+            "D.21: every version is listed"
+        );
     }
     // D.25, §3.9: a unit tool lists `output_schema: null`.
     let null = items.iter().find(|i| i["id"] == "Util.Null@1.0.0").unwrap();
     assert_eq!(null["output_schema"], Value::Null);
     // D.26: requirements as declared.
-    let gmail = items.iter().find(|i| i["id"] == "Gmail.GetEmails@1.2.0").unwrap();
+    let gmail = items
+        .iter()
+        .find(|i| i["id"] == "Gmail.GetEmails@1.2.0")
+        .unwrap();
     assert_eq!(
         gmail["requirements"],
         json!({"authorization": [{"id": "google", "oauth2": {"scopes": ["https://www.googleapis.com/auth/gmail.readonly"]}}], "user_id": true})
@@ -123,12 +141,19 @@ async fn l15_list_tolerates_any_body() {
     let oxp = server().await;
     // Vector 7: the Go client sends `{}`.
     let reply = oxp
-        .list(oxp.request(Method::GET, "/tools").header("content-type", "application/json").body("{}"))
+        .list(
+            oxp.request(Method::GET, "/tools")
+                .header("content-type", "application/json")
+                .body("{}"),
+        )
         .await;
     assert_eq!(reply.status, 200);
     // Vector 8: `otc://` gets the OTC `tools` key too, and its `$schema` echoed.
     let reply = oxp
-        .list(oxp.request(Method::GET, "/tools").body(r#"{"$schema":"otc://1.0"}"#))
+        .list(
+            oxp.request(Method::GET, "/tools")
+                .body(r#"{"$schema":"otc://1.0"}"#),
+        )
         .await;
     assert_eq!(reply.body["$schema"], "otc://1.0");
     assert_eq!(reply.body["tools"], reply.body["items"]);
@@ -152,12 +177,18 @@ async fn a61_jwt_bearer_rules() {
         reply.status.as_u16()
     };
     // Vector 10.
-    assert_eq!(status(oxp.list(oxp.request(Method::GET, "/tools")).await), 401);
+    assert_eq!(
+        status(oxp.list(oxp.request(Method::GET, "/tools")).await),
+        401
+    );
     // Vector 16.
     let good = jwt(json!({"sub": "agent", "exp": now() + 300}), JWT_SECRET);
     assert_eq!(status(oxp.list(list(good)).await), 200);
     // Vector 11: wrong key.
-    let wrong = jwt(json!({"exp": now() + 300}), "another-secret-another-secret-another");
+    let wrong = jwt(
+        json!({"exp": now() + 300}),
+        "another-secret-another-secret-another",
+    );
     assert_eq!(status(oxp.list(list(wrong)).await), 401);
     // Vector 12: expired (beyond the 60 s leeway).
     let expired = jwt(json!({"exp": now() - 120}), JWT_SECRET);
@@ -170,12 +201,21 @@ async fn a61_jwt_bearer_rules() {
     let payload = b64(&json!({"exp": now() + 300}).to_string());
     let none = format!("{}.{payload}.", b64(r#"{"alg":"none","typ":"JWT"}"#));
     assert_eq!(status(oxp.list(list(none)).await), 401);
-    let rs256 = format!("{}.{payload}.c2lnbmF0dXJl", b64(r#"{"alg":"RS256","typ":"JWT"}"#));
+    let rs256 = format!(
+        "{}.{payload}.c2lnbmF0dXJl",
+        b64(r#"{"alg":"RS256","typ":"JWT"}"#)
+    );
     assert_eq!(status(oxp.list(list(rs256)).await), 401);
     // Vector 15: `aud` must be allowed when present; absent is fine.
-    let foreign = jwt(json!({"exp": now() + 300, "aud": "someone-else"}), JWT_SECRET);
+    let foreign = jwt(
+        json!({"exp": now() + 300, "aud": "someone-else"}),
+        JWT_SECRET,
+    );
     assert_eq!(status(oxp.list(list(foreign)).await), 401);
-    let allowed = jwt(json!({"exp": now() + 300, "aud": ["x", "agent-1"]}), JWT_SECRET);
+    let allowed = jwt(
+        json!({"exp": now() + 300, "aud": ["x", "agent-1"]}),
+        JWT_SECRET,
+    );
     assert_eq!(status(oxp.list(list(allowed)).await), 200);
     // A `nbf` in the future is refused.
     let early = jwt(json!({"exp": now() + 600, "nbf": now() + 300}), JWT_SECRET);
@@ -200,14 +240,23 @@ async fn a60_api_keys_in_every_header_and_as_bearer() {
     let oxp = authenticated().await;
     // Vector 18.
     for header in ["OXP-API-Key", "OTC-API-Key", "X-API-Key"] {
-        let good = oxp.list(oxp.request(Method::GET, "/tools").header(header, API_KEY)).await;
+        let good = oxp
+            .list(oxp.request(Method::GET, "/tools").header(header, API_KEY))
+            .await;
         assert_eq!(good.status, 200, "{header}");
-        let bad = oxp.list(oxp.request(Method::GET, "/tools").header(header, "nope")).await;
+        let bad = oxp
+            .list(oxp.request(Method::GET, "/tools").header(header, "nope"))
+            .await;
         assert_eq!(bad.status, 401, "{header}");
-        assert!(!bad.body.to_string().contains("nope"), "the credential is not echoed");
+        assert!(
+            !bad.body.to_string().contains("nope"),
+            "the credential is not echoed"
+        );
     }
     // §3.31: the SDKs send their key as a bearer token.
-    let bearer = oxp.list(oxp.request(Method::GET, "/tools").bearer_auth(API_KEY)).await;
+    let bearer = oxp
+        .list(oxp.request(Method::GET, "/tools").bearer_auth(API_KEY))
+        .await;
     assert_eq!(bearer.status, 200);
 }
 
@@ -215,7 +264,9 @@ async fn a60_api_keys_in_every_header_and_as_bearer() {
 async fn a59_auth_off_ignores_the_authorization_header() {
     // Vector 17.
     let oxp = server().await;
-    let reply = oxp.list(oxp.request(Method::GET, "/tools").bearer_auth("garbage")).await;
+    let reply = oxp
+        .list(oxp.request(Method::GET, "/tools").bearer_auth("garbage"))
+        .await;
     assert_eq!(reply.status, 200);
 }
 
@@ -245,7 +296,14 @@ async fn c31_envelope_call_is_answered_in_the_envelope() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["$schema"], "urn:oxp:1.0");
     let result = &reply.body["result"];
-    assert_eq!((result["call_id"].clone(), result["success"].clone(), result["value"].clone()), (json!("c1"), json!(true), json!(15.0)));
+    assert_eq!(
+        (
+            result["call_id"].clone(),
+            result["success"].clone(),
+            result["value"].clone()
+        ),
+        (json!("c1"), json!(true), json!(15.0))
+    );
     assert!(result["duration"].is_number());
     assert!(result.get("error").is_none());
 }
@@ -259,11 +317,15 @@ async fn g4_g6_schema_forms_are_accepted_and_echoed() {
         "https://github.com/OpenToolCalling/Specification/tree/main/spec/http/1.0/openapi.json",
         "urn:oxp:1.1",
     ] {
-        let reply = oxp.call(json!({"$schema": schema, "request": add("c1", json!(1), json!(2))})).await;
+        let reply = oxp
+            .call(json!({"$schema": schema, "request": add("c1", json!(1), json!(2))}))
+            .await;
         assert_eq!(reply.status, 200, "{schema}");
         assert_eq!(reply.body["$schema"], schema);
     }
-    let reply = oxp.call(json!({"request": add("c1", json!(1), json!(2))})).await;
+    let reply = oxp
+        .call(json!({"request": add("c1", json!(1), json!(2))}))
+        .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["$schema"], "urn:oxp:1.0");
 }
@@ -273,14 +335,22 @@ async fn g8_g9_bare_body_with_oxp_version_is_answered_bare() {
     let oxp = server().await;
     // Vector 22.
     let reply = oxp
-        .call_with(oxp.request(Method::POST, "/tools/call").header("OXP-Version", "1.0").json(&add("c1", json!(10), json!(5))))
+        .call_with(
+            oxp.request(Method::POST, "/tools/call")
+                .header("OXP-Version", "1.0")
+                .json(&add("c1", json!(10), json!(5))),
+        )
         .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["value"], 15.0);
     assert!(reply.body.get("result").is_none() && reply.body.get("$schema").is_none());
     // Errors are bare too.
     let reply = oxp
-        .call_with(oxp.request(Method::POST, "/tools/call").header("OXP-Version", "1").json(&json!({"tool_id": "Nope.Tool"})))
+        .call_with(
+            oxp.request(Method::POST, "/tools/call")
+                .header("OXP-Version", "1")
+                .json(&json!({"tool_id": "Nope.Tool"})),
+        )
         .await;
     assert_eq!(reply.status, 400);
     assert!(reply.body.get("$schema").is_none());
@@ -293,7 +363,10 @@ async fn c32_c33_call_id_is_generated_when_absent_and_trace_id_accepted() {
     let request = json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}});
     let first = oxp.call_request(request.clone()).await;
     let second = oxp.call_request(request).await;
-    let (a, b) = (&first.body["result"]["call_id"], &second.body["result"]["call_id"]);
+    let (a, b) = (
+        &first.body["result"]["call_id"],
+        &second.body["result"]["call_id"],
+    );
     assert!(a.as_str().is_some_and(|s| !s.is_empty()));
     assert_ne!(a, b);
     // Vector 27.
@@ -307,10 +380,14 @@ async fn c32_c33_call_id_is_generated_when_absent_and_trace_id_accepted() {
 async fn d24_d25_empty_input_and_null_output() {
     let oxp = server().await;
     // Vector 28: `input` omitted means `{}` (§3.11).
-    let reply = oxp.call_request(json!({"tool_id": "System.GetTimestamp@1.0.0"})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "System.GetTimestamp@1.0.0"}))
+        .await;
     assert_eq!(reply.body["result"]["success"], true);
     // Vector 29: a unit tool has no `value` (§3.26).
-    let reply = oxp.call_request(json!({"tool_id": "Util.Null@1.0.0"})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "Util.Null@1.0.0"}))
+        .await;
     assert_eq!(reply.body["result"]["success"], true);
     assert!(reply.body["result"].get("value").is_none());
 }
@@ -321,8 +398,8 @@ async fn d24_d25_empty_input_and_null_output() {
 async fn v37_v38_v39_versions_resolve_exactly() {
     let oxp = server().await;
     for (tool_id, expected) in [
-        ("Math.Which", "1.10.0"),    // vector 30, V.39: latest, numerically
-        ("Math.Which@1", "1.0.0"),   // vector 31, V.38: exactly x.0.0
+        ("Math.Which", "1.10.0"),      // vector 30, V.39: latest, numerically
+        ("Math.Which@1", "1.0.0"),     // vector 31, V.38: exactly x.0.0
         ("Math.Which@1.2.0", "1.2.0"), // vector 32, V.37
     ] {
         let reply = oxp.call_request(json!({"tool_id": tool_id})).await;
@@ -351,13 +428,23 @@ async fn v40_e42_bad_or_unknown_ids_are_400() {
     ] {
         let reply = oxp.call_request(json!({"tool_id": tool_id})).await;
         assert_eq!(reply.status, 400, "{tool_id}");
-        assert!(reply.body["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(reply.body["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
         assert!(reply.body.get("result").is_none());
     }
     // Vector 41: the message names the tool's wire name; the developer message says more.
-    let reply = oxp.call_request(json!({"tool_id": "Calculator.Add@2.0.0"})).await;
-    assert!(reply.body["message"].as_str().unwrap().contains("Calculator_Add"));
-    assert!(reply.body["developer_message"].as_str().unwrap().contains("1.0.0"));
+    let reply = oxp
+        .call_request(json!({"tool_id": "Calculator.Add@2.0.0"}))
+        .await;
+    assert!(reply.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("Calculator_Add"));
+    assert!(reply.body["developer_message"]
+        .as_str()
+        .unwrap()
+        .contains("1.0.0"));
     let reply = oxp.call_request(json!({"tool_id": "Nope.Tool"})).await;
     assert_eq!(reply.body["message"], "Tool 'Nope_Tool' was not found");
 }
@@ -373,35 +460,62 @@ async fn e42_malformed_requests_are_400() {
             .body(body)
     };
     // Vectors 44–47.
-    for body in [r#"{"request":"#, "", "[]", r#"{"request":"x"}"#, "null", r#"{"nothing": 1}"#] {
+    for body in [
+        r#"{"request":"#,
+        "",
+        "[]",
+        r#"{"request":"x"}"#,
+        "null",
+        r#"{"nothing": 1}"#,
+    ] {
         let reply = oxp.call_with(raw(body)).await;
         assert_eq!(reply.status, 400, "{body:?}");
     }
     // Vectors 48–50: CallToolRequest is closed and `tool_id` a string.
-    for request in [json!({"input": {}}), json!({"tool_id": 123}), json!({"tool_id": "Calculator.Add", "foo": 1})] {
+    for request in [
+        json!({"input": {}}),
+        json!({"tool_id": 123}),
+        json!({"tool_id": "Calculator.Add", "foo": 1}),
+    ] {
         let reply = oxp.call_request(request.clone()).await;
         assert_eq!(reply.status, 400, "{request}");
     }
     // Vectors 53–57: versions.
     for schema in [json!("urn:oxp:2.0"), json!(42), json!(""), json!("foo")] {
-        let reply = oxp.call(json!({"$schema": schema, "request": add("c1", json!(1), json!(2))})).await;
+        let reply = oxp
+            .call(json!({"$schema": schema, "request": add("c1", json!(1), json!(2))}))
+            .await;
         assert_eq!(reply.status, 400, "{schema}");
     }
     let reply = oxp
-        .call_with(oxp.request(Method::POST, "/tools/call").header("OXP-Version", "2.0").json(&add("c1", json!(1), json!(2))))
+        .call_with(
+            oxp.request(Method::POST, "/tools/call")
+                .header("OXP-Version", "2.0")
+                .json(&add("c1", json!(1), json!(2))),
+        )
         .await;
     assert_eq!(reply.status, 400);
     // Vector 58: not JSON by Content-Type.
     let reply = oxp
-        .call_with(oxp.request(Method::POST, "/tools/call").header("content-type", "text/plain").body(add("c1", json!(1), json!(2)).to_string()))
+        .call_with(
+            oxp.request(Method::POST, "/tools/call")
+                .header("content-type", "text/plain")
+                .body(add("c1", json!(1), json!(2)).to_string()),
+        )
         .await;
     assert_eq!(reply.status, 400);
     // §3.14: a missing Content-Type is tolerated; `application/*+json` accepted.
     let body = json!({"request": add("c1", json!(1), json!(2))}).to_string();
-    let reply = oxp.call_with(oxp.request(Method::POST, "/tools/call").body(body.clone())).await;
+    let reply = oxp
+        .call_with(oxp.request(Method::POST, "/tools/call").body(body.clone()))
+        .await;
     assert_eq!(reply.status, 200);
     let reply = oxp
-        .call_with(oxp.request(Method::POST, "/tools/call").header("content-type", "application/vnd.oxp+json; charset=utf-8").body(body))
+        .call_with(
+            oxp.request(Method::POST, "/tools/call")
+                .header("content-type", "application/vnd.oxp+json; charset=utf-8")
+                .body(body),
+        )
         .await;
     assert_eq!(reply.status, 200);
 }
@@ -410,7 +524,9 @@ async fn e42_malformed_requests_are_400() {
 async fn c31_envelope_and_context_are_open() {
     let oxp = server().await;
     // Vector 51.
-    let reply = oxp.call(json!({"request": add("c1", json!(1), json!(2)), "x-extension": true})).await;
+    let reply = oxp
+        .call(json!({"request": add("c1", json!(1), json!(2)), "x-extension": true}))
+        .await;
     assert_eq!(reply.status, 200);
     // Vector 52.
     let mut request = add("c1", json!(1), json!(2));
@@ -423,12 +539,23 @@ async fn c31_envelope_and_context_are_open() {
 async fn limits_oversized_and_deep_bodies_are_refused_and_the_server_survives() {
     let oxp = Oxp::start(Server::new(fixtures()).max_body_bytes(64 * 1024)).await;
     // Vector 59.
-    let big = format!(r#"{{"request":{{"tool_id":"Calculator.Add","input":{{"a":1,"b":2,"pad":"{}"}}}}}}"#, "x".repeat(200_000));
-    let reply = oxp.call_with(oxp.request(Method::POST, "/tools/call").body(big)).await;
+    let big = format!(
+        r#"{{"request":{{"tool_id":"Calculator.Add","input":{{"a":1,"b":2,"pad":"{}"}}}}}}"#,
+        "x".repeat(200_000)
+    );
+    let reply = oxp
+        .call_with(oxp.request(Method::POST, "/tools/call").body(big))
+        .await;
     assert_eq!(reply.status, 413);
     // Vector 60.
-    let deep = format!(r#"{{"request":{{"tool_id":"Calculator.Add","input":{{"a":{}1{}}}}}}}"#, "[".repeat(10_000), "]".repeat(10_000));
-    let reply = oxp.call_with(oxp.request(Method::POST, "/tools/call").body(deep)).await;
+    let deep = format!(
+        r#"{{"request":{{"tool_id":"Calculator.Add","input":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let reply = oxp
+        .call_with(oxp.request(Method::POST, "/tools/call").body(deep))
+        .await;
     assert_eq!(reply.status, 400);
     let reply = oxp.call_request(add("c1", json!(1), json!(2))).await;
     assert_eq!(reply.status, 200, "still serving");
@@ -456,21 +583,29 @@ async fn routing_errors_are_json_404_and_405() {
 async fn e45_e46_invalid_input_is_422_with_parameter_errors() {
     let oxp = server().await;
     // Vector 62.
-    let reply = oxp.call_request(add("c1", json!(10), json!("infinity"))).await;
+    let reply = oxp
+        .call_request(add("c1", json!(10), json!("infinity")))
+        .await;
     assert_eq!(reply.status, 422);
     assert!(reply.body["parameter_errors"]["b"].is_string());
     assert!(reply.body.get("result").is_none());
     // Vector 63.
-    let reply = oxp.call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": {"a": 10}})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": {"a": 10}}))
+        .await;
     assert_eq!(reply.status, 422);
     assert!(reply.body["parameter_errors"]["b"].is_string());
     // Vector 64.
-    let reply = oxp.call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": {"a": 1, "b": 2, "c": 3}})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": {"a": 1, "b": 2, "c": 3}}))
+        .await;
     assert_eq!(reply.status, 422);
     assert!(reply.body["parameter_errors"]["c"].is_string());
     // Vector 65.
     for input in [json!([1, 2]), Value::Null] {
-        let reply = oxp.call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": input})).await;
+        let reply = oxp
+            .call_request(json!({"tool_id": "Calculator.Add@1.0.0", "input": input}))
+            .await;
         assert_eq!(reply.status, 422, "{input}");
     }
     // A nested failure is keyed by its top-level parameter, with the pointer in the text.
@@ -488,16 +623,29 @@ async fn r54_missing_secrets_are_400_and_values_never_leak() {
     let oxp = server().await;
     let sms = |context: Value| json!({"tool_id": "SMS.Send@0.1.2", "input": {"to": "+1", "body": "hi"}, "context": context});
     // Vector 66.
-    let reply = oxp.call_request(json!({"tool_id": "SMS.Send@0.1.2", "input": {"to": "+1", "body": "hi"}})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "SMS.Send@0.1.2", "input": {"to": "+1", "body": "hi"}}))
+        .await;
     assert_eq!(reply.status, 400);
-    assert_eq!(reply.body["missing_requirements"]["secrets"], json!(["TWILIO_API_KEY"]));
+    assert_eq!(
+        reply.body["missing_requirements"]["secrets"],
+        json!(["TWILIO_API_KEY"])
+    );
     // Vectors 67, 68.
-    let reply = oxp.call_request(sms(json!({"secrets": [{"id": "OTHER", "value": "v"}]}))).await;
+    let reply = oxp
+        .call_request(sms(json!({"secrets": [{"id": "OTHER", "value": "v"}]})))
+        .await;
     assert_eq!(reply.status, 400);
-    let reply = oxp.call_request(sms(json!({"secrets": [{"id": "TWILIO_API_KEY"}]}))).await;
+    let reply = oxp
+        .call_request(sms(json!({"secrets": [{"id": "TWILIO_API_KEY"}]})))
+        .await;
     assert_eq!(reply.status, 400);
     // Vector 69.
-    let reply = oxp.call_request(sms(json!({"secrets": [{"id": "TWILIO_API_KEY", "value": "sk-LEAKCANARY"}]}))).await;
+    let reply = oxp
+        .call_request(sms(
+            json!({"secrets": [{"id": "TWILIO_API_KEY", "value": "sk-LEAKCANARY"}]}),
+        ))
+        .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["result"]["success"], true);
     assert!(!reply.body.to_string().contains("LEAKCANARY"));
@@ -505,11 +653,18 @@ async fn r54_missing_secrets_are_400_and_values_never_leak() {
 
 #[tokio::test]
 async fn r52_r55_r56_missing_authorization_gets_a_challenge_with_a_check_url() {
-    let provider = std::sync::Arc::new(InMemoryAuthorization::new("https://auth.example.com/authorize"));
-    let oxp = Oxp::start(Server::new(fixtures()).authorization(SharedProvider(provider.clone()))).await;
+    let provider = std::sync::Arc::new(InMemoryAuthorization::new(
+        "https://auth.example.com/authorize",
+    ));
+    let oxp =
+        Oxp::start(Server::new(fixtures()).authorization(SharedProvider(provider.clone()))).await;
     let gmail = |context: Value| json!({"tool_id": "Gmail.GetEmails@1.2.0", "input": {}, "context": context});
     // Vector 70 (§3.22: never a 200).
-    let reply = oxp.call_request(gmail(json!({"authorization": [{"id": "google", "token": "t"}]}))).await;
+    let reply = oxp
+        .call_request(gmail(
+            json!({"authorization": [{"id": "google", "token": "t"}]}),
+        ))
+        .await;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.body["missing_requirements"]["user_id"], true);
     // Vector 71.
@@ -517,22 +672,43 @@ async fn r52_r55_r56_missing_authorization_gets_a_challenge_with_a_check_url() {
     assert_eq!(reply.status, 400);
     let challenge = &reply.body["missing_requirements"]["authorization"][0];
     assert_eq!(challenge["id"], "google");
-    assert!(challenge["url"].as_str().unwrap().starts_with("https://auth.example.com/authorize"));
+    assert!(challenge["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("https://auth.example.com/authorize"));
     let check_url = challenge["check_url"].as_str().unwrap().to_owned();
     assert!(check_url.starts_with(&oxp.base), "{check_url}");
     // Vector 72.
-    let reply = oxp.call_request(gmail(json!({"user_id": "u1", "authorization": [{"id": "google"}]}))).await;
+    let reply = oxp
+        .call_request(gmail(
+            json!({"user_id": "u1", "authorization": [{"id": "google"}]}),
+        ))
+        .await;
     assert_eq!(reply.status, 400);
     // Vector 74.
-    let status = reqwest::get(&check_url).await.unwrap().json::<Value>().await.unwrap();
+    let status = reqwest::get(&check_url)
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
     assert_eq!(status, json!({"status": "pending"}));
     provider.complete(check_url.rsplit('/').next().unwrap());
-    let status = reqwest::get(&check_url).await.unwrap().json::<Value>().await.unwrap();
+    let status = reqwest::get(&check_url)
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
     assert_eq!(status, json!({"status": "completed"}));
     let unknown = oxp.get("/authorization/no-such-challenge").await;
     assert_eq!(unknown.status, 404);
     // Vector 73.
-    let reply = oxp.call_request(gmail(json!({"user_id": "u1", "authorization": [{"id": "google", "token": "t"}]}))).await;
+    let reply = oxp
+        .call_request(gmail(
+            json!({"user_id": "u1", "authorization": [{"id": "google", "token": "t"}]}),
+        ))
+        .await;
     assert_eq!(reply.status, 200);
     // Vector 75 (D.27).
     let reply = oxp.call_request(add("c1", json!(1), json!(2))).await;
@@ -552,7 +728,10 @@ impl oxp_runtime::authorization::AuthorizationProvider for SharedProvider {
     fn status<'a>(
         &'a self,
         check_id: &'a str,
-    ) -> oxp_runtime::__private::BoxFuture<'a, Option<oxp_runtime::authorization::AuthorizationStatus>> {
+    ) -> oxp_runtime::__private::BoxFuture<
+        'a,
+        Option<oxp_runtime::authorization::AuthorizationStatus>,
+    > {
         self.0.status(check_id)
     }
 }
@@ -560,9 +739,14 @@ impl oxp_runtime::authorization::AuthorizationProvider for SharedProvider {
 #[tokio::test]
 async fn r52_without_a_provider_missing_authorization_is_400_with_a_message() {
     let oxp = Oxp::start(Server::new(fixtures())).await;
-    let reply = oxp.call_request(json!({"tool_id": "Gmail.GetEmails", "context": {"user_id": "u1"}})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "Gmail.GetEmails", "context": {"user_id": "u1"}}))
+        .await;
     assert_eq!(reply.status, 400);
-    assert!(reply.body["message"].as_str().unwrap().contains("authorization for google"));
+    assert!(reply.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("authorization for google"));
 }
 
 // ---- E. Execution errors ---------------------------------------------------------------------
@@ -598,7 +782,10 @@ async fn e47_panics_and_timeouts_are_200_and_the_server_keeps_serving() {
     assert_eq!(reply.status, 200);
     let error = &reply.body["result"]["error"];
     assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
-    assert!(!reply.body.to_string().contains("on purpose"), "the panic text stays in the log");
+    assert!(
+        !reply.body.to_string().contains("on purpose"),
+        "the panic text stays in the log"
+    );
     // Vector 78.
     let reply = oxp.call_request(json!({"tool_id": "Util.Slow"})).await;
     assert_eq!(reply.status, 200);
@@ -621,11 +808,18 @@ async fn the_router_nests_under_a_prefix() {
     assert_eq!(oxp.get("/oxp/health").await.status, 200);
     let reply = oxp.list(oxp.request(Method::GET, "/oxp/tools")).await;
     assert_eq!(reply.status, 200);
-    let reply = oxp
-        .call_with(oxp.request(Method::POST, "/oxp/tools/call").json(&json!({"request": {"tool_id": "Gmail.GetEmails", "context": {"user_id": "u"}}})))
+    let reply =
+        oxp.call_with(oxp.request(Method::POST, "/oxp/tools/call").json(
+            &json!({"request": {"tool_id": "Gmail.GetEmails", "context": {"user_id": "u"}}}),
+        ))
         .await;
-    let check_url = reply.body["missing_requirements"]["authorization"][0]["check_url"].as_str().unwrap();
-    assert!(check_url.starts_with(&format!("{}/oxp/authorization/", oxp.base)), "{check_url}");
+    let check_url = reply.body["missing_requirements"]["authorization"][0]["check_url"]
+        .as_str()
+        .unwrap();
+    assert!(
+        check_url.starts_with(&format!("{}/oxp/authorization/", oxp.base)),
+        "{check_url}"
+    );
     let status = reqwest::get(check_url).await.unwrap();
     assert_eq!(status.status(), 200);
 }
@@ -637,21 +831,28 @@ async fn compat_langchain_clients_get_bare_lists_top_level_results_and_wire_name
     let oxp = Oxp::start(Server::new(fixtures()).langchain_compat(true)).await;
     // Vector 80.
     let reply = oxp
-        .send(oxp.request(Method::GET, "/tools").header("user-agent", "universal-tool-sdk-py/0.0.2"))
+        .send(
+            oxp.request(Method::GET, "/tools")
+                .header("user-agent", "universal-tool-sdk-py/0.0.2"),
+        )
         .await;
     assert!(reply.body.is_array());
     // Other clients still get the OXP list.
     let reply = oxp.list(oxp.request(Method::GET, "/tools")).await;
     assert!(reply.body["items"].is_array());
     // Vector 81.
-    let reply = oxp.call_request(json!({"tool_id": "Calculator_Add", "input": {"a": 1, "b": 2}})).await;
+    let reply = oxp
+        .call_request(json!({"tool_id": "Calculator_Add", "input": {"a": 1, "b": 2}}))
+        .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body["success"], true);
     assert_eq!(reply.body["value"], 3.0);
     assert_eq!(reply.body["result"]["value"], 3.0);
     // Strict mode does not resolve wire names.
     let strict = server().await;
-    let reply = strict.call_request(json!({"tool_id": "Calculator_Add", "input": {"a": 1, "b": 2}})).await;
+    let reply = strict
+        .call_request(json!({"tool_id": "Calculator_Add", "input": {"a": 1, "b": 2}}))
+        .await;
     assert_eq!(reply.status, 400);
 }
 
@@ -659,12 +860,27 @@ async fn compat_langchain_clients_get_bare_lists_top_level_results_and_wire_name
 fn the_harness_rejects_bodies_the_spec_forbids() {
     // The schema checks above can fail: each of these breaks the spec in one way.
     for (pointer, body) in [
-        (harness::CALL_200, json!({"result": {"call_id": "c", "success": true, "error": {"message": "m"}}})),
-        (harness::CALL_200, json!({"result": {"call_id": "c", "success": false, "value": 1}})),
+        (
+            harness::CALL_200,
+            json!({"result": {"call_id": "c", "success": true, "error": {"message": "m"}}}),
+        ),
+        (
+            harness::CALL_200,
+            json!({"result": {"call_id": "c", "success": false, "value": 1}}),
+        ),
         (harness::CALL_200, json!({"result": {"success": true}})),
-        (harness::CALL_200, json!({"result": {"call_id": "c", "success": true, "extra": 1}})),
-        (harness::SERVER_ERROR, json!({"developer_message": "no message"})),
-        (TOOL_DEFINITION, json!({"id": "A.B@1.0", "name": "A_B", "description": "d", "version": "1.0"})),
+        (
+            harness::CALL_200,
+            json!({"result": {"call_id": "c", "success": true, "extra": 1}}),
+        ),
+        (
+            harness::SERVER_ERROR,
+            json!({"developer_message": "no message"}),
+        ),
+        (
+            TOOL_DEFINITION,
+            json!({"id": "A.B@1.0", "name": "A_B", "description": "d", "version": "1.0"}),
+        ),
         (harness::LIST_200, json!({"tools": []})),
     ] {
         let failed = std::panic::catch_unwind(|| assert_valid(pointer, &body)).is_err();

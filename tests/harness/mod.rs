@@ -146,8 +146,11 @@ impl Oxp {
 
     /// `POST /tools/call` with a JSON body, the answer validated by its status.
     pub async fn call(&self, body: Value) -> Reply {
-        self.call_with(self.request(reqwest::Method::POST, "/tools/call").json(&body))
-            .await
+        self.call_with(
+            self.request(reqwest::Method::POST, "/tools/call")
+                .json(&body),
+        )
+        .await
     }
 
     /// An envelope call: `{"$schema": "urn:oxp:1.0", "request": request}`.
@@ -182,6 +185,8 @@ pub fn skip(what: &str) {
     if std::env::var("OXP_REQUIRE_ALL_TESTS").as_deref() == Ok("1") {
         panic!("{message} (OXP_REQUIRE_ALL_TESTS=1 forbids skipping)");
     }
-    println!("{message}");
-    eprintln!("{message}");
+    // Straight to the process's stderr: libtest captures `println!`/`eprintln!`, and a skip
+    // must be seen even when the test passes.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{message}");
 }

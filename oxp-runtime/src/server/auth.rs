@@ -119,7 +119,9 @@ impl ServerAuth {
             }
         }
         let Some(authorization) = headers.get(AUTHORIZATION) else {
-            return Err(AuthError("Authentication is required: send a bearer token or an API key."));
+            return Err(AuthError(
+                "Authentication is required: send a bearer token or an API key.",
+            ));
         };
         let token = authorization
             .to_str()
@@ -129,7 +131,9 @@ impl ServerAuth {
                     .or_else(|| v.strip_prefix("bearer "))
             })
             .map(str::trim)
-            .ok_or(AuthError("The Authorization header must be `Bearer <token>`."))?;
+            .ok_or(AuthError(
+                "The Authorization header must be `Bearer <token>`.",
+            ))?;
         if let Some(index) = self.match_api_key(token.as_bytes()) {
             return Ok(Principal::ApiKey(index));
         }
@@ -160,8 +164,9 @@ impl Jwt {
         validation.set_required_spec_claims(&["exp"]);
         // `aud` is checked below, where "absent is fine, present must match" is expressible.
         validation.validate_aud = false;
-        let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &self.key, &validation)
-            .map_err(|e| match e.kind() {
+        let data =
+            jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &self.key, &validation)
+                .map_err(|e| match e.kind() {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
                     AuthError("The token has expired.")
                 }

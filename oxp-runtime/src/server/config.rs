@@ -93,7 +93,11 @@ impl ServerConfig {
 
     /// Reads variables through `lookup` (for tests, or another source of settings).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let list = |name: &str| -> Vec<String> {
             get(name)
                 .map(|v| {
@@ -124,7 +128,9 @@ impl ServerConfig {
 
         let mut auth = ServerAuth::default();
         if let Some(secret) = get("OXP_JWT_SECRET") {
-            auth = auth.jwt_secret(secret).jwt_audience(list("OXP_JWT_AUDIENCE"));
+            auth = auth
+                .jwt_secret(secret)
+                .jwt_audience(list("OXP_JWT_AUDIENCE"));
         } else if get("OXP_JWT_AUDIENCE").is_some() {
             return Err(ConfigError {
                 variable: "OXP_JWT_AUDIENCE",

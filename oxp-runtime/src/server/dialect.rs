@@ -111,7 +111,15 @@ pub fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
 }
 
 /// Reads a `POST /tools/call` body: its dialect and its request. Every failure here is a `400`.
-pub fn read_call(headers: &HeaderMap, body: &[u8]) -> Result<(Dialect, CallToolRequest), ServerErrorResponse> {
+///
+/// `lenient` is the LangChain compatibility of oxp-notes §3.11–§3.12: a request-level `user_id`
+/// moves into `context`, `inputs` is read as `input`, and other unknown fields are dropped
+/// (and logged) instead of refused.
+pub fn read_call(
+    headers: &HeaderMap,
+    body: &[u8],
+    lenient: bool,
+) -> Result<(Dialect, CallToolRequest), ServerErrorResponse> {
     check_content_type(headers)?;
     check_version_header(headers)?;
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -150,9 +158,39 @@ pub fn read_call(headers: &HeaderMap, body: &[u8]) -> Result<(Dialect, CallToolR
             "the body has neither `request` (the envelope) nor `tool_id` (a bare CallToolRequest)",
         ));
     };
+    let request = if lenient { normalize(request) } else { request };
     let request: CallToolRequest = serde_json::from_value(request)
         .map_err(|e| bad_request("The request is not a valid CallToolRequest.", e.to_string()))?;
     Ok((dialect, request))
+}
+
+/// The lenient reading of a request object (see [`read_call`]).
+fn normalize(request: Value) -> Value {
+    const KNOWN: [&str; 5] = ["tool_id", "call_id", "trace_id", "input", "context"];
+    let Value::Object(mut fields) = request else {
+        return request;
+    };
+    if let Some(inputs) = fields.remove("inputs") {
+        fields.entry("input").or_insert(inputs);
+    }
+    if let Some(user_id) = fields.remove("user_id") {
+        let context = fields
+            .entry("context")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(context) = context {
+            context.entry("user_id").or_insert(user_id);
+        }
+    }
+    let unknown: Vec<String> = fields
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for key in unknown {
+        tracing::debug!(field = %key, "ignoring an unknown request field (LangChain compatibility)");
+        fields.remove(&key);
+    }
+    Value::Object(fields)
 }
 
 /// JSON or `application/*+json`, with any parameters; a missing header is tolerated
@@ -169,7 +207,9 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    if media == "application/json" || (media.starts_with("application/") && media.ends_with("+json")) {
+    if media == "application/json"
+        || (media.starts_with("application/") && media.ends_with("+json"))
+    {
         Ok(())
     } else {
         Err(bad_request(
@@ -206,7 +246,14 @@ mod tests {
             schema_major("https://github.com/OpenToolCalling/Specification/tree/main/spec/http/1.0/openapi.json"),
             Some(1)
         );
-        for bad in ["", "foo", "urn:oxp:1", "urn:oxp:1.x", "otc://", "https://x/openapi.json"] {
+        for bad in [
+            "",
+            "foo",
+            "urn:oxp:1",
+            "urn:oxp:1.x",
+            "otc://",
+            "https://x/openapi.json",
+        ] {
             assert_eq!(schema_major(bad), None, "{bad}");
         }
     }

@@ -229,7 +229,11 @@ async fn health() -> Response {
 
 /// §1 L: the tool list. A body is allowed and ignored, except a recognized `$schema`
 /// (oxp-notes §3.4): a malformed body is never an error.
-async fn list_tools(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn list_tools(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let schema = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|b| b.get("$schema").cloned())
@@ -276,7 +280,7 @@ async fn call_tool(
             )
         }
     };
-    let (dialect, request) = match dialect::read_call(&headers, &body) {
+    let (dialect, request) = match dialect::read_call(&headers, &body, state.langchain_compat) {
         Ok(read) => read,
         Err(error) => {
             let dialect = dialect_guess(&headers, &body);
@@ -344,10 +348,7 @@ fn answer(dialect: &Dialect, status: StatusCode, body: &impl Serialize, compat: 
 /// Where `check_url`s point: the configured public URL, or this request's own origin and the
 /// prefix the router is nested under.
 fn check_url_base(state: &AppState, headers: &HeaderMap, original: &Uri, uri: &Uri) -> String {
-    let prefix = original
-        .path()
-        .strip_suffix(uri.path())
-        .unwrap_or_default();
+    let prefix = original.path().strip_suffix(uri.path()).unwrap_or_default();
     let root = match &state.public_url {
         Some(url) => url.clone(),
         None => {
