@@ -616,6 +616,62 @@ async fn e45_e46_invalid_input_is_422_with_parameter_errors() {
     assert!(reply.body["parameter_errors"]["n_emails"].is_string());
 }
 
+#[tokio::test]
+async fn e45_r28_the_tool_does_not_run_unless_requirements_and_input_pass() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let oxp = server().await;
+    let key = json!({"secrets": [{"id": "COUNTER_KEY", "value": "k"}]});
+    let before = oxp_tests::BUMPS.load(SeqCst);
+    // Invalid input (by: 0 is below the minimum): 422, and the tool did not run.
+    let reply = oxp
+        .call_request(json!({"tool_id": "Counter.Bump", "input": {"by": 0}, "context": key}))
+        .await;
+    assert_eq!(reply.status, 422);
+    // Valid input, missing secret: 400, and the tool did not run.
+    let reply = oxp
+        .call_request(json!({"tool_id": "Counter.Bump", "input": {"by": 1}}))
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(oxp_tests::BUMPS.load(SeqCst), before);
+    // Both right: it runs, once.
+    let reply = oxp
+        .call_request(json!({"tool_id": "Counter.Bump", "input": {"by": 1}, "context": key}))
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(oxp_tests::BUMPS.load(SeqCst), before + 1);
+}
+
+#[tokio::test]
+async fn e48_values_conform_to_their_output_schema() {
+    let oxp = server().await;
+    let listed = oxp.list(oxp.request(Method::GET, "/tools")).await;
+    let schema_of = |id: &str| {
+        listed.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()["output_schema"]
+            .clone()
+    };
+    let calls = [
+        json!({"tool_id": "Calculator.Add@1.0.0", "input": {"a": 1, "b": 2}}),
+        json!({"tool_id": "Math.Which@1.2.0"}),
+        json!({"tool_id": "System.GetTimestamp@1.0.0"}),
+        json!({"tool_id": "Gmail.GetEmails@1.2.0", "input": {"n_emails": 3}, "context": {"user_id": "u", "authorization": [{"id": "google", "token": "t"}]}}),
+    ];
+    for request in calls {
+        let id = request["tool_id"].as_str().unwrap().to_owned();
+        let reply = oxp.call_request(request).await;
+        let value = &reply.body["result"]["value"];
+        let validator = jsonschema::validator_for(&schema_of(&id)).unwrap();
+        assert!(
+            validator.is_valid(value),
+            "{id}: {value} does not match its output schema"
+        );
+    }
+}
+
 // ---- R. Requirements -------------------------------------------------------------------------
 
 #[tokio::test]

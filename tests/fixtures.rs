@@ -17,6 +17,9 @@ pub fn all_tools() -> RegistryBuilder {
         slow::TOOL,
         send::TOOL,
         get_emails::TOOL,
+        bump::TOOL,
+        leaky_fail::TOOL,
+        leaky_panic::TOOL,
     ]
     .into_iter()
     .fold(Registry::builder(), RegistryBuilder::tool)
@@ -137,4 +140,42 @@ which! {
     which_1_0_0 => "1.0.0",
     which_1_2_0 => "1.2.0",
     which_1_10_0 => "1.10.0",
+}
+
+/// How many times `Counter.Bump` has run in this process.
+pub static BUMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Count a run, to prove when a tool did (or did not) run.
+#[tool(toolkit = "Counter", version = "1.0.0", secret = "COUNTER_KEY")]
+pub async fn bump(
+    /// How much to add; must be at least 1.
+    #[schemars(range(min = 1))]
+    by: u64,
+) -> u64 {
+    BUMPS.fetch_add(by, std::sync::atomic::Ordering::SeqCst) + by
+}
+
+/// Fail with the secret in every error field, as careless code does.
+#[tool(
+    toolkit = "Leaky",
+    name = "Fail",
+    version = "1.0.0",
+    secret = "LEAKY_KEY"
+)]
+pub async fn leaky_fail(ctx: &ToolContext) -> Result<(), ToolError> {
+    let key = ctx.secret("LEAKY_KEY").unwrap_or_default();
+    Err(ToolError::new(format!("rejected key {key}"))
+        .developer_message(format!("GET https://api.example.com/?key={key} failed"))
+        .additional_prompt_content(format!("try again with {key}")))
+}
+
+/// Panic with the secret in the message, as careless code does.
+#[tool(
+    toolkit = "Leaky",
+    name = "Panic",
+    version = "1.0.0",
+    secret = "LEAKY_KEY"
+)]
+pub fn leaky_panic(ctx: &ToolContext) -> String {
+    panic!("bad key {}", ctx.secret("LEAKY_KEY").unwrap_or_default())
 }

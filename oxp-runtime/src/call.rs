@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::authorization::{AuthorizationProvider, ChallengeRequest};
 use crate::context::ToolContext;
@@ -155,9 +156,10 @@ impl Pipeline {
     }
 
     /// [`call`](Self::call), with what the front knows besides the body.
-    pub async fn call_with(&self, request: CallToolRequest, meta: &CallMeta) -> CallOutcome {
+    pub async fn call_with(&self, mut request: CallToolRequest, meta: &CallMeta) -> CallOutcome {
         let call_id = request
             .call_id
+            .take()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
 
         let resolved = self.registry.resolve(&request.tool_id).or_else(|error| {
@@ -175,6 +177,7 @@ impl Pipeline {
                     }
                     other => other.to_string(),
                 };
+                tracing::info!(call_id = %call_id, tool_id = %request.tool_id, reason = %error, "call refused");
                 return CallOutcome::Rejected(ServerErrorResponse {
                     message,
                     developer_message: Some(error.to_string()),
@@ -183,6 +186,44 @@ impl Pipeline {
             }
         };
 
+        let span = tracing::info_span!(
+            "oxp.call",
+            call_id = %call_id,
+            trace_id = request.trace_id.as_deref().unwrap_or(""),
+            tool = %tool.id(),
+        );
+        let started = Instant::now();
+        let outcome = self
+            .run(tool, request, call_id, meta)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| {
+            let outcome_name = match &outcome {
+                CallOutcome::Completed(CallToolResponse {
+                    result: CallResult::Success { .. },
+                    ..
+                }) => "success",
+                CallOutcome::Completed(_) => "tool_error",
+                CallOutcome::Rejected(_) => "missing_requirements",
+                CallOutcome::Invalid(_) => "invalid_input",
+            };
+            tracing::info!(
+                outcome = outcome_name,
+                duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "call finished"
+            );
+        });
+        outcome
+    }
+
+    /// The steps after resolution: requirements → validate → invoke → response.
+    async fn run(
+        &self,
+        tool: &RegisteredTool,
+        request: CallToolRequest,
+        call_id: String,
+        meta: &CallMeta,
+    ) -> CallOutcome {
         let context = match requirements(tool, request.context.unwrap_or_default(), call_id) {
             Ok(context) => context,
             Err(missing) => {
@@ -202,17 +243,20 @@ impl Pipeline {
         }
 
         let call_id = context.call_id().to_owned();
+        let redactor = Redactor::new(&context);
         let started = Instant::now();
         let timeout = tool
             .descriptor()
             .timeout_ms
             .map(Duration::from_millis)
             .or(self.default_timeout);
-        let result = invoke(tool, context, input, timeout).await;
+        let result = invoke(tool, context, input, timeout, &redactor).await;
         let duration = started.elapsed().as_secs_f64() * 1000.0;
         let result = match result {
             Ok(value) => CallResult::Success { value },
-            Err(InvokeError::Tool(error)) => CallResult::Failure { error },
+            Err(InvokeError::Tool(error)) => CallResult::Failure {
+                error: redactor.tool_error(error),
+            },
             Err(InvokeError::Input(e)) => {
                 return CallOutcome::Invalid(ValidationErrorResponse {
                     message: format!("The input for '{}' is invalid: {e}", tool.definition().name),
@@ -229,6 +273,48 @@ impl Pipeline {
             duration: Some(duration),
             result,
         })
+    }
+}
+
+/// Scrubs a call's secret and token values out of text that leaves the tool: error messages
+/// and log lines. A tool that puts a key into an error (a URL with `?key=…` in a transport
+/// error, say) does not leak it. Values shorter than four characters are left alone: replacing
+/// them would garble the text without protecting anything.
+struct Redactor(Vec<String>);
+
+impl Redactor {
+    const MIN_LEN: usize = 4;
+
+    fn new(context: &ToolContext) -> Self {
+        Redactor(
+            context
+                .sensitive_values()
+                .filter(|v| v.len() >= Self::MIN_LEN)
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    fn text(&self, text: &mut String) {
+        for value in &self.0 {
+            if text.contains(value.as_str()) {
+                *text = text.replace(value.as_str(), "<redacted>");
+            }
+        }
+    }
+
+    fn tool_error(&self, mut error: ToolError) -> ToolError {
+        self.text(&mut error.message);
+        for field in [
+            &mut error.developer_message,
+            &mut error.additional_prompt_content,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.text(field);
+        }
+        error
     }
 }
 
@@ -423,18 +509,24 @@ async fn invoke(
     context: ToolContext,
     input: Value,
     timeout: Option<Duration>,
+    redactor: &Redactor,
 ) -> InvokeResult {
-    let id = tool.id().to_owned();
     let run = async move {
         match tool.descriptor().invoke {
-            Invoke::Async(glue) => AssertUnwindSafe(glue(context, input))
+            Invoke::Async(glue) => AssertUnwindSafe(InTool(glue(context, input)))
                 .catch_unwind()
                 .await
-                .unwrap_or_else(|panic| Err(panicked(&id, panic.as_ref()))),
+                .unwrap_or_else(|panic| Err(panicked(panic.as_ref(), redactor))),
             Invoke::Blocking(glue) => {
-                match tokio::task::spawn_blocking(move || glue(context, input)).await {
+                let run = move || {
+                    let _in_tool = InToolGuard::enter();
+                    glue(context, input)
+                };
+                match tokio::task::spawn_blocking(run).await {
                     Ok(result) => result,
-                    Err(join) if join.is_panic() => Err(panicked(&id, join.into_panic().as_ref())),
+                    Err(join) if join.is_panic() => {
+                        Err(panicked(join.into_panic().as_ref(), redactor))
+                    }
                     Err(join) => Err(InvokeError::Tool(
                         ToolError::new("The tool was cancelled.")
                             .developer_message(join.to_string()),
@@ -455,14 +547,83 @@ async fn invoke(
     }
 }
 
-/// A panic becomes a generic tool error; its text goes to the log only, since it may hold
-/// anything the tool had in hand.
-fn panicked(tool_id: &str, payload: &(dyn std::any::Any + Send)) -> InvokeError {
-    let text = payload
+/// A panic becomes a generic tool error; its text goes to the log only (scrubbed of the call's
+/// secrets), since it may hold anything the tool had in hand.
+fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> InvokeError {
+    let mut text = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a non-string panic payload".to_owned());
-    tracing::error!(tool = tool_id, panic = %text, "tool panicked");
+    redactor.text(&mut text);
+    tracing::error!(panic = %text, "tool panicked");
     InvokeError::Tool(ToolError::new("The tool failed unexpectedly."))
+}
+
+thread_local! {
+    static IN_TOOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is running a tool's code right now: the panic hook of
+/// [`install_panic_hook`] leaves such panics' text to the pipeline, which scrubs it.
+pub(crate) fn in_tool() -> bool {
+    IN_TOOL.with(std::cell::Cell::get)
+}
+
+/// Marks the thread as running tool code until dropped (also when the tool panics).
+struct InToolGuard(bool);
+
+impl InToolGuard {
+    fn enter() -> Self {
+        InToolGuard(IN_TOOL.with(|flag| flag.replace(true)))
+    }
+}
+
+impl Drop for InToolGuard {
+    fn drop(&mut self) {
+        IN_TOOL.with(|flag| flag.set(self.0));
+    }
+}
+
+/// A tool's future, marked as tool code while it is polled.
+struct InTool(futures_util::future::BoxFuture<'static, InvokeResult>);
+
+impl std::future::Future for InTool {
+    type Output = InvokeResult;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<InvokeResult> {
+        let _in_tool = InToolGuard::enter();
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// Replaces the default panic hook (which prints every panic's text to stderr) with one that
+/// logs through `tracing`, and leaves out the text of panics inside tools: the pipeline logs
+/// that text itself, with the call's secrets scrubbed. [`serve`](crate::serve) installs it; an
+/// app that embeds the router may call it once at start-up.
+///
+/// ```
+/// oxp_runtime::call::install_panic_hook();
+/// ```
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if in_tool() {
+            tracing::debug!(%location, "a tool panicked (its message is logged with the call)");
+            return;
+        }
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a non-string panic payload");
+        tracing::error!(%location, panic = text, "a thread panicked");
+    }));
 }

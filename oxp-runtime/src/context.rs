@@ -149,6 +149,16 @@ impl ToolContext {
     }
 }
 
+impl ToolContext {
+    /// Every secret and token value, for scrubbing them out of errors and logs.
+    pub(crate) fn sensitive_values(&self) -> impl Iterator<Item = &str> {
+        self.secrets
+            .values()
+            .chain(self.authorization.values())
+            .map(Sensitive::expose)
+    }
+}
+
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut secrets: Vec<_> = self.secrets.keys().collect();

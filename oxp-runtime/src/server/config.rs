@@ -230,6 +230,7 @@ pub async fn serve() {
         Err(error) => fail(&format!("configuration error: {error}")),
     };
     config.init_logging();
+    crate::call::install_panic_hook();
     let registry = match Registry::from_inventory() {
         Ok(registry) => registry,
         Err(error) => fail(&error.to_string()),

@@ -1,0 +1,115 @@
+//! Secrets, tokens, API keys and JWTs never reach a log line or an error message: a full call
+//! cycle at TRACE level, with careless tools that put their key into errors and panics.
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use harness::Oxp;
+use oxp_runtime::authorization::InMemoryAuthorization;
+use oxp_runtime::server::{Server, ServerAuth};
+use reqwest::Method;
+use serde_json::json;
+
+const CANARY: &str = "LEAKCANARY";
+const API_KEY: &str = "k_LEAKCANARY_0123456789abcdef01234567";
+const JWT_SECRET: &str = "jwt-LEAKCANARY-secret-of-32-bytes-or-more";
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_reaches_a_log_line_or_a_response() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .init();
+    oxp_runtime::call::install_panic_hook();
+
+    let server = Server::new(oxp_tests::all_tools().build().unwrap())
+        .auth(
+            ServerAuth::default()
+                .jwt_secret(JWT_SECRET)
+                .api_key(API_KEY),
+        )
+        .authorization(InMemoryAuthorization::new(
+            "https://auth.example.com/authorize",
+        ));
+    let oxp = Oxp::start(server).await;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let jwt = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &json!({"sub": "agent", "exp": now + 300}),
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .unwrap();
+
+    let secret = |id: &str| json!({"secrets": [{"id": id, "value": format!("sk-{CANARY}-{id}")}]});
+    let calls = [
+        json!({"tool_id": "SMS.Send", "input": {"to": "+1", "body": "hi"}, "context": secret("TWILIO_API_KEY")}),
+        json!({"tool_id": "Gmail.GetEmails", "context": {"user_id": "u1", "authorization": [{"id": "google", "token": format!("ya29.{CANARY}.token")}]}}),
+        json!({"tool_id": "Leaky.Fail", "context": secret("LEAKY_KEY")}),
+        json!({"tool_id": "Leaky.Panic", "context": secret("LEAKY_KEY")}),
+        json!({"tool_id": "Gmail.GetEmails", "context": {"user_id": "u1", "authorization": [{"id": "other", "token": format!("ya29.{CANARY}.other")}]}}),
+    ];
+    let mut answers = String::new();
+    for request in calls {
+        for auth in [
+            ("OXP-API-Key", API_KEY.to_owned()),
+            ("Authorization", format!("Bearer {jwt}")),
+        ] {
+            let reply = oxp
+                .call_with(
+                    oxp.request(Method::POST, "/tools/call")
+                        .header(auth.0, &auth.1)
+                        .json(&json!({"request": request})),
+                )
+                .await;
+            assert!(reply.status == 200 || reply.status == 400, "{reply:?}");
+            answers.push_str(&reply.body.to_string());
+        }
+    }
+    // Refused credentials are not echoed or logged either.
+    let refused = oxp
+        .send(
+            oxp.request(Method::GET, "/tools")
+                .header("X-API-Key", format!("wrong-{CANARY}")),
+        )
+        .await;
+    assert_eq!(refused.status, 401);
+    answers.push_str(&refused.body.to_string());
+
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("call finished"), "the capture works:\n{logs}");
+    assert!(
+        logs.contains("tool panicked"),
+        "the panic is logged:\n{logs}"
+    );
+    assert!(
+        answers.contains("<redacted>"),
+        "careless errors are scrubbed: {answers}"
+    );
+    for (what, text) in [("a log line", &logs), ("a response", &answers)] {
+        assert!(!text.contains(CANARY), "a secret reached {what}:\n{text}");
+        assert!(!text.contains(&jwt), "the JWT reached {what}");
+    }
+}
