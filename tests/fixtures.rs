@@ -20,6 +20,9 @@ pub fn all_tools() -> RegistryBuilder {
         bump::TOOL,
         leaky_fail::TOOL,
         leaky_panic::TOOL,
+        sleep::TOOL,
+        block::TOOL,
+        record::TOOL,
     ]
     .into_iter()
     .fold(Registry::builder(), RegistryBuilder::tool)
@@ -178,4 +181,42 @@ pub async fn leaky_fail(ctx: &ToolContext) -> Result<(), ToolError> {
 )]
 pub fn leaky_panic(ctx: &ToolContext) -> String {
     panic!("bad key {}", ctx.secret("LEAKY_KEY").unwrap_or_default())
+}
+
+/// Sleep, then answer: a slow tool that finishes.
+#[tool(toolkit = "Util", version = "1.0.0")]
+pub async fn sleep(
+    /// How long, in milliseconds.
+    ms: u64,
+) -> u64 {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    ms
+}
+
+/// Block a thread for a while: a stuck sync tool.
+#[tool(toolkit = "Util", version = "1.0.0", timeout_ms = 200)]
+pub fn block(
+    /// How long, in milliseconds.
+    ms: u64,
+) -> u64 {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    ms
+}
+
+/// How many times each `call_id` ran `Once.Record`.
+pub static RUNS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, u32>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Record a run under this call's id, after a pause; returns the runs so far for the id.
+#[tool(toolkit = "Once", version = "1.0.0")]
+pub async fn record(
+    ctx: &ToolContext,
+    /// How long to take, in milliseconds.
+    ms: u64,
+) -> u32 {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    let mut runs = RUNS.lock().unwrap();
+    let count = runs.entry(ctx.call_id().to_owned()).or_default();
+    *count += 1;
+    *count
 }

@@ -61,54 +61,17 @@ async fn run_script(script: &str, args: Vec<String>) {
     print!("{stdout}");
 }
 
-/// The example server, built and run as `cargo run` would, on a free loopback port.
-struct Example(std::process::Child, String);
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_example(env: &[(&str, &str)]) -> Example {
-    use std::io::{BufRead, BufReader};
-    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "calculator"])
-        .current_dir(workspace)
-        .status()
-        .expect("cargo runs");
-    assert!(built.success(), "the example builds");
-    let mut child = Command::new(format!("{workspace}/target/debug/calculator"))
-        .env("OXP_ADDR", "127.0.0.1:0")
-        .env("OXP_LOG_FORMAT", "json")
-        .envs(env.iter().copied())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("the example starts");
-    // `serve()` logs the address it serves; read it from the first lines.
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
-        let line = lines.next().expect("the example logs its address").unwrap();
-        if let Some(at) = line.find("serving OXP 1.0 on ") {
-            let rest = &line[at + "serving OXP 1.0 on ".len()..];
-            break rest.split('"').next().unwrap().to_owned();
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    Example(child, base)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_oxp_python_client_works_against_the_example() {
     if !has_modules(&["oxp"], "oxp") {
         return;
     }
-    let example = start_example(&[("OXP_API_KEYS", API_KEY)]);
-    run_script("oxp_client.py", vec![example.1.clone(), API_KEY.to_owned()]).await;
+    let example = harness::start_example(&[("OXP_API_KEYS", API_KEY)]);
+    run_script(
+        "oxp_client.py",
+        vec![example.base.clone(), API_KEY.to_owned()],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,6 +35,7 @@ pub mod call;
 mod context;
 mod descriptor;
 mod error;
+pub mod idempotency;
 pub mod protocol;
 pub mod registry;
 pub mod schema;

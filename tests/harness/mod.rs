@@ -190,3 +190,47 @@ pub fn skip(what: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{message}");
 }
+
+/// The example server, built and run as `cargo run` would, on a free loopback port.
+pub struct Example {
+    pub child: std::process::Child,
+    pub base: String,
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_example(env: &[(&str, &str)]) -> Example {
+    use std::io::{BufRead, BufReader};
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let built = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "calculator"])
+        .current_dir(workspace)
+        .status()
+        .expect("cargo runs");
+    assert!(built.success(), "the example builds");
+    let mut child = std::process::Command::new(format!("{workspace}/target/debug/calculator"))
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("OXP_LOG_FORMAT", "json")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    // `serve()` logs the address it serves; read it from the first lines.
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let base = loop {
+        let line = lines.next().expect("the example logs its address").unwrap();
+        if let Some(at) = line.find("serving OXP 1.0 on ") {
+            let rest = &line[at + "serving OXP 1.0 on ".len()..];
+            break rest.split('"').next().unwrap().to_owned();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Example { child, base }
+}

@@ -51,6 +51,17 @@ pub enum Principal {
     ApiKey(usize),
 }
 
+impl fmt::Display for Principal {
+    /// The form idempotency keys and logs use: `anonymous`, `jwt:<sub>`, `key:<index>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Principal::Anonymous => f.write_str("anonymous"),
+            Principal::Jwt(subject) => write!(f, "jwt:{subject}"),
+            Principal::ApiKey(index) => write!(f, "key:{index}"),
+        }
+    }
+}
+
 impl fmt::Debug for ServerAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerAuth")

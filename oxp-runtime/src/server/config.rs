@@ -4,7 +4,8 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{Server, ServerAuth, DEFAULT_MAX_BODY_BYTES};
+use super::{Server, ServerAuth, Shutdown, DEFAULT_MAX_BODY_BYTES};
+use crate::idempotency::InMemoryIdempotency;
 use crate::registry::Registry;
 
 /// The default address: loopback only, so nothing is exposed by accident.
@@ -31,6 +32,12 @@ pub enum LogFormat {
 /// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap |
 /// | `OXP_TOOL_TIMEOUT_MS` | – | time limit for tools without their own `timeout_ms` |
 /// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s) |
+/// | `OXP_MAX_CONCURRENT_CALLS` | – | calls at once; over it, "temporarily unavailable" |
+/// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
+/// | `OXP_SHUTDOWN_GRACE_MS` | `30000` | how long shutdown waits for calls in flight |
+/// | `OXP_IDEMPOTENCY_TTL_MS` | `600000` | how long an answer is kept for a repeated `call_id` (`0`: off) |
+/// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
+/// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
 /// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …) |
 /// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
@@ -62,6 +69,18 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// `OXP_LANGCHAIN_COMPAT`.
     pub langchain_compat: bool,
+    /// `OXP_MAX_CONCURRENT_CALLS`.
+    pub max_concurrent_calls: Option<usize>,
+    /// `OXP_MAX_BLOCKING_TOOLS`.
+    pub max_blocking_tools: usize,
+    /// `OXP_SHUTDOWN_GRACE_MS`.
+    pub shutdown_grace: Duration,
+    /// `OXP_IDEMPOTENCY_TTL_MS` (`None`: idempotency off).
+    pub idempotency_ttl: Option<Duration>,
+    /// `OXP_IDEMPOTENCY_CAPACITY`.
+    pub idempotency_capacity: u64,
+    /// `OXP_REDIS_URL`.
+    pub redis_url: Option<String>,
     /// `OXP_LOG`.
     pub log: String,
     /// `OXP_LOG_FORMAT`.
@@ -171,7 +190,33 @@ impl ServerConfig {
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
             None => DEFAULT_MAX_BODY_BYTES,
         };
+        let idempotency_ttl = match number("OXP_IDEMPOTENCY_TTL_MS")? {
+            Some(0) => None,
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => Some(crate::idempotency::DEFAULT_TTL),
+        };
+        let redis_url = get("OXP_REDIS_URL");
+        if redis_url.is_some() && !cfg!(feature = "redis") {
+            return Err(ConfigError {
+                variable: "OXP_REDIS_URL",
+                problem: "needs oxp-runtime's `redis` cargo feature: add `features = [\"redis\"]`"
+                    .into(),
+            });
+        }
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         Ok(ServerConfig {
+            max_concurrent_calls: number("OXP_MAX_CONCURRENT_CALLS")?
+                .filter(|n| *n > 0)
+                .map(size),
+            max_blocking_tools: number("OXP_MAX_BLOCKING_TOOLS")?
+                .map_or(crate::call::DEFAULT_MAX_BLOCKING, size),
+            shutdown_grace: Duration::from_millis(
+                number("OXP_SHUTDOWN_GRACE_MS")?.unwrap_or(30_000),
+            ),
+            idempotency_ttl,
+            idempotency_capacity: number("OXP_IDEMPOTENCY_CAPACITY")?
+                .unwrap_or(crate::idempotency::DEFAULT_CAPACITY),
+            redis_url,
             addr,
             auth,
             max_body_bytes,
@@ -185,19 +230,38 @@ impl ServerConfig {
         })
     }
 
-    /// Applies the settings to a server.
-    pub fn apply(&self, server: Server) -> Server {
+    /// Applies the settings to a server. Connecting to Redis (with `OXP_REDIS_URL`) is the one
+    /// part that can fail.
+    pub async fn apply(&self, server: Server) -> Result<Server, ConfigError> {
         let mut server = server
             .auth(self.auth.clone())
             .max_body_bytes(self.max_body_bytes)
-            .langchain_compat(self.langchain_compat);
+            .langchain_compat(self.langchain_compat)
+            .limits(self.max_concurrent_calls, self.max_blocking_tools);
+        server = match (self.idempotency_ttl, &self.redis_url) {
+            (None, _) => server.idempotency(None::<InMemoryIdempotency>),
+            #[cfg(feature = "redis")]
+            (Some(ttl), Some(url)) => {
+                let store = crate::idempotency::RedisIdempotency::connect(url, ttl)
+                    .await
+                    .map_err(|e| ConfigError {
+                        variable: "OXP_REDIS_URL",
+                        problem: format!("cannot connect: {e}"),
+                    })?;
+                server.idempotency(Some(store))
+            }
+            (Some(ttl), _) => server.idempotency(Some(InMemoryIdempotency::new(
+                self.idempotency_capacity,
+                ttl,
+            ))),
+        };
         if let Some(timeout) = self.tool_timeout {
             server = server.default_timeout(timeout);
         }
         if let Some(url) = &self.public_url {
             server = server.public_url(url);
         }
-        server
+        Ok(server)
     }
 
     /// Installs the global log subscriber (once; later calls do nothing).
@@ -223,7 +287,8 @@ impl ServerConfig {
 /// ```
 ///
 /// A configuration or registration problem, or an address already in use, ends the process
-/// with a message and exit code 2.
+/// with a message and exit code 2; a shutdown whose grace period ran out with calls in flight,
+/// with exit code 1; a drained shutdown, with 0.
 pub async fn serve() {
     let config = match ServerConfig::from_env() {
         Ok(config) => config,
@@ -235,20 +300,30 @@ pub async fn serve() {
         Ok(registry) => registry,
         Err(error) => fail(&error.to_string()),
     };
-    let router = config.apply(Server::new(registry)).router();
+    let server = match config.apply(Server::new(registry)).await {
+        Ok(server) => server,
+        Err(error) => fail(&format!("configuration error: {error}")),
+    };
     let listener = match tokio::net::TcpListener::bind(config.addr).await {
         Ok(listener) => listener,
         Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
     };
     let addr = listener.local_addr().unwrap_or(config.addr);
     tracing::info!("serving OXP 1.0 on http://{addr}");
-    if let Err(error) = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
+    match server
+        .serve(listener, shutdown_signal(), config.shutdown_grace)
         .await
     {
-        fail(&format!("the server stopped: {error}"));
+        Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
+        Ok(Shutdown::GraceExpired { active }) => {
+            tracing::warn!(
+                active,
+                "stopped: the grace period ran out with calls in flight"
+            );
+            std::process::exit(1);
+        }
+        Err(error) => fail(&format!("the server stopped: {error}")),
     }
-    tracing::info!("stopped");
 }
 
 fn fail(message: &str) -> ! {
@@ -276,5 +351,4 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = terminate => {},
     }
-    tracing::info!("shutting down: finishing calls in flight");
 }

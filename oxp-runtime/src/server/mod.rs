@@ -29,15 +29,17 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 pub use auth::{AuthError, Principal, ServerAuth};
-pub use config::{serve, ConfigError, ServerConfig};
+pub use config::{serve, ConfigError, LogFormat, ServerConfig};
 
 use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
 use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION};
 
@@ -133,6 +135,83 @@ impl Server {
         self
     }
 
+    /// At most `max_calls` calls at once (`None`: no limit; over it, a call is answered at once
+    /// as temporarily unavailable), and at most `max_blocking` sync tools on blocking threads.
+    #[must_use]
+    pub fn limits(mut self, max_calls: Option<usize>, max_blocking: usize) -> Self {
+        self.pipeline = self.pipeline.limits(max_calls, max_blocking);
+        self
+    }
+
+    /// Where answers to calls with a `call_id` are kept (in memory by default); `None` turns
+    /// idempotency off.
+    #[must_use]
+    pub fn idempotency(mut self, store: Option<impl IdempotencyStore>) -> Self {
+        self.pipeline = self.pipeline.idempotency(store);
+        self
+    }
+
+    /// The pipeline calls run through (for its [`stats`](Pipeline::stats), say).
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then drains: `/health` answers 503, new
+    /// calls are answered as temporarily unavailable, and calls in flight finish and are
+    /// answered — for at most `grace`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> std::io::Result<()> {
+    /// use oxp_runtime::{server::{Server, Shutdown}, Registry};
+    ///
+    /// let server = Server::new(Registry::from_inventory().unwrap());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap() };
+    /// let ended = server.serve(listener, ctrl_c, std::time::Duration::from_secs(30)).await?;
+    /// assert_eq!(ended, Shutdown::Drained);
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        grace: Duration,
+    ) -> std::io::Result<Shutdown> {
+        let pipeline = self.pipeline.clone();
+        let router = self.router();
+        let outcome = Arc::new(std::sync::OnceLock::new());
+        let drained = Arc::new(tokio::sync::Notify::new());
+        let drain = {
+            let (outcome, drained) = (outcome.clone(), drained.clone());
+            async move {
+                shutdown.await;
+                tracing::info!("shutting down: draining calls in flight");
+                pipeline.drain();
+                let ended = if pipeline.wait_idle(grace).await {
+                    Shutdown::Drained
+                } else {
+                    Shutdown::GraceExpired {
+                        active: pipeline.stats().active,
+                    }
+                };
+                let _ = outcome.set(ended);
+                drained.notify_one();
+            }
+        };
+        let serving = axum::serve(listener, router).with_graceful_shutdown(drain);
+        // Every call is answered once drained; give connections a moment to flush and close,
+        // but never wait on a client that holds one open.
+        let closing = async {
+            drained.notified().await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        tokio::select! {
+            served = serving => served?,
+            () = closing => {}
+        }
+        Ok(outcome.get().copied().unwrap_or(Shutdown::Drained))
+    }
+
     /// The axum router, to serve or to nest into an app.
     pub fn router(self) -> Router {
         let list = list_bodies(self.pipeline.registry());
@@ -158,6 +237,18 @@ impl Server {
             .layer(middleware::from_fn(oxp_version_header))
             .with_state(state)
     }
+}
+
+/// How [`Server::serve`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Every call was answered.
+    Drained,
+    /// The grace period ran out with calls still active.
+    GraceExpired {
+        /// How many.
+        active: u64,
+    },
 }
 
 struct AppState {
@@ -223,7 +314,14 @@ fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
 }
 
 /// §1 H.11–13: 200 when ready, no authentication.
-async fn health() -> Response {
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    if state.pipeline.is_draining() {
+        // §1 H.13: MAY 503 when not ready; a load balancer stops sending new calls here.
+        return json_bytes(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &br#"{"status":"draining"}"#[..],
+        );
+    }
     json_bytes(StatusCode::OK, &br#"{"status":"ok"}"#[..])
 }
 
@@ -263,6 +361,7 @@ fn is_langchain(headers: &HeaderMap) -> bool {
 /// §1 C, E: one call. Size → dialect and shape → the pipeline → the answer in the caller's dialect.
 async fn call_tool(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
     headers: HeaderMap,
@@ -288,6 +387,7 @@ async fn call_tool(
         }
     };
     let meta = CallMeta {
+        principal: principal.map(|Extension(p)| p.to_string()),
         check_url_base: Some(check_url_base(&state, &headers, &original, &uri)),
         resolve_wire_names: state.langchain_compat,
     };
@@ -298,6 +398,17 @@ async fn call_tool(
             answer(&dialect, StatusCode::OK, response, compat)
         }
         CallOutcome::Rejected(error) => answer(&dialect, StatusCode::BAD_REQUEST, error, false),
+        CallOutcome::Unavailable {
+            error,
+            retry_after_ms,
+        } => {
+            // The SDKs' retry logic reads these (oxp-notes §5): wait, then try again.
+            let mut response = answer(&dialect, StatusCode::BAD_REQUEST, error, false);
+            let headers = response.headers_mut();
+            headers.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
+            headers.insert("x-should-retry", HeaderValue::from_static("true"));
+            response
+        }
         CallOutcome::Invalid(error) => {
             answer(&dialect, StatusCode::UNPROCESSABLE_ENTITY, error, false)
         }

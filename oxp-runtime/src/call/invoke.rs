@@ -1,0 +1,234 @@
+//! The invoke step: runs a tool's glue with panics contained, the time limit enforced, and the
+//! call's secrets scrubbed from whatever text leaves it.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::descriptor::{Invoke, InvokeError, InvokeResult, ToolDescriptor};
+use crate::error::ToolError;
+use crate::protocol::{CallResult, CallToolResponse, ValidationErrorResponse};
+
+use super::gate::Gate;
+use super::CallOutcome;
+
+/// Scrubs a call's secret and token values out of text that leaves the tool: error messages
+/// and log lines. A tool that puts a key into an error (a URL with `?key=…` in a transport
+/// error, say) does not leak it. Values shorter than four characters are left alone: replacing
+/// them would garble the text without protecting anything.
+struct Redactor(Vec<String>);
+
+impl Redactor {
+    const MIN_LEN: usize = 4;
+
+    fn new(context: &ToolContext) -> Self {
+        Redactor(
+            context
+                .sensitive_values()
+                .filter(|v| v.len() >= Self::MIN_LEN)
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    fn text(&self, text: &mut String) {
+        for value in &self.0 {
+            if text.contains(value.as_str()) {
+                *text = text.replace(value.as_str(), "<redacted>");
+            }
+        }
+    }
+
+    fn tool_error(&self, mut error: ToolError) -> ToolError {
+        self.text(&mut error.message);
+        for field in [
+            &mut error.developer_message,
+            &mut error.additional_prompt_content,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.text(field);
+        }
+        error
+    }
+}
+
+/// Runs the tool and shapes what came of it as a `200` response (or a `422` when the input
+/// passed the schema but not the tool's own `Deserialize`). Owns everything it needs, so it can
+/// run as a task of its own that a client's disconnect does not cancel.
+pub(super) async fn execute(
+    descriptor: &'static ToolDescriptor,
+    context: ToolContext,
+    input: Value,
+    timeout: Option<Duration>,
+    gate: std::sync::Arc<Gate>,
+) -> CallOutcome {
+    let call_id = context.call_id().to_owned();
+    let redactor = Redactor::new(&context);
+    let _running = gate.started();
+    let started = Instant::now();
+    let result = invoke(descriptor, context, input, timeout, &redactor, &gate).await;
+    let duration = started.elapsed().as_secs_f64() * 1000.0;
+    let result = match result {
+        Ok(value) => CallResult::Success { value },
+        Err(InvokeError::Tool(error)) => CallResult::Failure {
+            error: redactor.tool_error(error),
+        },
+        Err(InvokeError::Input(e)) => {
+            return CallOutcome::Invalid(ValidationErrorResponse {
+                message: format!(
+                    "The input for '{}_{}' is invalid: {e}",
+                    descriptor.toolkit, descriptor.name
+                ),
+                parameter_errors: BTreeMap::new(),
+            })
+        }
+        Err(InvokeError::Output(e)) => CallResult::Failure {
+            error: ToolError::new("The tool produced a value that could not be sent.")
+                .developer_message(format!("serializing the value failed: {e}")),
+        },
+    };
+    CallOutcome::Completed(CallToolResponse {
+        call_id,
+        duration: Some(duration),
+        result,
+    })
+}
+
+/// Runs the tool's glue, containing panics and enforcing the timeout.
+async fn invoke(
+    descriptor: &'static ToolDescriptor,
+    context: ToolContext,
+    input: Value,
+    timeout: Option<Duration>,
+    redactor: &Redactor,
+    gate: &Gate,
+) -> InvokeResult {
+    let run = async move {
+        match descriptor.invoke {
+            Invoke::Async(glue) => AssertUnwindSafe(InTool(glue(context, input)))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| Err(panicked(panic.as_ref(), redactor))),
+            Invoke::Blocking(glue) => {
+                // A bounded share of the blocking pool: a stuck sync tool holds its permit, so
+                // stuck tools can never take every thread.
+                let Ok(_permit) = gate.blocking.acquire().await else {
+                    return Err(InvokeError::Tool(ToolError::new(
+                        "The server is shutting down.",
+                    )));
+                };
+                let run = move || {
+                    let _in_tool = InToolGuard::enter();
+                    glue(context, input)
+                };
+                match tokio::task::spawn_blocking(run).await {
+                    Ok(result) => result,
+                    Err(join) if join.is_panic() => {
+                        Err(panicked(join.into_panic().as_ref(), redactor))
+                    }
+                    Err(join) => Err(InvokeError::Tool(
+                        ToolError::new("The tool was cancelled.")
+                            .developer_message(join.to_string()),
+                    )),
+                }
+            }
+        }
+    };
+    match timeout {
+        None => run.await,
+        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+            Err(InvokeError::Tool(
+                ToolError::new("The tool took too long and was stopped.")
+                    .developer_message(format!("timed out after {} ms", limit.as_millis()))
+                    .can_retry(true),
+            ))
+        }),
+    }
+}
+
+/// A panic becomes a generic tool error; its text goes to the log only (scrubbed of the call's
+/// secrets), since it may hold anything the tool had in hand.
+fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> InvokeError {
+    let mut text = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    redactor.text(&mut text);
+    tracing::error!(panic = %text, "tool panicked");
+    InvokeError::Tool(ToolError::new("The tool failed unexpectedly."))
+}
+
+thread_local! {
+    static IN_TOOL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is running a tool's code right now: the panic hook of
+/// [`install_panic_hook`] leaves such panics' text to the pipeline, which scrubs it.
+fn in_tool() -> bool {
+    IN_TOOL.with(std::cell::Cell::get)
+}
+
+/// Marks the thread as running tool code until dropped (also when the tool panics).
+struct InToolGuard(bool);
+
+impl InToolGuard {
+    fn enter() -> Self {
+        InToolGuard(IN_TOOL.with(|flag| flag.replace(true)))
+    }
+}
+
+impl Drop for InToolGuard {
+    fn drop(&mut self) {
+        IN_TOOL.with(|flag| flag.set(self.0));
+    }
+}
+
+/// A tool's future, marked as tool code while it is polled.
+struct InTool(futures_util::future::BoxFuture<'static, InvokeResult>);
+
+impl std::future::Future for InTool {
+    type Output = InvokeResult;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<InvokeResult> {
+        let _in_tool = InToolGuard::enter();
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// Replaces the default panic hook (which prints every panic's text to stderr) with one that
+/// logs through `tracing`, and leaves out the text of panics inside tools: the pipeline logs
+/// that text itself, with the call's secrets scrubbed. [`serve`](crate::serve) installs it; an
+/// app that embeds the router may call it once at start-up.
+///
+/// ```
+/// oxp_runtime::call::install_panic_hook();
+/// ```
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        if in_tool() {
+            tracing::debug!(%location, "a tool panicked (its message is logged with the call)");
+            return;
+        }
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a non-string panic payload");
+        tracing::error!(%location, panic = text, "a thread panicked");
+    }));
+}

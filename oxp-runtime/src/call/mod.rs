@@ -1,0 +1,375 @@
+//! The one call pipeline every front uses: admit → resolve → requirements → validate → invoke
+//! → outcome.
+//!
+//! It knows nothing of HTTP, MCP or model providers: a front turns its request into a
+//! [`CallToolRequest`], runs [`Pipeline::call`], and translates the [`CallOutcome`] back.
+
+mod gate;
+mod invoke;
+mod requirements;
+mod validate;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tracing::Instrument;
+
+pub use gate::{CallStats, DEFAULT_MAX_BLOCKING};
+pub use invoke::install_panic_hook;
+
+use crate::authorization::AuthorizationProvider;
+use crate::idempotency::{IdempotencyKey, IdempotencyStore, InMemoryIdempotency};
+use crate::protocol::{
+    CallResult, CallToolRequest, CallToolResponse, ServerErrorResponse, ValidationErrorResponse,
+};
+use crate::registry::{RegisteredTool, Registry, ResolveError};
+use gate::{Gate, Refusal};
+
+/// How long a client is asked to wait when the server is full or shutting down.
+pub const RETRY_AFTER_MS: u64 = 1000;
+
+/// What came of a call, one variant per class of answer OXP distinguishes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "class", content = "body", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran: `200`, successful or not.
+    Completed(CallToolResponse),
+    /// The call was refused before the tool ran: `400`.
+    Rejected(ServerErrorResponse),
+    /// The server is full or shutting down: `400`, and worth retrying after `retry_after_ms`.
+    Unavailable {
+        /// The answer's body.
+        error: ServerErrorResponse,
+        /// When to retry.
+        retry_after_ms: u64,
+    },
+    /// The input did not match the tool's input schema: `422`.
+    Invalid(ValidationErrorResponse),
+}
+
+impl CallOutcome {
+    /// The HTTP status this outcome is answered with.
+    ///
+    /// ```
+    /// use oxp_runtime::call::CallOutcome;
+    /// use oxp_runtime::protocol::ServerErrorResponse;
+    ///
+    /// assert_eq!(CallOutcome::Rejected(ServerErrorResponse::default()).status(), 400);
+    /// ```
+    pub fn status(&self) -> u16 {
+        match self {
+            CallOutcome::Completed(_) => 200,
+            CallOutcome::Rejected(_) | CallOutcome::Unavailable { .. } => 400,
+            CallOutcome::Invalid(_) => 422,
+        }
+    }
+
+    /// The "temporarily unavailable" answer, with `detail` for the developer.
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        CallOutcome::Unavailable {
+            error: ServerErrorResponse {
+                message: "The server is temporarily unavailable; retry shortly.".into(),
+                developer_message: Some(detail.into()),
+                missing_requirements: None,
+            },
+            retry_after_ms: RETRY_AFTER_MS,
+        }
+    }
+}
+
+/// What a front knows about a call besides its body.
+#[derive(Clone, Debug, Default)]
+pub struct CallMeta {
+    /// Who sent it, for idempotency scoping (`anonymous` when `None`).
+    pub principal: Option<String>,
+    /// The base URL that authorization challenges' `check_url`s start with (the check id is
+    /// appended); no `check_url` when `None`.
+    pub check_url_base: Option<String>,
+    /// Also resolve a `tool_id` that is a wire name (`Calculator_Add`), as LangChain's clients
+    /// send (oxp-notes §3.19). Off: strict OXP.
+    pub resolve_wire_names: bool,
+}
+
+/// Runs calls against a registry.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::call::{CallOutcome, Pipeline};
+/// use oxp_runtime::protocol::{CallResult, CallToolRequest};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+/// let request = CallToolRequest {
+///     tool_id: "Calculator.Add".into(),
+///     input: Some(serde_json::json!({"a": 2, "b": 3})),
+///     ..Default::default()
+/// };
+/// let CallOutcome::Completed(response) = pipeline.call(request).await else { panic!() };
+/// assert_eq!(response.result, CallResult::Success { value: Some(5.into()) });
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Pipeline {
+    registry: Arc<Registry>,
+    default_timeout: Option<Duration>,
+    authorization: Option<Arc<dyn AuthorizationProvider>>,
+    idempotency: Option<Arc<dyn IdempotencyStore>>,
+    gate: Arc<Gate>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("tools", &self.registry.tools().len())
+            .field("default_timeout", &self.default_timeout)
+            .field("authorization", &self.authorization.is_some())
+            .field("idempotency", &self.idempotency.is_some())
+            .field("stats", &self.gate.stats())
+            .finish()
+    }
+}
+
+impl Pipeline {
+    /// A pipeline over `registry`: no timeout unless a tool sets its own, no concurrency limit,
+    /// and in-memory idempotency by `call_id`.
+    pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
+        Pipeline {
+            registry: registry.into(),
+            default_timeout: None,
+            authorization: None,
+            idempotency: Some(Arc::new(InMemoryIdempotency::default())),
+            gate: Arc::new(Gate::new(None, DEFAULT_MAX_BLOCKING)),
+        }
+    }
+
+    /// The timeout for tools that do not set `timeout_ms` themselves.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    ///     .default_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// The provider that mints challenges when a call lacks an authorization token.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::InMemoryAuthorization;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    ///     .authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
+        self.authorization = Some(Arc::new(provider));
+        self
+    }
+
+    /// Where answers to calls with a `call_id` are kept, so a repeated call does not run the tool
+    /// again; `None` turns idempotency off.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::InMemoryIdempotency;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    ///     .idempotency(Some(InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600))));
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn idempotency(mut self, store: Option<impl IdempotencyStore>) -> Self {
+        self.idempotency = store.map(|s| Arc::new(s) as Arc<dyn IdempotencyStore>);
+        self
+    }
+
+    /// At most `max_calls` calls at once (`None`: no limit), and at most `max_blocking` sync tools
+    /// on blocking threads. A call over the limit is answered at once as temporarily unavailable.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).limits(Some(512), 64);
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn limits(mut self, max_calls: Option<usize>, max_blocking: usize) -> Self {
+        self.gate = Arc::new(Gate::new(max_calls, max_blocking));
+        self
+    }
+
+    /// The registry calls resolve against.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The authorization provider, if any.
+    pub fn authorization_provider(&self) -> Option<&dyn AuthorizationProvider> {
+        self.authorization.as_deref()
+    }
+
+    /// How much work is under way and done.
+    pub fn stats(&self) -> CallStats {
+        self.gate.stats()
+    }
+
+    /// Stops admitting calls (they are answered as temporarily unavailable); calls already
+    /// admitted go on. For graceful shutdown.
+    pub fn drain(&self) {
+        self.gate.drain();
+    }
+
+    /// Whether [`drain`](Self::drain) was called.
+    pub fn is_draining(&self) -> bool {
+        self.gate.is_draining()
+    }
+
+    /// Waits until no call is active and no tool runs, at most `limit`; `true` if it got there.
+    pub async fn wait_idle(&self, limit: Duration) -> bool {
+        self.gate.wait_idle(limit).await
+    }
+
+    /// Runs one call through every step, in the order oxp-notes §3.28 fixes.
+    pub async fn call(&self, request: CallToolRequest) -> CallOutcome {
+        self.call_with(request, &CallMeta::default()).await
+    }
+
+    /// [`call`](Self::call), with what the front knows besides the body.
+    pub async fn call_with(&self, mut request: CallToolRequest, meta: &CallMeta) -> CallOutcome {
+        let _admission = match self.gate.admit() {
+            Ok(admission) => admission,
+            Err(Refusal::Full) => {
+                return CallOutcome::unavailable("the server is at its concurrency limit")
+            }
+            Err(Refusal::Draining) => {
+                return CallOutcome::unavailable("the server is shutting down")
+            }
+        };
+        // Only a client's own `call_id` is an idempotency key; a generated one is unique anyway.
+        let client_call_id = request.call_id.take();
+        let idempotency_key = client_call_id.clone().map(|call_id| IdempotencyKey {
+            principal: meta
+                .principal
+                .clone()
+                .unwrap_or_else(|| "anonymous".to_owned()),
+            call_id,
+        });
+        let call_id = client_call_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+
+        let tool = match self.resolve(&request.tool_id, meta) {
+            Ok(tool) => tool,
+            Err(error) => {
+                tracing::info!(call_id = %call_id, tool_id = %request.tool_id, reason = %error, "call refused");
+                return CallOutcome::Rejected(rejection(&request.tool_id, &error));
+            }
+        };
+        let span = tracing::info_span!(
+            "oxp.call",
+            call_id = %call_id,
+            trace_id = request.trace_id.as_deref().unwrap_or(""),
+            tool = %tool.id(),
+        );
+        let started = Instant::now();
+        let outcome = self
+            .run(tool, request, call_id, idempotency_key, meta)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| {
+            let outcome_name = match &outcome {
+                CallOutcome::Completed(CallToolResponse {
+                    result: CallResult::Success { .. },
+                    ..
+                }) => "success",
+                CallOutcome::Completed(_) => "tool_error",
+                CallOutcome::Rejected(_) => "missing_requirements",
+                CallOutcome::Unavailable { .. } => "unavailable",
+                CallOutcome::Invalid(_) => "invalid_input",
+            };
+            tracing::info!(
+                outcome = outcome_name,
+                duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "call finished"
+            );
+        });
+        outcome
+    }
+
+    fn resolve(&self, tool_id: &str, meta: &CallMeta) -> Result<&RegisteredTool, ResolveError> {
+        self.registry.resolve(tool_id).or_else(|error| {
+            meta.resolve_wire_names
+                .then(|| self.registry.resolve_wire_name(tool_id))
+                .flatten()
+                .ok_or(error)
+        })
+    }
+
+    /// The steps after resolution: requirements → validate → invoke (at most once per key).
+    async fn run(
+        &self,
+        tool: &RegisteredTool,
+        request: CallToolRequest,
+        call_id: String,
+        idempotency_key: Option<IdempotencyKey>,
+        meta: &CallMeta,
+    ) -> CallOutcome {
+        let context =
+            match requirements::requirements(tool, request.context.unwrap_or_default(), call_id) {
+                Ok(context) => context,
+                Err(missing) => {
+                    return CallOutcome::Rejected(self.missing(tool, missing, meta).await);
+                }
+            };
+        let context = match request.trace_id {
+            Some(trace_id) => context.with_trace_id(trace_id),
+            None => context,
+        };
+
+        let input = request
+            .input
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if let Some(invalid) = validate::validate(tool, &input) {
+            return CallOutcome::Invalid(invalid);
+        }
+
+        let timeout = tool
+            .descriptor()
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(self.default_timeout);
+        let execution = invoke::execute(
+            tool.descriptor(),
+            context,
+            input,
+            timeout,
+            self.gate.clone(),
+        );
+        match (&self.idempotency, idempotency_key) {
+            (Some(store), Some(key)) => store.once(key, execution.boxed()).await,
+            _ => execution.await,
+        }
+    }
+}
+
+/// The `400` for a `tool_id` that names no tool: a message for the user naming the tool's wire
+/// name, the detail for the developer.
+fn rejection(tool_id: &str, error: &ResolveError) -> ServerErrorResponse {
+    let message = match error {
+        ResolveError::InvalidId { .. } => format!("Invalid tool id '{tool_id}'"),
+        other => other.to_string(),
+    };
+    ServerErrorResponse {
+        message,
+        developer_message: Some(error.to_string()),
+        missing_requirements: None,
+    }
+}

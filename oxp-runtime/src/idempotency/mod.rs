@@ -1,0 +1,134 @@
+//! `call_id` as an idempotency key: a call repeated with the same `call_id` (by the same
+//! principal) returns the first answer without running the tool again, and a duplicate that
+//! arrives while the first still runs waits for it.
+//!
+//! A store decides, per key, whether a tool run happens at all: [`IdempotencyStore::once`] is
+//! handed the run as a future and either drives it (the first time) or answers from what the
+//! first run produced. Runs are spawned as tasks of their own, so a client that disconnects
+//! mid-call cancels nothing: the tool finishes, and the retry gets its answer.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+
+use crate::call::CallOutcome;
+
+/// Who sent a call and which `call_id` it carried: duplicates are only duplicates within one
+/// principal, so two tenants cannot read each other's answers by guessing ids.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey {
+    /// The authenticated principal (`anonymous` when authentication is off).
+    pub principal: String,
+    /// The client's `call_id`.
+    pub call_id: String,
+}
+
+impl fmt::Display for IdempotencyKey {
+    /// A flat form that cannot be confused across principals (`7:tenant-a:c1`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}",
+            self.principal.len(),
+            self.principal,
+            self.call_id
+        )
+    }
+}
+
+/// Runs each key's call at most once within the store's time-to-live.
+pub trait IdempotencyStore: Send + Sync + 'static {
+    /// Drives `run` if `key` is new, or answers as the first run with that key did (waiting for
+    /// it if it is still running). `run` is dropped unpolled when it is not needed.
+    fn once<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, CallOutcome>;
+}
+
+/// The default store: in memory, bounded in entries and time.
+///
+/// ```
+/// use oxp_runtime::idempotency::InMemoryIdempotency;
+///
+/// let store = InMemoryIdempotency::new(10_000, std::time::Duration::from_secs(600));
+/// # let _ = store;
+/// ```
+pub struct InMemoryIdempotency {
+    runs: moka::future::Cache<IdempotencyKey, Shared<BoxFuture<'static, CallOutcome>>>,
+}
+
+impl fmt::Debug for InMemoryIdempotency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryIdempotency")
+            .field("entries", &self.runs.entry_count())
+            .finish()
+    }
+}
+
+/// Entries kept by default.
+pub const DEFAULT_CAPACITY: u64 = 10_000;
+/// How long an answer is kept by default.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+
+impl Default for InMemoryIdempotency {
+    fn default() -> Self {
+        InMemoryIdempotency::new(DEFAULT_CAPACITY, DEFAULT_TTL)
+    }
+}
+
+impl InMemoryIdempotency {
+    /// Keeps at most `capacity` answers, each for `ttl`.
+    pub fn new(capacity: u64, ttl: Duration) -> Self {
+        InMemoryIdempotency {
+            runs: moka::future::Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(ttl)
+                .build(),
+        }
+    }
+}
+
+/// Spawns `run` and shares its outcome with every waiter.
+pub(crate) fn spawn_shared(
+    run: BoxFuture<'static, CallOutcome>,
+) -> Shared<BoxFuture<'static, CallOutcome>> {
+    let task = tokio::spawn(run);
+    async move {
+        task.await.unwrap_or_else(|error| {
+            // The run itself contains panics; reaching here means the runtime is shutting down.
+            CallOutcome::unavailable(format!("the tool's task ended: {error}"))
+        })
+    }
+    .boxed()
+    .shared()
+}
+
+impl IdempotencyStore for InMemoryIdempotency {
+    fn once<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, CallOutcome> {
+        // The init future *returns* the shared run rather than awaiting it: awaiting inside
+        // `get_with` would make the run cancellable with its first caller.
+        #[allow(clippy::async_yields_async)]
+        Box::pin(async move {
+            // `get_with` inserts atomically: of concurrent first callers, one spawns the run
+            // and the rest wait for it. The init has no await point, so it cannot be cancelled
+            // half-way (which would let a second caller spawn the run again).
+            let shared = self
+                .runs
+                .get_with(key, async move { spawn_shared(run) })
+                .await;
+            shared.await
+        })
+    }
+}
+
+#[cfg(feature = "redis")]
+mod redis_store;
+#[cfg(feature = "redis")]
+pub use redis_store::RedisIdempotency;

@@ -1,0 +1,164 @@
+//! The Redis store: replicas behind a load balancer share it, so a retry that lands on another
+//! replica still does not run the tool twice.
+//!
+//! Per key: `SET key pending NX PX <pending ttl>` claims the run. The claimer runs the tool and
+//! stores the outcome (`SET key <json> PX <ttl>`); everyone else polls until it is there. A
+//! claimer that dies leaves `pending` to expire, after which the next caller claims the run.
+//! When Redis cannot be reached, the call is refused as temporarily unavailable rather than run
+//! without the guarantee.
+
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use redis::aio::ConnectionManager;
+
+use super::{IdempotencyKey, IdempotencyStore};
+use crate::call::CallOutcome;
+
+const PENDING: &str = "pending";
+/// How long a claim holds without an outcome before another caller may take it over.
+const DEFAULT_PENDING_TTL: Duration = Duration::from_secs(300);
+const POLL: Duration = Duration::from_millis(20);
+
+/// An [`IdempotencyStore`] in Redis (cargo feature `redis`).
+///
+/// ```no_run
+/// # async fn run() -> redis::RedisResult<()> {
+/// use oxp_runtime::idempotency::RedisIdempotency;
+///
+/// let store = RedisIdempotency::connect("redis://127.0.0.1:6379", std::time::Duration::from_secs(600)).await?;
+/// # let _ = store; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisIdempotency {
+    connection: ConnectionManager,
+    ttl: Duration,
+    pending_ttl: Duration,
+    prefix: String,
+}
+
+impl std::fmt::Debug for RedisIdempotency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisIdempotency")
+            .field("ttl", &self.ttl)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisIdempotency {
+    /// Connects to `url` (`redis://host:port/db`); answers are kept for `ttl`.
+    pub async fn connect(url: &str, ttl: Duration) -> redis::RedisResult<Self> {
+        let client = redis::Client::open(url)?;
+        let connection = ConnectionManager::new(client).await?;
+        Ok(RedisIdempotency {
+            connection,
+            ttl,
+            pending_ttl: DEFAULT_PENDING_TTL,
+            prefix: "oxp:call:".to_owned(),
+        })
+    }
+
+    /// How long a claimed run may go without an outcome before another caller takes it over:
+    /// make it longer than your slowest tool's timeout.
+    #[must_use]
+    pub fn pending_ttl(mut self, ttl: Duration) -> Self {
+        self.pending_ttl = ttl;
+        self
+    }
+
+    /// The prefix of every key (default `oxp:call:`), to share a Redis between servers.
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    async fn claim(&self, key: &str) -> redis::RedisResult<bool> {
+        let claimed: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(PENDING)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(self.pending_ttl))
+            .query_async(&mut self.connection.clone())
+            .await?;
+        Ok(claimed.is_some())
+    }
+
+    async fn get(&self, key: &str) -> redis::RedisResult<Option<String>> {
+        redis::cmd("GET")
+            .arg(key)
+            .query_async(&mut self.connection.clone())
+            .await
+    }
+
+    async fn store(&self, key: &str, outcome: &CallOutcome) -> redis::RedisResult<()> {
+        let json = serde_json::to_string(outcome).expect("outcomes serialize");
+        redis::cmd("SET")
+            .arg(key)
+            .arg(json)
+            .arg("PX")
+            .arg(millis(self.ttl))
+            .query_async(&mut self.connection.clone())
+            .await
+    }
+
+    async fn once_inner(
+        &self,
+        key: String,
+        mut run: Option<BoxFuture<'static, CallOutcome>>,
+    ) -> redis::RedisResult<CallOutcome> {
+        loop {
+            if self.claim(&key).await? {
+                let run = run.take().expect("a key is claimed once per call");
+                // One task runs the tool and stores its outcome, so both happen even if this
+                // caller goes away mid-call (else the claim would expire and a retry run again).
+                let store = self.clone();
+                let stored_key = key.clone();
+                let task = tokio::spawn(async move {
+                    let outcome = run.await;
+                    if let Err(error) = store.store(&stored_key, &outcome).await {
+                        tracing::error!(%error, "could not store an idempotent outcome in Redis");
+                    }
+                    outcome
+                });
+                return Ok(task.await.unwrap_or_else(|error| {
+                    CallOutcome::unavailable(format!("the tool's task ended: {error}"))
+                }));
+            }
+            match self.get(&key).await? {
+                Some(value) if value == PENDING => tokio::time::sleep(POLL).await,
+                Some(value) => {
+                    return Ok(serde_json::from_str(&value).unwrap_or_else(|e| {
+                        CallOutcome::unavailable(format!("a stored outcome is unreadable: {e}"))
+                    }))
+                }
+                // The claim expired between our SET and GET: try to claim it ourselves.
+                None => {}
+            }
+        }
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+impl IdempotencyStore for RedisIdempotency {
+    fn once<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, CallOutcome> {
+        Box::pin(async move {
+            let key = format!("{}{key}", self.prefix);
+            self.once_inner(key, Some(run)).await.unwrap_or_else(|error| {
+                tracing::error!(%error, "Redis is unreachable; refusing the call rather than risk running it twice");
+                CallOutcome::unavailable(format!("the idempotency store is unreachable: {error}"))
+            })
+        })
+    }
+}
