@@ -105,13 +105,14 @@ async fn many_clients_faults_and_duplicates_lose_nothing_and_run_nothing_twice()
         "every tool run started also finished"
     );
 
-    let runs = oxp_tests::RUNS.lock().unwrap();
-    let twice: Vec<_> = runs
+    let twice: Vec<(String, u32)> = oxp_tests::RUNS
+        .lock()
+        .unwrap()
         .iter()
         .filter(|(id, count)| id.starts_with("load-") && **count > 1)
+        .map(|(id, count)| (id.clone(), *count))
         .collect();
     assert!(twice.is_empty(), "tools ran twice for: {twice:?}");
-    drop(runs);
 
     let health = oxp.get("/health").await;
     assert_eq!(health.status, 200, "still healthy");

@@ -32,11 +32,13 @@
 
 pub mod authorization;
 pub mod call;
+pub mod cli;
 mod context;
 mod descriptor;
 mod error;
 pub mod idempotency;
 pub mod protocol;
+pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod server;

@@ -290,6 +290,14 @@ impl ServerConfig {
 /// with a message and exit code 2; a shutdown whose grace period ran out with calls in flight,
 /// with exit code 1; a drained shutdown, with 0.
 pub async fn serve() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match crate::cli::parse(&args) {
+        Ok(command) => command,
+        Err(message) => std::process::exit(crate::cli::usage_error(&message)),
+    };
+    if command != crate::cli::Command::Serve {
+        std::process::exit(run_subcommand(command).await);
+    }
     let config = match ServerConfig::from_env() {
         Ok(config) => config,
         Err(error) => fail(&format!("configuration error: {error}")),
@@ -323,6 +331,31 @@ pub async fn serve() {
             std::process::exit(1);
         }
         Err(error) => fail(&format!("the server stopped: {error}")),
+    }
+}
+
+/// `tools` and `dispatch`: no server, no logs on stdout (it carries the JSON).
+async fn run_subcommand(command: crate::cli::Command) -> i32 {
+    let registry = match Registry::from_inventory() {
+        Ok(registry) => registry,
+        Err(error) => fail(&error.to_string()),
+    };
+    match command {
+        crate::cli::Command::Tools { format, strict } => {
+            crate::cli::tools(&registry, format, strict)
+        }
+        crate::cli::Command::Dispatch { format } => {
+            let config = match ServerConfig::from_env() {
+                Ok(config) => config,
+                Err(error) => fail(&format!("configuration error: {error}")),
+            };
+            let mut pipeline = crate::call::Pipeline::new(registry);
+            if let Some(timeout) = config.tool_timeout {
+                pipeline = pipeline.default_timeout(timeout);
+            }
+            crate::cli::dispatch(pipeline, format).await
+        }
+        crate::cli::Command::Serve => unreachable!("serving is not a subcommand"),
     }
 }
 

@@ -1,0 +1,81 @@
+//! Anthropic Messages API.
+//!
+//! Source: tool use, <https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/overview>:
+//! tools are `{name, description, input_schema}` with a JSON Schema object (no `$ref`: seed 003
+//! §6, which the schema policy already guarantees); the model answers with `tool_use` content
+//! blocks `{id, name, input}` (`input` an object, so never malformed JSON); results go back in one
+//! `role: "user"` message of `tool_result` blocks `{tool_use_id, content, is_error}`.
+
+use serde_json::{json, Value};
+
+use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use crate::registry::Registry;
+
+/// Anthropic `tools`: `{name, description, input_schema}`.
+pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<ExportError>> {
+    export(registry, limits, |tool| {
+        let definition = tool.definition();
+        Ok(json!({
+            "name": definition.name,
+            "description": definition.description,
+            "input_schema": definition.input_schema,
+        }))
+    })
+}
+
+/// Reads the `tool_use` blocks of a message's `content` (or a whole response).
+pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
+    let content = response
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| DispatchError::Malformed("the message has no `content` array".into()))?;
+    content
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .map(|block| {
+            let field = |name: &str| {
+                block
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        DispatchError::Malformed(format!("a tool_use block lacks `{name}`"))
+                    })
+            };
+            let arguments = match block.get("input") {
+                Some(input @ Value::Object(_)) => Ok(input.clone()),
+                Some(other) => Err(format!("`input` must be an object, not {other}")),
+                None => Err("`input` is missing".to_owned()),
+            };
+            Ok(ToolCall {
+                id: field("id")?,
+                name: field("name")?,
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// Runs a message's tool calls; returns the one `role: "user"` message of `tool_result` blocks
+/// to append (or `None` when the message called no tool).
+pub async fn dispatch(
+    dispatcher: &Dispatcher,
+    response: &Value,
+) -> Result<Option<Value>, DispatchError> {
+    let results = dispatcher.run(parse_calls(response)?).await?;
+    if results.is_empty() {
+        return Ok(None);
+    }
+    let blocks: Vec<Value> = results
+        .into_iter()
+        .map(|r| {
+            let mut block =
+                json!({"type": "tool_result", "tool_use_id": r.id, "content": r.content});
+            if r.is_error {
+                block["is_error"] = Value::Bool(true);
+            }
+            block
+        })
+        .collect();
+    Ok(Some(json!({"role": "user", "content": blocks})))
+}

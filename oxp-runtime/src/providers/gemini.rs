@@ -1,0 +1,351 @@
+//! Google Gemini (`generateContent`).
+//!
+//! Sources: function calling, <https://ai.google.dev/gemini-api/docs/function-calling>, and the
+//! `Schema` object, <https://ai.google.dev/api/caching#Schema> (an OpenAPI 3.0 subset: `type` is
+//! one of STRING, NUMBER, INTEGER, BOOLEAN, ARRAY, OBJECT; `nullable` instead of type arrays;
+//! `enum` for strings only; no `$ref`, `const`, `additionalProperties`). Seed 003 §6 adds: no
+//! `oneOf`/`anyOf`, no parallel calls guarantee, and calls without ids (§3.2: generate
+//! `call_{timestamp}_{name}`). Results go back as `functionResponse` parts with `output` or
+//! `error` (§3.3).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Map, Value};
+
+use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use crate::registry::Registry;
+
+const PROVIDER: &str = "Gemini";
+
+/// Keywords with no counterpart in Gemini's schema.
+const UNSUPPORTED: [&str; 13] = [
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "propertyNames",
+    "prefixItems",
+    "contains",
+    "uniqueItems",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+/// Keywords kept as they are.
+const KEPT: [&str; 13] = [
+    "description",
+    "title",
+    "required",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minProperties",
+    "maxProperties",
+    "default",
+];
+/// Formats Gemini documents, by type.
+const FORMATS: [(&str, &str); 5] = [
+    ("INTEGER", "int32"),
+    ("INTEGER", "int64"),
+    ("NUMBER", "float"),
+    ("NUMBER", "double"),
+    ("STRING", "date-time"),
+];
+
+/// Gemini `tools`: one `{"functionDeclarations": [{name, description, parameters}]}`.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::providers::{gemini, Limits};
+///
+/// /// Count to n.
+/// #[tool(toolkit = "Math", version = "1.0.0")]
+/// async fn count(n: Option<u8>) -> Vec<u8> { (0..n.unwrap_or(3)).collect() }
+///
+/// let registry = Registry::builder().tool(count::TOOL).build().unwrap();
+/// let tools = gemini::tools(&registry, &Limits::default()).unwrap();
+/// let n = &tools[0]["functionDeclarations"][0]["parameters"]["properties"]["n"];
+/// assert_eq!(n["type"], "INTEGER");
+/// assert_eq!(n["maximum"], 255);
+/// ```
+pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<ExportError>> {
+    let declarations = export(registry, limits, |tool| {
+        let definition = tool.definition();
+        let parameters = schema(&definition.input_schema).map_err(|features| {
+            ExportError::SchemaIncompatible {
+                tool: definition.name.clone(),
+                provider: PROVIDER,
+                incompatible_features: features,
+            }
+        })?;
+        let mut declaration = json!({
+            "name": definition.name,
+            "description": definition.description,
+        });
+        // A tool without parameters declares none (an empty OBJECT is refused).
+        if parameters["properties"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty())
+        {
+            declaration["parameters"] = parameters;
+        }
+        Ok(declaration)
+    })?;
+    Ok(vec![json!({ "functionDeclarations": declarations })])
+}
+
+/// The Gemini projection of a policy schema, or the features it cannot express.
+pub fn schema(schema: &Value) -> Result<Value, Vec<String>> {
+    let mut incompatible = Vec::new();
+    let projected = project(schema, &mut incompatible);
+    incompatible.sort();
+    incompatible.dedup();
+    if incompatible.is_empty() {
+        Ok(projected)
+    } else {
+        Err(incompatible)
+    }
+}
+
+fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
+    let Value::Object(source) = schema else {
+        // `true` (anything) has no counterpart.
+        incompatible.push(format!("the schema `{schema}`"));
+        return Value::Null;
+    };
+    let mut source = source.clone();
+    let mut out = Map::new();
+    // A union reported as incompatible has no single type either; say so once.
+    let reported = incompatible.len();
+
+    // `anyOf: [S, {"type": "null"}]` is exactly S with `nullable: true`.
+    if let Some(Value::Array(branches)) = source.get("anyOf") {
+        let is_null = |b: &Value| b.get("type") == Some(&json!("null"));
+        if branches.len() == 2 && branches.iter().any(is_null) {
+            let Some(Value::Array(branches)) = source.remove("anyOf") else {
+                unreachable!("matched above")
+            };
+            if let Some(Value::Object(inner)) = branches.into_iter().find(|b| !is_null(b)) {
+                for (k, v) in inner {
+                    source.entry(k).or_insert(v);
+                }
+            }
+            out.insert("nullable".into(), Value::Bool(true));
+        } else {
+            incompatible.push("anyOf".to_owned());
+        }
+    }
+    // A documented unit enum (`oneOf` of string constants) is a string enum; the variants'
+    // docs move into the description so the model still reads them.
+    if let Some(Value::Array(branches)) = source.remove("oneOf") {
+        let values: Vec<&str> = branches
+            .iter()
+            .filter_map(|b| b.get("const").and_then(Value::as_str))
+            .collect();
+        if values.len() == branches.len() {
+            let notes: Vec<String> = branches
+                .iter()
+                .filter_map(|b| {
+                    let value = b.get("const")?.as_str()?;
+                    let doc = b.get("description")?.as_str()?;
+                    Some(format!("{value}: {doc}"))
+                })
+                .collect();
+            if !notes.is_empty() {
+                let description = source
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(|d| format!("{d} ({})", notes.join("; ")))
+                    .unwrap_or_else(|| notes.join("; "));
+                source.insert("description".into(), description.into());
+            }
+            source.insert("type".into(), "string".into());
+            source.insert("enum".into(), json!(values));
+        } else {
+            incompatible.push("oneOf".to_owned());
+        }
+    }
+    if let Some(constant) = source.remove("const") {
+        match constant {
+            Value::String(_) => {
+                source.insert("enum".into(), json!([constant]));
+                source.entry("type").or_insert_with(|| "string".into());
+            }
+            _ => incompatible.push("const (not a string)".to_owned()),
+        }
+    }
+
+    let kind = match source.get("type") {
+        Some(Value::String(t)) => Some(t.to_ascii_uppercase()),
+        Some(Value::Array(types)) => {
+            let named: Vec<&str> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
+            if types.iter().any(|t| t == "null") {
+                out.insert("nullable".into(), Value::Bool(true));
+            }
+            match named[..] {
+                [one] => Some(one.to_ascii_uppercase()),
+                _ => {
+                    incompatible.push("a union of types".to_owned());
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let kind = kind.or_else(|| {
+        source
+            .contains_key("properties")
+            .then(|| "OBJECT".to_owned())
+    });
+    match &kind {
+        Some(kind) if kind == "NULL" => incompatible.push("type null".to_owned()),
+        Some(kind) => {
+            out.insert("type".into(), Value::String(kind.clone()));
+        }
+        // An `enum` sets its own type below; anything else untyped ("any value") has no
+        // counterpart.
+        None if source.contains_key("enum") || incompatible.len() > reported => {}
+        None => incompatible.push("a schema without a type (any value)".to_owned()),
+    }
+
+    for (key, value) in &source {
+        let key = key.as_str();
+        match key {
+            "type" => {}
+            "properties" => {
+                let properties: Map<String, Value> = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, sub)| (name.clone(), project(sub, incompatible)))
+                    .collect();
+                out.insert("properties".into(), Value::Object(properties));
+            }
+            "items" => {
+                out.insert("items".into(), project(value, incompatible));
+            }
+            "enum" => {
+                if value
+                    .as_array()
+                    .is_some_and(|v| v.iter().all(Value::is_string))
+                {
+                    out.insert("enum".into(), value.clone());
+                    out.insert("type".into(), "STRING".into());
+                } else {
+                    incompatible.push("enum (of non-strings)".to_owned());
+                }
+            }
+            "format" => {
+                let format = value.as_str().unwrap_or_default();
+                let kind = kind.as_deref().unwrap_or_default();
+                if FORMATS.contains(&(kind, format)) {
+                    out.insert("format".into(), value.clone());
+                }
+                // Other formats are assertions Gemini cannot take; the server still checks
+                // them when the call arrives.
+            }
+            // Gemini objects carry only their declared properties, which is what `false`
+            // says; an open map (`additionalProperties: {…}`) has no counterpart.
+            "additionalProperties" if value == &Value::Bool(false) => {}
+            "additionalProperties" => {
+                incompatible.push("additionalProperties (an open map)".to_owned())
+            }
+            "$ref" | "$defs" | "definitions" => incompatible.push(key.to_owned()),
+            "examples" => {
+                if let Some(first) = value.as_array().and_then(|e| e.first()) {
+                    out.insert("example".into(), first.clone());
+                }
+            }
+            _ if KEPT.contains(&key) => {
+                out.insert(key.to_owned(), value.clone());
+            }
+            _ if UNSUPPORTED.contains(&key) => incompatible.push(key.to_owned()),
+            // Annotations with no Gemini counterpart (`$comment`, `readOnly`, …) carry no
+            // constraint; anything else is reported rather than dropped.
+            "$comment" | "readOnly" | "writeOnly" | "deprecated" | "$id" => {}
+            other => incompatible.push(other.to_owned()),
+        }
+    }
+    Value::Object(out)
+}
+
+/// Reads `functionCall` parts from a response (the first candidate) or a bare `content`.
+/// Gemini's calls carry no id (unless the API adds one); one is generated as seed 003 §3.2
+/// says, `call_{timestamp}_{name}`, with `_2`, `_3`, … for repeated names in one response so
+/// that ids stay unique (they are the calls' idempotency keys).
+pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
+    let content = response
+        .pointer("/candidates/0/content")
+        .unwrap_or(response);
+    let parts = content
+        .get("parts")
+        .and_then(Value::as_array)
+        .ok_or_else(|| DispatchError::Malformed("the content has no `parts` array".into()))?;
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let mut seen: Vec<String> = Vec::new();
+    parts
+        .iter()
+        .filter_map(|part| part.get("functionCall"))
+        .map(|call| {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| DispatchError::Malformed("a functionCall lacks `name`".into()))?
+                .to_owned();
+            let repeat = seen.iter().filter(|n| **n == name).count();
+            seen.push(name.clone());
+            let id = match call.get("id").and_then(Value::as_str) {
+                Some(id) => id.to_owned(),
+                None if repeat == 0 => format!("call_{timestamp}_{name}"),
+                None => format!("call_{timestamp}_{name}_{}", repeat + 1),
+            };
+            let arguments = match call.get("args") {
+                Some(args @ Value::Object(_)) => Ok(args.clone()),
+                None => Ok(json!({})),
+                Some(other) => Err(format!("`args` must be an object, not {other}")),
+            };
+            Ok(ToolCall {
+                id,
+                name,
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// Runs a response's function calls; returns the `role: "user"` content of `functionResponse`
+/// parts to append (or `None` when it called no function).
+pub async fn dispatch(
+    dispatcher: &Dispatcher,
+    response: &Value,
+) -> Result<Option<Value>, DispatchError> {
+    let results = dispatcher.run(parse_calls(response)?).await?;
+    if results.is_empty() {
+        return Ok(None);
+    }
+    let parts: Vec<Value> = results
+        .into_iter()
+        .map(|r| {
+            let response = if r.is_error {
+                json!({ "error": r.content })
+            } else {
+                // Structured when whole; the (truncated) text otherwise.
+                json!({ "output": r.value.unwrap_or(Value::String(r.content)) })
+            };
+            json!({"functionResponse": {"id": r.id, "name": r.name, "response": response}})
+        })
+        .collect();
+    Ok(Some(json!({"role": "user", "parts": parts})))
+}

@@ -1,0 +1,508 @@
+//! The same tools, handed to model providers in their own formats, and the calls those models
+//! make run through the one [`Pipeline`].
+//!
+//! Each provider has a module ([`openai`], [`anthropic`], [`gemini`]) that holds its rules —
+//! the schema projection, the shape of its tool definitions, tool calls and tool results — each
+//! rule with its source. What is common lives here: [`Limits`] (seed 003 §7), the typed
+//! [`ExportError`], and [`Dispatcher`], which runs a model's tool calls concurrently and turns
+//! every outcome into text a model can act on (seed 003 §5.3, §8).
+//!
+//! ```
+//! use oxp_runtime::{tool, Registry};
+//! use oxp_runtime::providers::{anthropic, Limits};
+//!
+//! /// Add two numbers.
+//! #[tool(toolkit = "Calculator", version = "1.0.0")]
+//! async fn add(a: f64, b: f64) -> f64 { a + b }
+//!
+//! let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+//! let tools = anthropic::tools(&registry, &Limits::default()).unwrap();
+//! assert_eq!(tools[0]["name"], "Calculator_Add");
+//! assert_eq!(tools[0]["input_schema"]["required"], serde_json::json!(["a", "b"]));
+//! ```
+
+pub mod anthropic;
+pub mod gemini;
+pub mod openai;
+mod schema_walk;
+
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::protocol::{
+    AuthorizationToken, CallContext, CallResult, CallToolRequest, Sensitive, ToolSecret,
+};
+use crate::registry::{RegisteredTool, Registry};
+
+/// The guardrails of seed 003 §7.1, checked when exporting tools and when dispatching calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Tools in one request (default 128).
+    pub max_tools: usize,
+    /// Characters in a tool's name (default 64).
+    pub max_name_len: usize,
+    /// Characters in a tool's description (default 1024).
+    pub max_description_len: usize,
+    /// Nesting levels of a parameters schema (default 5).
+    pub max_schema_depth: usize,
+    /// Bytes of one call's arguments (default 64 KB).
+    pub max_arguments_bytes: usize,
+    /// Tool calls in one model response (default 20).
+    pub max_calls_per_response: usize,
+    /// Bytes of one tool result sent back to the model (seed 003 §8.3: 64 KB).
+    pub max_result_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_tools: 128,
+            max_name_len: 64,
+            max_description_len: 1024,
+            max_schema_depth: 5,
+            max_arguments_bytes: 64 * 1024,
+            max_calls_per_response: 20,
+            max_result_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Why tools cannot be exported to a provider. Nothing is exported in a different shape than
+/// the tool declares: a tool the provider cannot express is an error, never a silent change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExportError {
+    /// `tool_schema_incompatible`: the tool's schema uses features the provider lacks.
+    SchemaIncompatible {
+        /// The tool's wire name.
+        tool: String,
+        /// The provider.
+        provider: &'static str,
+        /// The JSON Schema features it cannot express (`oneOf`, `additionalProperties`, …).
+        incompatible_features: Vec<String>,
+    },
+    /// A limit of [`Limits`] is exceeded.
+    LimitExceeded {
+        /// The tool's wire name, when the limit is per tool.
+        tool: Option<String>,
+        /// Which limit, and by how much.
+        detail: String,
+    },
+}
+
+impl ExportError {
+    /// The error's code: `tool_schema_incompatible` or `limit_exceeded`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ExportError::SchemaIncompatible { .. } => "tool_schema_incompatible",
+            ExportError::LimitExceeded { .. } => "limit_exceeded",
+        }
+    }
+
+    /// The error as seed 003 §5.4 shapes it: `{"error": {"code", "message", "type", …}}`.
+    pub fn to_json(&self) -> Value {
+        let mut error = json!({
+            "code": self.code(),
+            "message": self.to_string(),
+            "type": "semantic_error",
+        });
+        if let ExportError::SchemaIncompatible {
+            incompatible_features,
+            ..
+        } = self
+        {
+            error["incompatible_features"] = json!(incompatible_features);
+        }
+        json!({ "error": error })
+    }
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportError::SchemaIncompatible {
+                tool,
+                provider,
+                incompatible_features,
+            } => write!(
+                f,
+                "Tool '{tool}' uses {} which {provider} does not support",
+                incompatible_features
+                    .iter()
+                    .map(|f| format!("'{f}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            ExportError::LimitExceeded {
+                tool: Some(tool),
+                detail,
+            } => write!(f, "Tool '{tool}': {detail}"),
+            ExportError::LimitExceeded { tool: None, detail } => f.write_str(detail),
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+/// The tools to export: the latest version of each wire name (models call tools by name), in
+/// registry order, with the per-tool limits checked.
+pub(crate) fn exported_tools<'r>(
+    registry: &'r Registry,
+    limits: &Limits,
+) -> Result<Vec<&'r RegisteredTool>, Vec<ExportError>> {
+    let mut tools: Vec<&RegisteredTool> = Vec::new();
+    for tool in registry.tools() {
+        // `tools()` is ordered by version within a name: the last one wins.
+        match tools.last() {
+            Some(previous) if previous.definition().name == tool.definition().name => {
+                *tools.last_mut().expect("just matched") = tool;
+            }
+            _ => tools.push(tool),
+        }
+    }
+    let mut errors = Vec::new();
+    if tools.len() > limits.max_tools {
+        errors.push(ExportError::LimitExceeded {
+            tool: None,
+            detail: format!(
+                "{} tools exceed the limit of {} per request",
+                tools.len(),
+                limits.max_tools
+            ),
+        });
+    }
+    for tool in &tools {
+        let definition = tool.definition();
+        let name = &definition.name;
+        let too_long = |what: &str, len: usize, max: usize| ExportError::LimitExceeded {
+            tool: Some(name.clone()),
+            detail: format!("the {what} is {len} characters; the limit is {max}"),
+        };
+        if name.chars().count() > limits.max_name_len {
+            errors.push(too_long("name", name.chars().count(), limits.max_name_len));
+        }
+        let description = definition.description.chars().count();
+        if description > limits.max_description_len {
+            errors.push(too_long(
+                "description",
+                description,
+                limits.max_description_len,
+            ));
+        }
+        let depth = schema_walk::depth(&definition.input_schema);
+        if depth > limits.max_schema_depth {
+            errors.push(ExportError::LimitExceeded {
+                tool: Some(name.clone()),
+                detail: format!(
+                    "the parameters schema nests {depth} levels; the limit is {}",
+                    limits.max_schema_depth
+                ),
+            });
+        }
+    }
+    if errors.is_empty() {
+        Ok(tools)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Projects every exported tool with `project`, collecting every error.
+pub(crate) fn export<T>(
+    registry: &Registry,
+    limits: &Limits,
+    mut project: impl FnMut(&RegisteredTool) -> Result<T, ExportError>,
+) -> Result<Vec<T>, Vec<ExportError>> {
+    let tools = exported_tools(registry, limits)?;
+    let mut projected = Vec::with_capacity(tools.len());
+    let mut errors = Vec::new();
+    for tool in tools {
+        match project(tool) {
+            Ok(value) => projected.push(value),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(projected)
+    } else {
+        Err(errors)
+    }
+}
+
+/// One tool call a model made, in provider-neutral form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The provider's id for the call (generated for Gemini), echoed in the result.
+    pub id: String,
+    /// The tool's wire name.
+    pub name: String,
+    /// The arguments, or why they could not be read (malformed JSON from the model).
+    pub arguments: Result<Value, String>,
+}
+
+/// What came of one tool call, ready to be put in the provider's result format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The call's id.
+    pub id: String,
+    /// The tool's wire name.
+    pub name: String,
+    /// The text for the model: the value, or an error that says how to retry.
+    pub content: String,
+    /// Whether it is an error (Anthropic's `is_error`).
+    pub is_error: bool,
+    /// The value itself, for providers that take structured results (Gemini).
+    pub value: Option<Value>,
+}
+
+/// Runs a model's tool calls through a pipeline, concurrently, with the secrets, tokens and
+/// user id the app supplies (a model never sees or sends them).
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::call::Pipeline;
+/// use oxp_runtime::providers::{openai, Dispatcher};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let message = serde_json::json!({"role": "assistant", "tool_calls": [
+///     {"id": "call_1", "type": "function", "function": {"name": "Calculator_Add", "arguments": "{\"a\": 2, \"b\": 3}"}}
+/// ]});
+/// let results = openai::dispatch_chat(&dispatcher, &message).await.unwrap();
+/// assert_eq!(results[0], serde_json::json!({"role": "tool", "tool_call_id": "call_1", "content": "5.0"}));
+/// # });
+/// ```
+#[derive(Clone, Debug)]
+pub struct Dispatcher {
+    pipeline: Pipeline,
+    limits: Limits,
+    context: CallContext,
+}
+
+/// Why a model response could not be dispatched at all (as opposed to one call failing, which
+/// becomes an error result for the model).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatchError {
+    /// The response is not in the provider's documented shape.
+    Malformed(String),
+    /// More tool calls than [`Limits::max_calls_per_response`].
+    TooManyCalls {
+        /// How many the response had.
+        calls: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for DispatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DispatchError::Malformed(what) => write!(f, "malformed model response: {what}"),
+            DispatchError::TooManyCalls { calls, limit } => write!(
+                f,
+                "the response has {calls} tool calls; the limit is {limit} per response"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DispatchError {}
+
+impl Dispatcher {
+    /// Dispatches through `pipeline` with the default [`Limits`] and an empty context.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Dispatcher {
+            pipeline,
+            limits: Limits::default(),
+            context: CallContext::default(),
+        }
+    }
+
+    /// Other limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The whole context every call carries (secrets, tokens, user), replacing any set before.
+    #[must_use]
+    pub fn with_context(mut self, context: CallContext) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// A secret every call may use (tools get only those they declare).
+    #[must_use]
+    pub fn secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
+        self.context.secrets.push(ToolSecret {
+            id: id.into(),
+            value: Sensitive::new(value),
+            extra: Default::default(),
+        });
+        self
+    }
+
+    /// An authorization token for provider `id`.
+    #[must_use]
+    pub fn authorization_token(mut self, id: impl Into<String>, token: impl Into<String>) -> Self {
+        self.context.authorization.push(AuthorizationToken {
+            id: id.into(),
+            token: Sensitive::new(token),
+            extra: Default::default(),
+        });
+        self
+    }
+
+    /// The user the calls are made for.
+    #[must_use]
+    pub fn user_id(mut self, user_id: impl Into<String>) -> Self {
+        self.context.user_id = Some(user_id.into());
+        self
+    }
+
+    /// The pipeline calls run through.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// Runs `calls` concurrently; results come back in the calls' order, matched by id.
+    pub async fn run(&self, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>, DispatchError> {
+        if calls.len() > self.limits.max_calls_per_response {
+            return Err(DispatchError::TooManyCalls {
+                calls: calls.len(),
+                limit: self.limits.max_calls_per_response,
+            });
+        }
+        let runs = calls.into_iter().map(|call| self.run_one(call));
+        Ok(futures_util::future::join_all(runs).await)
+    }
+
+    async fn run_one(&self, call: ToolCall) -> ToolResult {
+        let error = |content: String| ToolResult {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            content: format!("Error: {content}"),
+            is_error: true,
+            value: None,
+        };
+        let mut arguments = match &call.arguments {
+            Ok(arguments) => arguments.clone(),
+            Err(problem) => {
+                return error(format!(
+                    "Invalid JSON in arguments ({problem}). Please retry with valid JSON."
+                ))
+            }
+        };
+        let size = arguments.to_string().len();
+        if size > self.limits.max_arguments_bytes {
+            return error(format!(
+                "The arguments are {size} bytes; the limit is {}. Please retry with smaller arguments.",
+                self.limits.max_arguments_bytes
+            ));
+        }
+        let Some(tool) = self.pipeline.registry().resolve_wire_name(&call.name) else {
+            let mut names: Vec<&str> = self
+                .pipeline
+                .registry()
+                .definitions()
+                .map(|d| d.name.as_str())
+                .collect();
+            names.dedup();
+            return error(format!(
+                "Tool '{}' is not available. Available tools: {}.",
+                call.name,
+                names.join(", ")
+            ));
+        };
+        schema_walk::strip_optional_nulls(&mut arguments, &tool.definition().input_schema);
+        let request = CallToolRequest {
+            tool_id: tool.id().to_owned(),
+            call_id: Some(call.id.clone()),
+            trace_id: None,
+            input: Some(arguments),
+            context: Some(self.context.clone()),
+        };
+        let outcome = self.pipeline.call_with(request, &CallMeta::default()).await;
+        let mut result = match outcome {
+            CallOutcome::Completed(response) => match response.result {
+                CallResult::Success { value } => ToolResult {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: match &value {
+                        None => String::new(),
+                        Some(Value::String(text)) => text.clone(),
+                        Some(other) => other.to_string(),
+                    },
+                    is_error: false,
+                    value,
+                },
+                CallResult::Failure { error: failure } => {
+                    let mut text = failure.message;
+                    if let Some(more) = failure.additional_prompt_content {
+                        text.push('\n');
+                        text.push_str(&more);
+                    }
+                    if failure.can_retry {
+                        text.push_str("\nYou may retry this call.");
+                    }
+                    error(text)
+                }
+            },
+            CallOutcome::Invalid(invalid) => {
+                let mut text = format!("Invalid arguments for '{}'", call.name);
+                for (parameter, problem) in &invalid.parameter_errors {
+                    text.push_str(&format!("; `{parameter}`: {problem}"));
+                }
+                text.push_str(". Please retry with arguments that match the tool's schema.");
+                error(text)
+            }
+            CallOutcome::Rejected(rejected) => error(rejected.message),
+            CallOutcome::Unavailable { error: busy, .. } => {
+                error(format!("{} You may retry this call.", busy.message))
+            }
+        };
+        if truncate(&mut result.content, self.limits.max_result_bytes) {
+            result.value = None;
+        }
+        result
+    }
+}
+
+/// Seed 003 §8.3, option 1: cut at a character boundary and say so; `true` if it cut.
+fn truncate(content: &mut String, max_bytes: usize) -> bool {
+    const NOTICE: &str = "\n\n[Truncated: Result exceeded 64KB limit]";
+    if content.len() <= max_bytes {
+        return false;
+    }
+    let mut cut = max_bytes
+        .saturating_sub(NOTICE.len() + 4 * 1024)
+        .min(60_000);
+    while !content.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    content.truncate(cut);
+    content.push_str(NOTICE);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_characters_whole_and_says_so() {
+        let mut text = "é".repeat(40_000);
+        truncate(&mut text, 64 * 1024);
+        assert!(text.ends_with("[Truncated: Result exceeded 64KB limit]"));
+        assert!(text.len() <= 64 * 1024);
+        let mut short = "ok".to_owned();
+        truncate(&mut short, 64 * 1024);
+        assert_eq!(short, "ok");
+    }
+}

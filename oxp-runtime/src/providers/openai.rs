@@ -1,0 +1,296 @@
+//! OpenAI: Chat Completions and Responses.
+//!
+//! Sources: function calling, <https://platform.openai.com/docs/guides/function-calling>
+//! (tool definitions for both APIs, `tool_calls` with `arguments` as a JSON *string*, results as
+//! `role: "tool"` messages / `function_call_output` items); structured outputs,
+//! <https://platform.openai.com/docs/guides/structured-outputs#supported-schemas> (the strict
+//! subset: every object closed, every property required, optional ones nullable; no
+//! `oneOf`/`allOf`/`not`/`if`, no `patternProperties`, no open maps; at most 5 nesting levels).
+
+use serde_json::{json, Map, Value};
+
+use super::schema_walk::for_each_subschema;
+use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use crate::registry::{RegisteredTool, Registry};
+
+const PROVIDER: &str = "OpenAI strict mode";
+
+/// Keywords strict mode rejects (structured outputs, "Supported schemas").
+const STRICT_UNSUPPORTED: [&str; 15] = [
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "unevaluatedItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+];
+
+/// Chat Completions `tools`: `{"type": "function", "function": {name, description, parameters}}`.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::providers::{openai, Limits};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: Option<f64>) -> f64 { a + b.unwrap_or(0.0) }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let tools = openai::chat_tools(&registry, &Limits::default(), true).unwrap();
+/// let parameters = &tools[0]["function"]["parameters"];
+/// assert_eq!(tools[0]["function"]["strict"], true);
+/// assert_eq!(parameters["required"], serde_json::json!(["a", "b"]));
+/// assert_eq!(parameters["properties"]["b"]["type"], serde_json::json!(["number", "null"]));
+/// ```
+pub fn chat_tools(
+    registry: &Registry,
+    limits: &Limits,
+    strict: bool,
+) -> Result<Vec<Value>, Vec<ExportError>> {
+    export(registry, limits, |tool| {
+        Ok(json!({ "type": "function", "function": function(tool, strict)? }))
+    })
+}
+
+/// Responses API `tools`: `{"type": "function", name, description, parameters, strict}`.
+pub fn responses_tools(
+    registry: &Registry,
+    limits: &Limits,
+    strict: bool,
+) -> Result<Vec<Value>, Vec<ExportError>> {
+    export(registry, limits, |tool| {
+        let Value::Object(mut function) = function(tool, strict)? else {
+            unreachable!("a function definition is an object")
+        };
+        function.insert("type".into(), "function".into());
+        Ok(Value::Object(function))
+    })
+}
+
+fn function(tool: &RegisteredTool, strict: bool) -> Result<Value, ExportError> {
+    let definition = tool.definition();
+    let parameters = if strict {
+        strict_schema(&definition.input_schema).map_err(|features| {
+            ExportError::SchemaIncompatible {
+                tool: definition.name.clone(),
+                provider: PROVIDER,
+                incompatible_features: features,
+            }
+        })?
+    } else {
+        let mut schema = definition.input_schema.clone();
+        // Function parameters must list `properties`, even when there are none.
+        if let Value::Object(map) = &mut schema {
+            map.entry("properties").or_insert_with(|| json!({}));
+        }
+        schema
+    };
+    let mut function = json!({
+        "name": definition.name,
+        "description": definition.description,
+        "parameters": parameters,
+    });
+    if strict {
+        function["strict"] = Value::Bool(true);
+    }
+    Ok(function)
+}
+
+/// The strict projection of a policy schema, or the features it cannot express.
+pub fn strict_schema(schema: &Value) -> Result<Value, Vec<String>> {
+    let mut schema = schema.clone();
+    let mut incompatible = Vec::new();
+    if let Value::Object(map) = &mut schema {
+        strict_object(map, &mut incompatible);
+    }
+    incompatible.sort();
+    incompatible.dedup();
+    if incompatible.is_empty() {
+        Ok(schema)
+    } else {
+        Err(incompatible)
+    }
+}
+
+fn strict_object(schema: &mut Map<String, Value>, incompatible: &mut Vec<String>) {
+    for keyword in STRICT_UNSUPPORTED {
+        if schema.contains_key(keyword) {
+            incompatible.push(keyword.to_owned());
+        }
+    }
+    // `oneOf` of distinct constants (a documented unit enum) means the same as `anyOf`;
+    // any other `oneOf` does not, and strict mode has no `oneOf`.
+    if let Some(Value::Array(branches)) = schema.get("oneOf") {
+        let constants: Vec<&Value> = branches.iter().filter_map(|b| b.get("const")).collect();
+        let mut distinct = constants.clone();
+        distinct.dedup();
+        if constants.len() == branches.len() && distinct.len() == constants.len() {
+            let branches = schema.remove("oneOf").expect("just matched");
+            schema.insert("anyOf".into(), branches);
+        } else {
+            incompatible.push("oneOf".to_owned());
+        }
+    }
+    // An annotation strict mode does not take: with every property required, the server
+    // applies the default when the model sends null.
+    schema.remove("default");
+    if schema.contains_key("properties") || schema.get("type") == Some(&json!("object")) {
+        match schema.get("additionalProperties") {
+            Some(Value::Object(_)) | Some(Value::Bool(true)) => {
+                incompatible.push("additionalProperties (an open map)".to_owned());
+            }
+            _ => {
+                schema.insert("additionalProperties".into(), Value::Bool(false));
+            }
+        }
+        let required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let properties = schema
+            .entry("properties")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .expect("properties is an object");
+        let names: Vec<String> = properties.keys().cloned().collect();
+        for (name, property) in properties.iter_mut() {
+            if !required.contains(name) {
+                make_nullable(property);
+            }
+        }
+        schema.insert("required".into(), json!(names));
+    }
+    for_each_subschema(schema, |sub| strict_object(sub, incompatible));
+}
+
+/// `{"type": "T"}` → `{"type": ["T", "null"]}`; anything else → `{"anyOf": [S, {"type": "null"}]}`.
+fn make_nullable(property: &mut Value) {
+    let Value::Object(map) = property else { return };
+    match map.get_mut("type") {
+        Some(Value::String(t)) => {
+            let t = t.clone();
+            map.insert("type".into(), json!([t, "null"]));
+            if let Some(Value::Array(values)) = map.get_mut("enum") {
+                values.push(Value::Null);
+            }
+        }
+        Some(Value::Array(types)) => {
+            if !types.iter().any(|t| t == "null") {
+                types.push("null".into());
+            }
+        }
+        _ => {
+            let description = map.remove("description");
+            let inner = std::mem::take(map);
+            map.insert(
+                "anyOf".into(),
+                json!([Value::Object(inner), {"type": "null"}]),
+            );
+            if let Some(description) = description {
+                map.insert("description".into(), description);
+            }
+        }
+    }
+}
+
+/// Reads Chat Completions tool calls from a `message` (or a whole response: the first choice's
+/// message). `arguments` is a JSON string the model wrote, so it may not parse: such a call
+/// gets an error result asking the model to retry, and the tool does not run.
+pub fn parse_chat_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
+    let message = response.pointer("/choices/0/message").unwrap_or(response);
+    let Some(calls) = message.get("tool_calls") else {
+        return Ok(Vec::new());
+    };
+    let calls = calls
+        .as_array()
+        .ok_or_else(|| DispatchError::Malformed("`tool_calls` is not an array".into()))?;
+    calls
+        .iter()
+        .map(|call| {
+            let id = string(call, "/id")?;
+            let name = string(call, "/function/name")?;
+            let arguments = string(call, "/function/arguments")?;
+            Ok(ToolCall {
+                id,
+                name,
+                arguments: parse_arguments(&arguments),
+            })
+        })
+        .collect()
+}
+
+/// Reads Responses API `function_call` items from a response's `output` (or a bare item list).
+pub fn parse_responses_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
+    let items = response
+        .get("output")
+        .unwrap_or(response)
+        .as_array()
+        .ok_or_else(|| DispatchError::Malformed("`output` is not an array".into()))?;
+    items
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call"))
+        .map(|item| {
+            Ok(ToolCall {
+                id: string(item, "/call_id")?,
+                name: string(item, "/name")?,
+                arguments: parse_arguments(&string(item, "/arguments")?),
+            })
+        })
+        .collect()
+}
+
+fn parse_arguments(arguments: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(other) => Err(format!("the arguments must be a JSON object, not {other}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn string(value: &Value, pointer: &str) -> Result<String, DispatchError> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            DispatchError::Malformed(format!("a tool call lacks the string `{pointer}`"))
+        })
+}
+
+/// Runs a Chat Completions response's tool calls; returns the `role: "tool"` messages to append.
+pub async fn dispatch_chat(
+    dispatcher: &Dispatcher,
+    response: &Value,
+) -> Result<Vec<Value>, DispatchError> {
+    let results = dispatcher.run(parse_chat_calls(response)?).await?;
+    Ok(results
+        .into_iter()
+        .map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": r.content}))
+        .collect())
+}
+
+/// Runs a Responses API response's function calls; returns the `function_call_output` items.
+pub async fn dispatch_responses(
+    dispatcher: &Dispatcher,
+    response: &Value,
+) -> Result<Vec<Value>, DispatchError> {
+    let results = dispatcher.run(parse_responses_calls(response)?).await?;
+    Ok(results
+        .into_iter()
+        .map(|r| json!({"type": "function_call_output", "call_id": r.id, "output": r.content}))
+        .collect())
+}

@@ -1,0 +1,576 @@
+//! Provider formats: definitions for OpenAI (Chat Completions, Responses, strict), Anthropic and
+//! Gemini; their tool calls parsed from responses shaped as each provider documents them; the
+//! calls run through the pipeline; and the results in each provider's format, matched by id.
+//! Fixtures follow seed 004's shapes and the providers' API references (no network).
+
+use std::collections::BTreeMap;
+
+use oxp_runtime::call::Pipeline;
+use oxp_runtime::providers::{
+    anthropic, gemini, openai, DispatchError, Dispatcher, ExportError, Limits,
+};
+use oxp_runtime::{tool, Registry, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// A place.
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub struct Place {
+    /// The city.
+    pub city: String,
+    /// The country code, if known.
+    pub country: Option<String>,
+}
+
+/// Get the weather.
+#[tool(toolkit = "Weather", name = "Get", version = "1.0.0")]
+async fn weather(
+    /// Where.
+    place: Place,
+    /// Celsius or Fahrenheit.
+    unit: Option<Unit>,
+) -> String {
+    format!(
+        "22 degrees {} in {}",
+        unit.map_or("C", |u| u.symbol()),
+        place.city
+    )
+}
+
+/// A temperature unit.
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub enum Unit {
+    /// Degrees Celsius.
+    C,
+    /// Degrees Fahrenheit.
+    F,
+}
+
+impl Unit {
+    fn symbol(&self) -> &'static str {
+        match self {
+            Unit::C => "C",
+            Unit::F => "F",
+        }
+    }
+}
+
+/// A shape: a data-carrying enum, so a `oneOf` of objects.
+#[derive(Deserialize, JsonSchema)]
+pub enum Shape {
+    /// A circle.
+    Circle {
+        /// Its radius.
+        radius: f64,
+    },
+    /// A square.
+    Square {
+        /// Its side.
+        side: f64,
+    },
+}
+
+/// Compute an area.
+#[tool(toolkit = "Geometry", version = "1.0.0")]
+async fn area(
+    /// The shape.
+    shape: Shape,
+) -> f64 {
+    match shape {
+        Shape::Circle { radius } => std::f64::consts::PI * radius * radius,
+        Shape::Square { side } => side * side,
+    }
+}
+
+/// Count words per label: an open map.
+#[tool(toolkit = "Text", version = "1.0.0")]
+async fn tally(
+    /// Counts by label.
+    counts: BTreeMap<String, u32>,
+) -> u32 {
+    counts.values().sum()
+}
+
+/// Fail, as a tool does.
+#[tool(toolkit = "Doorbell", version = "0.1.0")]
+async fn ring(
+    /// Which doorbell.
+    doorbell_id: String,
+) -> Result<(), ToolError> {
+    Err(ToolError::new("Doorbell ID not found")
+        .can_retry(true)
+        .additional_prompt_content(format!("ids: doorbell42,doorbell84 (not {doorbell_id})")))
+}
+
+/// Return a lot of text.
+#[tool(toolkit = "Text", version = "1.0.0")]
+async fn big() -> String {
+    "x".repeat(100_000)
+}
+
+fn registry(tools: &[&'static oxp_runtime::ToolDescriptor]) -> Registry {
+    tools
+        .iter()
+        .fold(Registry::builder(), |b, t| b.tool(t))
+        .build()
+        .unwrap()
+}
+
+fn dispatcher() -> Dispatcher {
+    Dispatcher::new(Pipeline::new(registry(&[
+        weather::TOOL,
+        area::TOOL,
+        ring::TOOL,
+        big::TOOL,
+        oxp_tests::calculator_add::TOOL,
+        oxp_tests::send::TOOL,
+    ])))
+    .secret("TWILIO_API_KEY", "sk-test-key")
+}
+
+// ---- Definitions ----------------------------------------------------------------------------
+
+#[test]
+fn openai_chat_and_responses_definitions() {
+    let registry = registry(&[weather::TOOL]);
+    let chat = openai::chat_tools(&registry, &Limits::default(), false).unwrap();
+    assert_eq!(chat[0]["type"], "function");
+    assert_eq!(chat[0]["function"]["name"], "Weather_Get");
+    assert_eq!(chat[0]["function"]["description"], "Get the weather.");
+    assert_eq!(
+        chat[0]["function"]["parameters"]["required"],
+        json!(["place"])
+    );
+    assert!(chat[0]["function"].get("strict").is_none());
+    let responses = openai::responses_tools(&registry, &Limits::default(), false).unwrap();
+    assert_eq!(responses[0]["type"], "function");
+    assert_eq!(responses[0]["name"], "Weather_Get");
+    assert_eq!(
+        responses[0]["parameters"],
+        chat[0]["function"]["parameters"]
+    );
+}
+
+#[test]
+fn openai_strict_closes_every_object_requires_every_property_and_nulls_the_optional_ones() {
+    let registry = registry(&[weather::TOOL]);
+    let tools = openai::chat_tools(&registry, &Limits::default(), true).unwrap();
+    let function = &tools[0]["function"];
+    assert_eq!(function["strict"], true);
+    let parameters = &function["parameters"];
+    assert_eq!(parameters["additionalProperties"], false);
+    assert_eq!(parameters["required"], json!(["place", "unit"]));
+    let place = &parameters["properties"]["place"];
+    assert_eq!(place["additionalProperties"], false);
+    assert_eq!(place["required"], json!(["city", "country"]));
+    assert_eq!(
+        place["properties"]["country"]["type"],
+        json!(["string", "null"])
+    );
+    // The optional documented enum: `oneOf` of constants becomes `anyOf`, made nullable.
+    let unit = &parameters["properties"]["unit"];
+    assert_eq!(unit["anyOf"][1], json!({"type": "null"}));
+    assert_eq!(unit["anyOf"][0]["anyOf"][0]["const"], "C");
+    assert!(!parameters.to_string().contains("oneOf"));
+}
+
+#[test]
+fn anthropic_definitions() {
+    let tools =
+        anthropic::tools(&registry(&[weather::TOOL, area::TOOL]), &Limits::default()).unwrap();
+    assert_eq!(tools[0]["name"], "Geometry_Area");
+    assert_eq!(tools[1]["name"], "Weather_Get");
+    assert_eq!(tools[1]["input_schema"]["type"], "object");
+    assert_eq!(
+        tools[1]["input_schema"]["properties"]["place"]["properties"]["city"]["type"],
+        "string"
+    );
+}
+
+#[test]
+fn gemini_definitions_use_its_openapi_subset() {
+    let tools = gemini::tools(&registry(&[weather::TOOL]), &Limits::default()).unwrap();
+    let declaration = &tools[0]["functionDeclarations"][0];
+    assert_eq!(declaration["name"], "Weather_Get");
+    let parameters = &declaration["parameters"];
+    assert_eq!(parameters["type"], "OBJECT");
+    assert!(parameters.get("additionalProperties").is_none());
+    assert_eq!(
+        parameters["properties"]["place"]["properties"]["country"],
+        json!({"type": "STRING", "description": "The country code, if known."})
+    );
+    // A documented enum becomes a string enum, its variants' docs kept in the description.
+    let unit = &parameters["properties"]["unit"];
+    assert_eq!(unit["type"], "STRING");
+    assert_eq!(unit["enum"], json!(["C", "F"]));
+    assert!(unit["description"]
+        .as_str()
+        .unwrap()
+        .contains("C: Degrees Celsius."));
+}
+
+#[test]
+fn gemini_schema_rules() {
+    for (schema, expected) in [
+        (
+            json!({"type": ["integer", "null"]}),
+            Ok(json!({"type": "INTEGER", "nullable": true})),
+        ),
+        (
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}], "description": "d"}),
+            Ok(json!({"type": "STRING", "nullable": true, "description": "d"})),
+        ),
+        (
+            json!({"const": "x"}),
+            Ok(json!({"type": "STRING", "enum": ["x"]})),
+        ),
+        (
+            json!({"type": "string", "format": "uuid"}),
+            Ok(json!({"type": "STRING"})),
+        ),
+        (
+            json!({"type": "integer", "format": "int64"}),
+            Ok(json!({"type": "INTEGER", "format": "int64"})),
+        ),
+        (
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+            Err(vec!["anyOf".to_owned()]),
+        ),
+        (
+            json!({"type": "integer", "enum": [1, 2]}),
+            Err(vec!["enum (of non-strings)".to_owned()]),
+        ),
+        (
+            json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+            Err(vec!["additionalProperties (an open map)".to_owned()]),
+        ),
+        (
+            json!({}),
+            Err(vec!["a schema without a type (any value)".to_owned()]),
+        ),
+    ] {
+        assert_eq!(gemini::schema(&schema), expected, "{schema}");
+    }
+}
+
+// ---- Seed 003 §6: the capability matrix cells that concern schemas -------------------------
+
+#[test]
+fn matrix_nested_object_params_work_everywhere() {
+    let registry = registry(&[weather::TOOL]);
+    assert!(openai::chat_tools(&registry, &Limits::default(), false).is_ok());
+    assert!(openai::chat_tools(&registry, &Limits::default(), true).is_ok());
+    assert!(anthropic::tools(&registry, &Limits::default()).is_ok());
+    assert!(gemini::tools(&registry, &Limits::default()).is_ok());
+}
+
+#[test]
+fn matrix_one_of_any_of_work_for_openai_and_anthropic_not_gemini() {
+    let registry = registry(&[area::TOOL]);
+    let openai = openai::chat_tools(&registry, &Limits::default(), false).unwrap();
+    assert!(openai[0].to_string().contains("oneOf"));
+    assert!(anthropic::tools(&registry, &Limits::default()).is_ok());
+    let errors = gemini::tools(&registry, &Limits::default()).unwrap_err();
+    assert_eq!(
+        errors,
+        vec![ExportError::SchemaIncompatible {
+            tool: "Geometry_Area".into(),
+            provider: "Gemini",
+            incompatible_features: vec!["oneOf".into()],
+        }]
+    );
+    let json = errors[0].to_json();
+    assert_eq!(json["error"]["code"], "tool_schema_incompatible");
+    assert_eq!(json["error"]["type"], "semantic_error");
+    assert_eq!(json["error"]["incompatible_features"], json!(["oneOf"]));
+    assert_eq!(
+        json["error"]["message"],
+        "Tool 'Geometry_Area' uses 'oneOf' which Gemini does not support"
+    );
+    // OpenAI strict has no `oneOf` of objects either.
+    let strict = openai::chat_tools(&registry, &Limits::default(), true).unwrap_err();
+    assert!(
+        matches!(&strict[0], ExportError::SchemaIncompatible { incompatible_features, .. } if incompatible_features == &["oneOf"])
+    );
+}
+
+#[test]
+fn matrix_ref_never_reaches_any_provider() {
+    // The schema policy inlines every `$ref` (recursive types are refused at registration),
+    // so the ❌ for `$ref` at Anthropic and Google never bites.
+    let registry = registry(&[weather::TOOL, area::TOOL, tally::TOOL]);
+    for tools in [
+        openai::chat_tools(&registry, &Limits::default(), false).unwrap(),
+        anthropic::tools(&registry, &Limits::default()).unwrap(),
+    ] {
+        assert!(!Value::from(tools).to_string().contains("$ref"));
+    }
+}
+
+#[test]
+fn open_maps_cannot_be_strict_or_gemini() {
+    let registry = registry(&[tally::TOOL]);
+    assert!(openai::chat_tools(&registry, &Limits::default(), false).is_ok());
+    for errors in [
+        openai::chat_tools(&registry, &Limits::default(), true).unwrap_err(),
+        gemini::tools(&registry, &Limits::default()).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&errors[0], ExportError::SchemaIncompatible { incompatible_features, .. } if incompatible_features[0].starts_with("additionalProperties"))
+        );
+    }
+}
+
+// ---- Seed 003 §7: limits -------------------------------------------------------------------
+
+#[test]
+fn export_limits_are_clear_errors() {
+    let registry = registry(&[weather::TOOL, area::TOOL]);
+    let tight = Limits {
+        max_tools: 1,
+        max_description_len: 5,
+        max_schema_depth: 1,
+        ..Limits::default()
+    };
+    let errors = anthropic::tools(&registry, &tight).unwrap_err();
+    let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(
+        text.iter()
+            .any(|t| t == "2 tools exceed the limit of 1 per request"),
+        "{text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("Weather_Get': the description is 16 characters; the limit is 5")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t
+                .contains("Weather_Get': the parameters schema nests 2 levels; the limit is 1")),
+        "{text:?}"
+    );
+    assert!(errors.iter().all(|e| e.code() == "limit_exceeded"));
+}
+
+#[test]
+fn only_the_latest_version_of_a_name_is_exported() {
+    let registry = registry(&[oxp_tests::which_1_10_0::TOOL, oxp_tests::which_1_2_0::TOOL]);
+    let tools = anthropic::tools(&registry, &Limits::default()).unwrap();
+    assert_eq!(tools.len(), 1);
+}
+
+// ---- Calls and results ------------------------------------------------------------------------
+
+#[tokio::test]
+async fn openai_chat_parallel_calls_malformed_arguments_and_unknown_names() {
+    // A chat.completion with three parallel tool calls (seed 004, OpenAI ChatCompletion).
+    let response = json!({
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "Weather_Get", "arguments": "{\"place\": {\"city\": \"Paris\"}, \"unit\": null}"}},
+                {"id": "call_b", "type": "function", "function": {"name": "Weather_Get", "arguments": "{\"place\": {\"city\": "}},
+                {"id": "call_c", "type": "function", "function": {"name": "Nope_Tool", "arguments": "{}"}}
+            ]
+        }}]
+    });
+    let results = openai::dispatch_chat(&dispatcher(), &response)
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 3);
+    // Strict-mode nulls for optional properties are read as "omitted".
+    assert_eq!(
+        results[0],
+        json!({"role": "tool", "tool_call_id": "call_a", "content": "22 degrees C in Paris"})
+    );
+    assert_eq!(results[1]["tool_call_id"], "call_b");
+    assert!(results[1]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Error: Invalid JSON in arguments"));
+    assert!(results[1]["content"]
+        .as_str()
+        .unwrap()
+        .ends_with("Please retry with valid JSON."));
+    assert_eq!(results[2]["tool_call_id"], "call_c");
+    let unknown = results[2]["content"].as_str().unwrap();
+    assert!(
+        unknown.starts_with("Error: Tool 'Nope_Tool' is not available. Available tools:"),
+        "{unknown}"
+    );
+    assert!(unknown.contains("Weather_Get"));
+}
+
+#[tokio::test]
+async fn invalid_input_and_tool_errors_tell_the_model_how_to_retry() {
+    let message = json!({"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "Calculator_Add", "arguments": "{\"a\": 1, \"b\": \"two\"}"}},
+        {"id": "c2", "type": "function", "function": {"name": "Doorbell_Ring", "arguments": "{\"doorbell_id\": \"d1\"}"}},
+        {"id": "c3", "type": "function", "function": {"name": "SMS_Send", "arguments": "{\"to\": \"+1\", \"body\": \"hi\"}"}}
+    ]});
+    let results = openai::dispatch_chat(&dispatcher(), &message)
+        .await
+        .unwrap();
+    let invalid = results[0]["content"].as_str().unwrap();
+    assert!(
+        invalid.starts_with("Error: Invalid arguments for 'Calculator_Add'; `b`:"),
+        "{invalid}"
+    );
+    assert!(invalid.ends_with("Please retry with arguments that match the tool's schema."));
+    assert_eq!(
+        results[1]["content"],
+        "Error: Doorbell ID not found\nids: doorbell42,doorbell84 (not d1)\nYou may retry this call."
+    );
+    // The secret comes from the dispatcher, never from the model.
+    assert_eq!(
+        results[2]["content"],
+        "sent 2 chars to +1 with a 11-char key"
+    );
+}
+
+#[tokio::test]
+async fn openai_responses_function_calls_and_outputs() {
+    let response = json!({"id": "resp_1", "object": "response", "output": [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_x", "name": "Calculator_Add", "arguments": "{\"a\": 2, \"b\": 3}"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_y", "name": "Calculator_Add", "arguments": "{\"a\": 4, \"b\": 5}"}
+    ]});
+    let items = openai::dispatch_responses(&dispatcher(), &response)
+        .await
+        .unwrap();
+    assert_eq!(
+        items,
+        vec![
+            json!({"type": "function_call_output", "call_id": "call_x", "output": "5.0"}),
+            json!({"type": "function_call_output", "call_id": "call_y", "output": "9.0"}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_blocks_and_tool_results() {
+    // A message with text and two parallel tool_use blocks (seed 004, Anthropic).
+    let response = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "stop_reason": "tool_use",
+        "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_1", "name": "Weather_Get", "input": {"place": {"city": "Oslo"}, "unit": "F"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "Doorbell_Ring", "input": {"doorbell_id": "d9"}}
+        ]
+    });
+    let message = anthropic::dispatch(&dispatcher(), &response)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(message["role"], "user");
+    assert_eq!(
+        message["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "22 degrees F in Oslo"})
+    );
+    assert_eq!(message["content"][1]["tool_use_id"], "toolu_2");
+    assert_eq!(message["content"][1]["is_error"], true);
+    // No tool_use: nothing to send back.
+    let text_only = json!({"role": "assistant", "content": [{"type": "text", "text": "Hi"}]});
+    assert_eq!(
+        anthropic::dispatch(&dispatcher(), &text_only)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn gemini_function_calls_get_generated_ids_and_function_responses() {
+    // A generateContent response (seed 004, Google): no ids on the calls.
+    let response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "Calculator_Add", "args": {"a": 1, "b": 2}}},
+        {"functionCall": {"name": "Calculator_Add", "args": {"a": 3, "b": 4}}},
+        {"functionCall": {"name": "Doorbell_Ring", "args": {"doorbell_id": "d1"}}}
+    ]}, "finishReason": "STOP"}]});
+    let calls = gemini::parse_calls(&response).unwrap();
+    assert!(
+        calls[0].id.starts_with("call_") && calls[0].id.ends_with("_Calculator_Add"),
+        "{}",
+        calls[0].id
+    );
+    assert!(
+        calls[1].id.ends_with("_Calculator_Add_2"),
+        "unique ids: {}",
+        calls[1].id
+    );
+    let content = gemini::dispatch(&dispatcher(), &response)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(content["role"], "user");
+    let parts = content["parts"].as_array().unwrap();
+    assert_eq!(parts[0]["functionResponse"]["name"], "Calculator_Add");
+    assert_eq!(
+        parts[0]["functionResponse"]["response"],
+        json!({"output": 3.0})
+    );
+    assert_eq!(
+        parts[1]["functionResponse"]["response"],
+        json!({"output": 7.0})
+    );
+    assert!(parts[2]["functionResponse"]["response"]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("Error: Doorbell ID not found"));
+}
+
+#[tokio::test]
+async fn dispatch_limits_and_large_results() {
+    let many: Vec<Value> = (0..21)
+        .map(|i| json!({"id": format!("c{i}"), "type": "function", "function": {"name": "Calculator_Add", "arguments": "{\"a\":1,\"b\":2}"}}))
+        .collect();
+    let error = openai::dispatch_chat(&dispatcher(), &json!({"tool_calls": many}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        DispatchError::TooManyCalls {
+            calls: 21,
+            limit: 20
+        }
+    );
+
+    let huge = json!({"place": {"city": "x".repeat(70_000)}}).to_string();
+    let message = json!({"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Weather_Get", "arguments": huge}}]});
+    let results = openai::dispatch_chat(&dispatcher(), &message)
+        .await
+        .unwrap();
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: The arguments are"),
+        "{}",
+        results[0]["content"]
+    );
+
+    let message = json!({"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Text_Big", "arguments": "{}"}}]});
+    let results = openai::dispatch_chat(&dispatcher(), &message)
+        .await
+        .unwrap();
+    let content = results[0]["content"].as_str().unwrap();
+    assert!(content.len() <= 64 * 1024);
+    assert!(content.ends_with("[Truncated: Result exceeded 64KB limit]"));
+
+    let malformed = openai::dispatch_chat(&dispatcher(), &json!({"tool_calls": [{"id": 1}]}))
+        .await
+        .unwrap_err();
+    assert!(matches!(malformed, DispatchError::Malformed(_)));
+}
+
+#[test]
+fn the_cli_prints_definitions_or_incompatibilities() {
+    use oxp_runtime::cli::{tools, Format};
+    assert_eq!(tools(&registry(&[weather::TOOL]), Format::Gemini, false), 0);
+    assert_eq!(tools(&registry(&[area::TOOL]), Format::Gemini, false), 2);
+    assert_eq!(tools(&registry(&[area::TOOL]), Format::OpenAi, true), 2);
+    assert_eq!(tools(&registry(&[area::TOOL]), Format::Anthropic, false), 0);
+}
