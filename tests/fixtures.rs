@@ -23,6 +23,7 @@ pub fn all_tools() -> RegistryBuilder {
         sleep::TOOL,
         block::TOOL,
         record::TOOL,
+        fifty::TOOL,
     ]
     .into_iter()
     .fold(Registry::builder(), RegistryBuilder::tool)
@@ -219,4 +220,53 @@ pub async fn record(
     let count = runs.entry(ctx.call_id().to_owned()).or_default();
     *count += 1;
     *count
+}
+
+/// One level of the wide input: ten fields.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Wide {
+    /// A name.
+    pub name: String,
+    /// A count.
+    pub count: u32,
+    /// A ratio.
+    pub ratio: f64,
+    /// A flag.
+    pub flag: bool,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// A note.
+    pub note: Option<String>,
+    /// A code.
+    pub code: String,
+    /// A size.
+    pub size: u64,
+    /// A score.
+    pub score: f32,
+    /// A level.
+    pub level: i32,
+}
+
+/// Fifty fields: five nested groups of ten.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct FiftyFields {
+    /// First group.
+    pub a: Wide,
+    /// Second group.
+    pub b: Wide,
+    /// Third group.
+    pub c: Wide,
+    /// Fourth group.
+    pub d: Wide,
+    /// Fifth group.
+    pub e: Wide,
+}
+
+/// Take a fifty-field nested input; return the sum of its counts.
+#[tool(toolkit = "Bench", version = "1.0.0")]
+pub async fn fifty(oxp_runtime::Input(all): oxp_runtime::Input<FiftyFields>) -> u64 {
+    [all.a, all.b, all.c, all.d, all.e]
+        .iter()
+        .map(|w| u64::from(w.count))
+        .sum()
 }

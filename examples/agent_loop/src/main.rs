@@ -56,7 +56,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("agent_loop: set OXP_AGENT_API_KEY (and OXP_AGENT_BASE_URL for a non-OpenAI server) to run it");
         return Ok(());
     };
-    let base = std::env::var("OXP_AGENT_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".into());
+    let base =
+        std::env::var("OXP_AGENT_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".into());
     let model = std::env::var("OXP_AGENT_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
     let strict = std::env::var("OXP_AGENT_STRICT").map_or(true, |v| v != "false");
     let question = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
@@ -66,7 +67,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         question
     };
 
-    let registry = Registry::builder().tool(add::TOOL).tool(ring::TOOL).build()?;
+    let registry = Registry::builder()
+        .tool(add::TOOL)
+        .tool(ring::TOOL)
+        .build()?;
     let tools = openai::chat_tools(&registry, &Limits::default(), strict)
         .map_err(|errors| format!("{errors:?}"))?;
     let dispatcher = Dispatcher::new(Pipeline::new(registry));

@@ -9,6 +9,10 @@ use crate::registry::RegisteredTool;
 
 /// Validates the input against the tool's compiled schema; `None` when it is valid.
 pub(super) fn validate(tool: &RegisteredTool, input: &Value) -> Option<ValidationErrorResponse> {
+    // The common case first: `is_valid` stops at nothing and builds no error.
+    if tool.validator().is_valid(input) {
+        return None;
+    }
     let mut parameter_errors: BTreeMap<String, String> = BTreeMap::new();
     let mut general = Vec::new();
     for error in tool.validator().iter_errors(input) {

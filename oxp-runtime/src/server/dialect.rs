@@ -2,7 +2,10 @@
 //! OpenAPI envelope `{"$schema", "request"}`, answered `{"$schema", "result"}`; and the bare
 //! `CallToolRequest` with an `OXP-Version` header, answered bare.
 
+use std::borrow::Cow;
+
 use axum::http::HeaderMap;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::protocol::{CallToolRequest, ServerErrorResponse};
@@ -18,7 +21,7 @@ const MAJOR: u64 = 1;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// `{"$schema", "request"}`; the `$schema` to echo.
-    Envelope(String),
+    Envelope(Cow<'static, str>),
     /// A bare `CallToolRequest`.
     Bare,
 }
@@ -100,13 +103,35 @@ pub fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
             "`$schema` is a URI such as urn:oxp:1.0",
         ));
     };
+    check_schema_str(schema)?;
+    Ok(schema.clone())
+}
+
+fn check_schema_str(schema: &str) -> Result<(), ServerErrorResponse> {
     match schema_major(schema) {
-        Some(MAJOR) => Ok(schema.clone()),
+        Some(MAJOR) => Ok(()),
         Some(major) => Err(unsupported(&format!("`$schema` {schema} (OXP {major})"))),
         None => Err(bad_request(
             "The `$schema` value is not an OXP version URI.",
             format!("`{schema}` is not urn:oxp:M.m, otc://M.m, or the spec's openapi.json URL"),
         )),
+    }
+}
+
+/// The envelope, read straight into its types: the fast path for well-formed calls. Anything
+/// it cannot read goes the slow way, through a `Value`, which finds the exact error to report.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "$schema", default, borrow)]
+    schema: Option<Cow<'a, str>>,
+    request: CallToolRequest,
+}
+
+fn echo(schema: Option<Cow<'_, str>>) -> Cow<'static, str> {
+    match schema {
+        None => Cow::Borrowed(DEFAULT_SCHEMA),
+        Some(schema) if schema == DEFAULT_SCHEMA => Cow::Borrowed(DEFAULT_SCHEMA),
+        Some(schema) => Cow::Owned(schema.into_owned()),
     }
 }
 
@@ -129,6 +154,17 @@ pub fn read_call(
         ));
     }
     // serde_json's recursion limit (128) turns absurd nesting into an error, not a crash.
+    if !lenient {
+        if let Ok(envelope) = serde_json::from_slice::<Envelope>(body) {
+            if let Some(schema) = &envelope.schema {
+                check_schema_str(schema)?;
+            }
+            return Ok((Dialect::Envelope(echo(envelope.schema)), envelope.request));
+        }
+        if let Ok(request) = serde_json::from_slice::<CallToolRequest>(body) {
+            return Ok((Dialect::Bare, request));
+        }
+    }
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| bad_request("The request body is not valid JSON.", e.to_string()))?;
     let Value::Object(mut body) = value else {
@@ -139,8 +175,8 @@ pub fn read_call(
     };
     let (dialect, request) = if body.contains_key("request") {
         let schema = match body.get("$schema") {
-            Some(schema) => check_schema(schema)?,
-            None => DEFAULT_SCHEMA.to_owned(),
+            Some(schema) => Cow::Owned(check_schema(schema)?),
+            None => Cow::Borrowed(DEFAULT_SCHEMA),
         };
         let request = body.remove("request").unwrap_or_default();
         if !request.is_object() {

@@ -300,7 +300,8 @@ async fn authenticate(
 }
 
 fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
-    let bytes = serde_json::to_vec(body).expect("wire types serialize");
+    let mut bytes = Vec::with_capacity(256);
+    serde_json::to_writer(&mut bytes, body).expect("wire types serialize");
     json_bytes(status, bytes)
 }
 
@@ -387,8 +388,15 @@ async fn call_tool(
         }
     };
     let meta = CallMeta {
-        principal: principal.map(|Extension(p)| p.to_string()),
-        check_url_base: Some(check_url_base(&state, &headers, &original, &uri)),
+        // Only an authenticated principal scopes idempotency; `None` is "anonymous".
+        principal: principal
+            .filter(|Extension(p)| *p != Principal::Anonymous)
+            .map(|Extension(p)| p.to_string()),
+        // Only a server that mints challenges needs the URLs they point back to.
+        check_url_base: state
+            .pipeline
+            .authorization_provider()
+            .map(|_| check_url_base(&state, &headers, &original, &uri)),
         resolve_wire_names: state.langchain_compat,
     };
     let outcome = state.pipeline.call_with(request, &meta).await;
@@ -427,18 +435,39 @@ fn dialect_guess(headers: &HeaderMap, body: &[u8]) -> Dialect {
         .as_ref()
         .and_then(|v| v.get("$schema").and_then(Value::as_str))
         .filter(|s| dialect::schema_major(s) == Some(1));
-    Dialect::Envelope(schema.unwrap_or(DEFAULT_SCHEMA).to_owned())
+    Dialect::Envelope(std::borrow::Cow::Owned(
+        schema.unwrap_or(DEFAULT_SCHEMA).to_owned(),
+    ))
 }
 
 /// Writes a call's answer: a `200` result wrapped in the envelope (or bare), and `400`/`422`
 /// bodies at the top level with `$schema` added in the envelope dialect (oxp-notes §2, §3.36).
 fn answer(dialect: &Dialect, status: StatusCode, body: &impl Serialize, compat: bool) -> Response {
-    let value = serde_json::to_value(body).expect("wire types serialize");
+    /// The common answer, written straight out with no intermediate `Value`.
+    #[derive(Serialize)]
+    struct Enveloped<'a, T> {
+        #[serde(rename = "$schema")]
+        schema: &'a str,
+        result: &'a T,
+    }
+    let value = match dialect {
+        Dialect::Bare => return json_response(status, body),
+        Dialect::Envelope(schema) if status == StatusCode::OK && !compat => {
+            return json_response(
+                status,
+                &Enveloped {
+                    schema,
+                    result: body,
+                },
+            )
+        }
+        _ => serde_json::to_value(body).expect("wire types serialize"),
+    };
     let value = match dialect {
         Dialect::Bare => value,
         Dialect::Envelope(schema) if status == StatusCode::OK => {
             let mut envelope = serde_json::Map::new();
-            envelope.insert("$schema".into(), Value::String(schema.clone()));
+            envelope.insert("$schema".into(), Value::String(schema.to_string()));
             if compat {
                 // LangChain's clients read `success`/`value` at the top (oxp-notes §3.2); the
                 // envelope is open, so the copies keep it schema-valid.
