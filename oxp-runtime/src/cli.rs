@@ -13,6 +13,7 @@ const USAGE: &str = "\
 usage: <bin>                                 serve every tool over OXP (configured by OXP_* env vars)
        <bin> tools --format F [--strict]     print the tool definitions as JSON
        <bin> dispatch --format F             run the tool calls of a model response read on stdin
+       <bin> mcp                             serve every tool over MCP on stdin/stdout
 formats: oxp, openai, openai-responses, anthropic, gemini (--strict: OpenAI's strict mode)";
 
 /// A provider format, as the subcommands name them.
@@ -62,6 +63,8 @@ pub enum Command {
         /// The response's format.
         format: Format,
     },
+    /// Serve MCP over stdio.
+    Mcp,
 }
 
 /// Parses the arguments after the program name.
@@ -96,6 +99,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             other => return Err(format!("unexpected argument `{other}`")),
         }
     }
+    let given = format.is_some() || strict;
     let format = || format.ok_or_else(|| format!("`{command}` needs `--format F`"));
     match command.as_str() {
         "serve" => Ok(Command::Serve),
@@ -105,6 +109,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         }),
         "dispatch" if strict => Err("`--strict` goes with `tools`".into()),
         "dispatch" => Ok(Command::Dispatch { format: format()? }),
+        "mcp" if !given => Ok(Command::Mcp),
+        "mcp" => Err("`mcp` takes no options".into()),
         "help" | "--help" | "-h" => Err(String::new()),
         other => Err(format!("unknown command `{other}`")),
     }

@@ -37,6 +37,8 @@ mod context;
 mod descriptor;
 mod error;
 pub mod idempotency;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod protocol;
 pub mod providers;
 pub mod registry;

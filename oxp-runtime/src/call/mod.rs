@@ -295,11 +295,14 @@ impl Pipeline {
                 CallOutcome::Unavailable { .. } => "unavailable",
                 CallOutcome::Invalid(_) => "invalid_input",
             };
-            tracing::info!(
-                outcome = outcome_name,
-                duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-                "call finished"
-            );
+            // Successes at debug (a log line per call costs more than the call); everything
+            // else at info, where operators look.
+            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+            if outcome_name == "success" {
+                tracing::debug!(outcome = outcome_name, duration_ms, "call finished");
+            } else {
+                tracing::info!(outcome = outcome_name, duration_ms, "call finished");
+            }
         });
         outcome
     }

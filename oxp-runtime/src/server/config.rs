@@ -355,6 +355,36 @@ async fn run_subcommand(command: crate::cli::Command) -> i32 {
             }
             crate::cli::dispatch(pipeline, format).await
         }
+        #[cfg(feature = "mcp")]
+        crate::cli::Command::Mcp => {
+            // stdout carries the protocol: logs go to stderr.
+            let config = ServerConfig::from_env()
+                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
+            let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .try_init();
+            crate::call::install_panic_hook();
+            let mut pipeline = crate::call::Pipeline::new(registry);
+            if let Some(timeout) = config.tool_timeout {
+                pipeline = pipeline.default_timeout(timeout);
+            }
+            match crate::mcp::McpServer::new(pipeline).serve_stdio().await {
+                Ok(()) => 0,
+                Err(error) => {
+                    tracing::error!(%error, "MCP over stdio failed");
+                    1
+                }
+            }
+        }
+        #[cfg(not(feature = "mcp"))]
+        crate::cli::Command::Mcp => {
+            eprintln!("error: this binary was built without oxp-runtime's `mcp` feature");
+            2
+        }
         crate::cli::Command::Serve => unreachable!("serving is not a subcommand"),
     }
 }

@@ -1,5 +1,6 @@
 //! The OXP 1.0 HTTP front: `GET /health`, `GET /tools`, `POST /tools/call`, and `GET` on
-//! authorization `check_url`s. It only translates; every step of a call is [`Pipeline`]'s.
+//! authorization `check_url`s — and, with the `mcp` feature, MCP's streamable HTTP at `/mcp`.
+//! It only translates; every step of a call is [`Pipeline`]'s.
 //!
 //! ```no_run
 //! use oxp_runtime::{server::{Server, ServerAuth}, Registry};
@@ -226,7 +227,14 @@ impl Server {
         let protected = Router::new()
             .route("/tools", get(list_tools))
             .route("/tools/call", axum::routing::post(call_tool))
-            .route("/authorization/{check_id}", get(check_authorization))
+            .route("/authorization/{check_id}", get(check_authorization));
+        // MCP on the same port, behind the same authentication (a front over the same pipeline).
+        #[cfg(feature = "mcp")]
+        let protected = protected.nest_service(
+            "/mcp",
+            crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
+        );
+        let protected = protected
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Performance measurements of oxp, on loopback only (127.0.0.1), bounded in time.
+#
+#   bench/run.sh http      oxp vs a bare axum handler doing the same JSON work: wrk at 32 and 256
+#                          connections, alternating A B A B; req/s, p50, p99 and the ratios
+#   bench/run.sh startup   a server with 1,000 tools: process start → /health 200, and idle RSS
+#   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
+#                          clean build and rebuild after editing one body (dev profile)
+#   bench/run.sh all
+#
+# In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/target/bench
+mkdir -p "$work"
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-2}
+
+need_wrk() {
+  if ! command -v wrk >/dev/null; then
+    echo "installing wrk (Debian package)…" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+  fi
+}
+
+wait_health() { # url
+  for _ in $(seq 1 500); do
+    curl -sf -o /dev/null "$1" && return 0
+    sleep 0.01
+  done
+  echo "no answer from $1" >&2
+  return 1
+}
+
+# wrk's summary → "req/s p50_ms p99_ms"
+wrk_run() { # connections url
+  wrk -t2 -c"$1" -d"${DURATION}s" --latency -s bench/post.lua "$2" | awk '
+    function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    /^Requests\/sec/ { rps = $2 }
+    /Non-2xx/ { bad = $NF }
+    END { if (bad) { print "non-2xx answers: " bad > "/dev/stderr"; exit 1 } printf "%s %.3f %.3f\n", rps, p50, p99 }'
+}
+
+http() {
+  need_wrk
+  cargo build --release -q -p calculator -p bare
+  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$root/target/release/calculator" >/dev/null 2>&1 &
+  local oxp=$!
+  OXP_ADDR=127.0.0.1:18081 "$root/target/release/bare" >/dev/null 2>&1 &
+  local bare=$!
+  trap 'kill $oxp $bare 2>/dev/null' RETURN
+  wait_health http://127.0.0.1:18080/health
+  sleep 0.3
+  printf '%-6s %-5s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
+  for c in 32 256; do
+    local o_rps=0 o_p50=0 o_p99=0 b_rps=0 b_p50=0 b_p99=0
+    for round in $(seq 1 "$ROUNDS"); do
+      read -r r p50 p99 < <(wrk_run "$c" http://127.0.0.1:18080/tools/call)
+      printf '%-6s %-5s %12s %10s %10s\n' "$c" oxp "$r" "$p50" "$p99"
+      o_rps=$(echo "$o_rps + $r" | bc -l); o_p50=$(echo "$o_p50 + $p50" | bc -l); o_p99=$(echo "$o_p99 + $p99" | bc -l)
+      read -r r p50 p99 < <(wrk_run "$c" http://127.0.0.1:18081/tools/call)
+      printf '%-6s %-5s %12s %10s %10s\n' "$c" bare "$r" "$p50" "$p99"
+      b_rps=$(echo "$b_rps + $r" | bc -l); b_p50=$(echo "$b_p50 + $p50" | bc -l); b_p99=$(echo "$b_p99 + $p99" | bc -l)
+    done
+    printf 'at %s connections: throughput oxp/bare = %.3f, p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n' \
+      "$c" "$(echo "$o_rps / $b_rps" | bc -l)" "$(echo "$o_p50 / $b_p50" | bc -l)" "$(echo "$o_p99 / $b_p99" | bc -l)"
+  done
+}
+
+# A crate with N tools (or N plain fns when $2 = plain), in target/bench/gen-<kind>-<n>.
+generate() { # n kind
+  local n=$1 kind=$2 dir=$work/gen-$2-$1
+  mkdir -p "$dir/src"
+  cat > "$dir/Cargo.toml" <<TOML
+[package]
+name = "gen_${kind}_${n}"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+oxp-runtime = { path = "$root/oxp-runtime" }
+tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+
+[workspace]
+TOML
+  {
+    echo "use oxp_runtime::tool;"
+    for i in $(seq 1 "$n"); do
+      echo "/// Tool number $i: add two numbers and an offset."
+      [ "$kind" = tools ] && echo "#[tool(toolkit = \"Gen\", version = \"1.0.0\")]"
+      echo "pub async fn add_$i(/// The first addend.
+ a: i64, /// The second addend.
+ b: i64, /// A label.
+ label: Option<String>) -> i64 { let _ = label; a + b + $i }"
+    done
+    echo "#[tokio::main] async fn main() {"
+    if [ "$kind" = tools ]; then echo "oxp_runtime::serve().await"; else
+      for i in $(seq 1 "$n"); do echo "let _ = add_$i(1, 2, None).await;"; done
+    fi
+    echo "}"
+  } > "$dir/src/main.rs"
+  echo "$dir"
+}
+
+startup() {
+  local dir
+  dir=$(generate 1000 tools)
+  (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build --release -q)
+  local bin=$work/target/release/gen_tools_1000
+  for run in 1 2 3; do
+    local start end
+    start=$(date +%s%N)
+    OXP_ADDR=127.0.0.1:18090 OXP_LOG=warn "$bin" >/dev/null 2>&1 &
+    local pid=$!
+    until curl -sf -o /dev/null http://127.0.0.1:18090/health; do :; done
+    end=$(date +%s%N)
+    sleep 1
+    local rss
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    printf 'run %s: 1000 tools, start → /health 200 in %d ms; idle RSS %.1f MB\n' "$run" $(((end - start) / 1000000)) "$(echo "$rss / 1024" | bc -l)"
+  done
+}
+
+compile() {
+  for kind in plain tools; do
+    local dir
+    dir=$(generate 100 "$kind")
+    # Dependencies first, so the timings are the user's crate alone.
+    (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q 2>/dev/null || true)
+    touch "$dir/src/main.rs"
+    (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo clean -q -p "gen_${kind}_100")
+    local s e
+    s=$(date +%s%N); (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q); e=$(date +%s%N)
+    local clean=$(((e - s) / 1000000))
+    sed -i 's/a + b + 50 }/a + b + 50 + 1 }/' "$dir/src/main.rs"
+    s=$(date +%s%N); (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q); e=$(date +%s%N)
+    local rebuild=$(((e - s) / 1000000))
+    sed -i 's/a + b + 50 + 1 }/a + b + 50 }/' "$dir/src/main.rs"
+    printf '100 %-6s fns: clean build of the crate %6d ms, rebuild after editing one body %6d ms\n' "$kind" "$clean" "$rebuild"
+  done
+}
+
+case "${1:-all}" in
+  http) http ;;
+  startup) startup ;;
+  compile) compile ;;
+  all) http; startup; compile ;;
+  *) echo "usage: bench/run.sh [http|startup|compile|all]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,255 @@
+//! The MCP front (cargo feature `mcp`, on by default): the same registry over the Model Context
+//! Protocol, with the official Rust SDK (`rmcp`) — streamable HTTP at `/mcp` on the OXP server,
+//! and stdio through `<bin> mcp`. Like every front it only translates: calls run through the one
+//! [`Pipeline`], so requirements, validation, timeouts, idempotency and redaction behave exactly
+//! as over OXP.
+//!
+//! **Names and versions.** `tools/list` shows each tool's latest version under its wire name
+//! (`Calculator_Add`), and every older version under `<wire name>__v<x>_<y>_<z>`
+//! (`Calculator_Add__v1_0_0`), since MCP tool names carry no version.
+//!
+//! **Requirements MCP cannot carry.** MCP has no place for secrets, authorization tokens or a
+//! user id, so they come from the server side: [`McpServer::with_context`], or by default the
+//! environment (each secret from the variable of its own name, the user from `OXP_USER_ID`, a
+//! token for provider `p` from `OXP_TOKEN_<P>`). A call whose tool still lacks one is refused
+//! with an error that names it — never run without it.
+//!
+//! ```
+//! use oxp_runtime::{call::Pipeline, mcp::McpServer, Registry};
+//!
+//! let mcp = McpServer::new(Pipeline::new(Registry::builder().build().unwrap()));
+//! let service = mcp.streamable_http_service(); // a tower service; the OXP server nests it at /mcp
+//! # let _ = service;
+//! ```
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::protocol::{CallContext, CallResult, CallToolRequest};
+use crate::registry::{RegisteredTool, Registry};
+use crate::version::ToolVersion;
+
+/// The separator between a wire name and a version in MCP tool names.
+const VERSION_MARK: &str = "__v";
+
+/// An MCP server over a pipeline.
+#[derive(Clone)]
+pub struct McpServer {
+    pipeline: Pipeline,
+    context: Arc<CallContext>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// An MCP server for every tool of the pipeline's registry, with the requirements MCP cannot
+    /// carry taken from the environment (see the module docs).
+    pub fn new(pipeline: Pipeline) -> Self {
+        let context = crate::cli::context_from_env(pipeline.registry());
+        let tools = Arc::new(tools(pipeline.registry()));
+        McpServer {
+            pipeline,
+            context: Arc::new(context),
+            tools,
+        }
+    }
+
+    /// The secrets, tokens and user id every call gets, instead of the environment's.
+    #[must_use]
+    pub fn with_context(mut self, context: CallContext) -> Self {
+        self.context = Arc::new(context);
+        self
+    }
+
+    /// The tools as `tools/list` shows them.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// The streamable HTTP transport as a tower service. It accepts requests for any `Host`:
+    /// the OXP server's own authentication guards it, and the address it binds is the
+    /// operator's choice.
+    pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        let server = self.clone();
+        StreamableHttpService::new(
+            move || Ok(server.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default().disable_allowed_hosts(),
+        )
+    }
+
+    /// Serves MCP over stdin/stdout until the client disconnects.
+    pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        Ok(())
+    }
+
+    fn tool_id(&self, name: &str) -> Option<String> {
+        let registry = self.pipeline.registry();
+        if let Some(tool) = registry.resolve_wire_name(name) {
+            return Some(tool.id().to_owned());
+        }
+        let (wire_name, version) = name.rsplit_once(VERSION_MARK)?;
+        let version: ToolVersion = version.replace('_', ".").parse().ok()?;
+        let tool = registry.resolve_wire_name(wire_name)?;
+        let descriptor = tool.descriptor();
+        Some(format!(
+            "{}.{}@{version}",
+            descriptor.toolkit, descriptor.name
+        ))
+    }
+}
+
+/// Every tool: the latest version under its wire name, older ones with a version suffix.
+fn tools(registry: &Registry) -> Vec<Tool> {
+    let all = registry.tools();
+    all.iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let latest = all
+                .get(i + 1)
+                .is_none_or(|next| next.definition().name != tool.definition().name);
+            let name = if latest {
+                tool.definition().name.clone()
+            } else {
+                let v = tool.version();
+                format!(
+                    "{}{VERSION_MARK}{}_{}_{}",
+                    tool.definition().name,
+                    v.major,
+                    v.minor,
+                    v.patch
+                )
+            };
+            mcp_tool(tool, name)
+        })
+        .collect()
+}
+
+fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
+    let definition = tool.definition();
+    let object = |schema: &Value| -> JsonObject {
+        match schema {
+            Value::Object(map) => map.clone(),
+            _ => JsonObject::new(),
+        }
+    };
+    let mut mcp = Tool::new(
+        name,
+        definition.description.clone(),
+        Arc::new(object(&definition.input_schema)),
+    );
+    // MCP's `outputSchema` must describe an object (structured content is an object); other
+    // values are returned as text only.
+    if let Some(output) = &definition.output_schema {
+        if output.get("type") == Some(&Value::String("object".into())) {
+            mcp.output_schema = Some(Arc::new(object(output)));
+        }
+    }
+    mcp
+}
+
+fn text_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![Content::text(text.into())])
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(tool_id) = self.tool_id(&request.name) else {
+            return Err(McpError::invalid_params(
+                format!("Tool '{}' was not found", request.name),
+                None,
+            ));
+        };
+        let call = CallToolRequest {
+            tool_id,
+            call_id: None,
+            trace_id: None,
+            input: Some(Value::Object(request.arguments.unwrap_or_default())),
+            context: Some((*self.context).clone()),
+        };
+        let outcome = self.pipeline.call_with(call, &CallMeta::default()).await;
+        let result = match outcome {
+            CallOutcome::Completed(response) => match response.result {
+                CallResult::Success { value: None } => CallToolResult::success(Vec::new()),
+                CallResult::Success {
+                    value: Some(value @ Value::Object(_)),
+                } => CallToolResult::structured(value),
+                CallResult::Success {
+                    value: Some(Value::String(text)),
+                } => CallToolResult::success(vec![Content::text(text)]),
+                CallResult::Success { value: Some(value) } => {
+                    CallToolResult::success(vec![Content::text(value.to_string())])
+                }
+                CallResult::Failure { error } => {
+                    let mut text = error.message;
+                    if let Some(more) = error.additional_prompt_content {
+                        text.push('\n');
+                        text.push_str(&more);
+                    }
+                    text_error(text)
+                }
+            },
+            // Input errors are tool errors in MCP, so the model can correct itself.
+            CallOutcome::Invalid(invalid) => {
+                let mut text = invalid.message;
+                for (parameter, problem) in invalid.parameter_errors {
+                    text.push_str(&format!("\n- `{parameter}`: {problem}"));
+                }
+                text_error(text)
+            }
+            CallOutcome::Rejected(rejected) => {
+                let mut text = rejected.message;
+                if let Some(missing) = rejected.missing_requirements {
+                    for secret in missing.secrets {
+                        text.push_str(&format!(
+                            "\nThe server provides the secret `{secret}` from its environment variable `{secret}`."
+                        ));
+                    }
+                    if missing.user_id {
+                        text.push_str("\nThe server provides the user id from `OXP_USER_ID`.");
+                    }
+                }
+                text_error(text)
+            }
+            CallOutcome::Unavailable { error, .. } => text_error(error.message),
+        };
+        Ok(result.into())
+    }
+}

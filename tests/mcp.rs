@@ -1,0 +1,245 @@
+//! MCP: the registry over streamable HTTP (`/mcp`) and stdio (`<bin> mcp`), driven by the
+//! official Rust SDK's client (rmcp) in process, and by the Python `mcp` package's client.
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::process::Command;
+
+use harness::Oxp;
+use oxp_runtime::mcp::McpServer;
+use oxp_runtime::protocol::{CallContext, Sensitive, ToolSecret};
+use oxp_runtime::server::{Server, ServerAuth};
+use oxp_runtime::{call::Pipeline, tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+/// A point: an object value, so it comes back as structured content.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Point {
+    /// Across.
+    pub x: i64,
+    /// Down.
+    pub y: i64,
+}
+
+/// Make a point.
+#[tool(toolkit = "Geometry", version = "1.0.0")]
+async fn point(
+    /// Across.
+    x: i64,
+    /// Down.
+    y: i64,
+) -> Point {
+    Point { x, y }
+}
+
+fn pipeline() -> Pipeline {
+    Pipeline::new(oxp_tests::all_tools().tool(point::TOOL).build().unwrap())
+}
+
+fn text(result: &CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!()
+    };
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .expect("a tool result")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_over_streamable_http() {
+    let oxp = Oxp::start(Server::from_pipeline(pipeline())).await;
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "{}/mcp",
+            oxp.base
+        )))
+        .await
+        .unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    // The latest version under the wire name, older ones with a version suffix.
+    assert!(names.contains(&"Calculator_Add"));
+    assert!(names.contains(&"Math_Which"));
+    assert!(names.contains(&"Math_Which__v1_0_0"));
+    assert!(names.contains(&"Math_Which__v0_9_0"));
+    let add = tools.iter().find(|t| t.name == "Calculator_Add").unwrap();
+    assert_eq!(add.description.as_deref(), Some("Add two numbers."));
+    assert_eq!(add.input_schema["required"], json!(["a", "b"]));
+    let point_tool = tools.iter().find(|t| t.name == "Geometry_Point").unwrap();
+    assert_eq!(point_tool.output_schema.as_ref().unwrap()["type"], "object");
+
+    let sum = call(&client, "Calculator_Add", json!({"a": 2, "b": 3})).await;
+    assert_eq!((text(&sum), sum.is_error), ("5.0".to_owned(), Some(false)));
+    let latest = call(&client, "Math_Which", json!({})).await;
+    assert_eq!(text(&latest), "1.10.0");
+    let older = call(&client, "Math_Which__v1_0_0", json!({})).await;
+    assert_eq!(text(&older), "1.0.0");
+    let structured = call(&client, "Geometry_Point", json!({"x": 1, "y": 2})).await;
+    assert_eq!(structured.structured_content, Some(json!({"x": 1, "y": 2})));
+
+    // A ToolError: isError with its message and retry hint.
+    let failed = call(&client, "Doorbell_Ring", json!({"doorbell_id": "d1"})).await;
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(
+        text(&failed),
+        "Doorbell ID not found\nids: doorbell42,doorbell84"
+    );
+    // Invalid input: a clear error naming the parameter, the tool not run.
+    let invalid = call(&client, "Calculator_Add", json!({"a": 2, "b": "three"})).await;
+    assert_eq!(invalid.is_error, Some(true));
+    assert!(text(&invalid).contains("`b`"), "{}", text(&invalid));
+    // A requirement MCP cannot carry, absent on the server side: refused, naming it.
+    let refused = call(&client, "SMS_Send", json!({"to": "+1", "body": "hi"})).await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("TWILIO_API_KEY"),
+        "{}",
+        text(&refused)
+    );
+    // Unknown tools are protocol errors.
+    let Value::Object(empty) = json!({}) else {
+        panic!()
+    };
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("Nope_Tool").with_arguments(empty))
+        .await;
+    assert!(unknown.is_err());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_secrets_reach_tools_called_over_mcp() {
+    let context = CallContext {
+        secrets: vec![ToolSecret {
+            id: "TWILIO_API_KEY".into(),
+            value: Sensitive::new("sk-mcp-key"),
+            extra: Default::default(),
+        }],
+        ..Default::default()
+    };
+    let mcp = McpServer::new(pipeline()).with_context(context);
+    let app = axum::Router::new().nest_service("/mcp", mcp.streamable_http_service());
+    let oxp = Oxp::start_router(app).await;
+    let client = ()
+        .serve(StreamableHttpClientTransport::from_uri(format!(
+            "{}/mcp",
+            oxp.base
+        )))
+        .await
+        .unwrap();
+    let sent = call(&client, "SMS_Send", json!({"to": "+1", "body": "hi"})).await;
+    assert_eq!(text(&sent), "sent 2 chars to +1 with a 10-char key");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_is_behind_the_servers_authentication() {
+    let oxp = Oxp::start(
+        Server::from_pipeline(pipeline())
+            .auth(ServerAuth::default().api_key("mcp-key-0123456789abcdef")),
+    )
+    .await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let refused = oxp
+        .send(
+            oxp.request(reqwest::Method::POST, "/mcp")
+                .header("accept", "application/json, text/event-stream")
+                .json(&initialize),
+        )
+        .await;
+    assert_eq!(refused.status, 401);
+    let client = reqwest::Client::new();
+    let accepted = client
+        .post(format!("{}/mcp", oxp.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("OXP-API-Key", "mcp-key-0123456789abcdef")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), 200);
+}
+
+fn example_binary() -> String {
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let built = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "calculator"])
+        .current_dir(workspace)
+        .status()
+        .expect("cargo runs");
+    assert!(built.success());
+    format!("{workspace}/target/debug/calculator")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_over_the_stdio_subcommand() {
+    let mut command = tokio::process::Command::new(example_binary());
+    command.arg("mcp").env("OXP_LOG", "warn");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        ["Calculator_Add__v1_0_0", "Calculator_Add", "Doorbell_Ring"]
+    );
+    let sum = call(&client, "Calculator_Add__v1_0_0", json!({"a": 2, "b": 3})).await;
+    assert_eq!(text(&sum), "5");
+    let failed = call(&client, "Doorbell_Ring", json!({"doorbell_id": "d1"})).await;
+    assert_eq!(failed.is_error, Some(true));
+    client.cancel().await.unwrap();
+}
+
+fn python() -> String {
+    std::env::var("OXP_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_client_over_http_and_stdio() {
+    let found = Command::new(python())
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        harness::skip(
+            "Python with the `mcp` package (`pip install mcp`, then set OXP_TEST_PYTHON)",
+        );
+        return;
+    }
+    let example = harness::start_example(&[]);
+    let binary = example_binary();
+    let script = format!("{}/python/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
+    let base = example.base.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(script)
+            .arg(format!("{base}/mcp"))
+            .arg(binary)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("mcp client: ok"), "{stdout}");
+}

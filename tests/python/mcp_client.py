@@ -1,0 +1,47 @@
+"""The Python `mcp` package's client against oxp: argv = the /mcp URL, the example binary (for stdio)."""
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+url, binary = sys.argv[1], sys.argv[2]
+
+
+def field(obj, snake: str, camel: str):
+    """mcp 2.x names fields in snake_case, 1.x in camelCase."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+async def exercise(session: ClientSession, transport: str) -> None:
+    await session.initialize()
+    tools = await session.list_tools()
+    names = [tool.name for tool in tools.tools]
+    assert "Calculator_Add" in names and "Calculator_Add__v1_0_0" in names, names
+    add = next(t for t in tools.tools if t.name == "Calculator_Add")
+    assert field(add, "input_schema", "inputSchema")["required"] == ["a", "b"], add
+    result = await session.call_tool("Calculator_Add", {"a": 2.5, "b": 3})
+    assert not field(result, "is_error", "isError") and result.content[0].text == "5.5", result
+    result = await session.call_tool("Calculator_Add__v1_0_0", {"a": 2, "b": 3})
+    assert result.content[0].text == "5", result
+    failed = await session.call_tool("Doorbell_Ring", {"doorbell_id": "doorbell1"})
+    assert field(failed, "is_error", "isError") and failed.content[0].text.startswith("Doorbell ID not found"), failed
+    invalid = await session.call_tool("Calculator_Add", {"a": 1, "b": "two"})
+    assert field(invalid, "is_error", "isError") and "`b`" in invalid.content[0].text, invalid
+    print(f"{transport}: ok")
+
+
+async def main() -> None:
+    async with streamable_http_client(url) as (read, write):
+        async with ClientSession(read, write) as session:
+            await exercise(session, "streamable http")
+    params = StdioServerParameters(command=binary, args=["mcp"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await exercise(session, "stdio")
+    print("mcp client: ok")
+
+
+asyncio.run(main())
