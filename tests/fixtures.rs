@@ -24,6 +24,7 @@ pub fn all_tools() -> RegistryBuilder {
         block::TOOL,
         record::TOOL,
         fifty::TOOL,
+        flaky::TOOL,
     ]
     .into_iter()
     .fold(Registry::builder(), RegistryBuilder::tool)
@@ -269,4 +270,22 @@ pub async fn fifty(oxp_runtime::Input(all): oxp_runtime::Input<FiftyFields>) -> 
         .iter()
         .map(|w| u64::from(w.count))
         .sum()
+}
+
+/// Fail the first time for a call_id (retryably, asking for 100 ms), succeed after.
+#[tool(toolkit = "Flaky", name = "Once", version = "1.0.0")]
+pub async fn flaky(ctx: &ToolContext) -> Result<u32, ToolError> {
+    let count = {
+        let mut runs = RUNS.lock().unwrap();
+        let count = runs.entry(ctx.call_id().to_owned()).or_default();
+        *count += 1;
+        *count
+    };
+    if count == 1 {
+        Err(ToolError::new("Busy, try again")
+            .can_retry(true)
+            .retry_after_ms(100))
+    } else {
+        Ok(count)
+    }
 }

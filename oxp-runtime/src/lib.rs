@@ -33,6 +33,8 @@
 pub mod authorization;
 pub mod call;
 pub mod cli;
+#[cfg(feature = "client")]
+pub mod client;
 mod context;
 mod descriptor;
 mod error;

@@ -67,6 +67,17 @@ impl CallOutcome {
         }
     }
 
+    /// Whether the tool ran and failed with `can_retry: true` (an answer not to keep).
+    pub fn is_retryable_failure(&self) -> bool {
+        matches!(
+            self,
+            CallOutcome::Completed(CallToolResponse {
+                result: CallResult::Failure { error },
+                ..
+            }) if error.can_retry
+        )
+    }
+
     /// The "temporarily unavailable" answer, with `detail` for the developer.
     pub fn unavailable(detail: impl Into<String>) -> Self {
         CallOutcome::Unavailable {

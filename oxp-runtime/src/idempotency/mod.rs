@@ -6,6 +6,9 @@
 //! handed the run as a future and either drives it (the first time) or answers from what the
 //! first run produced. Runs are spawned as tasks of their own, so a client that disconnects
 //! mid-call cancels nothing: the tool finishes, and the retry gets its answer.
+//!
+//! One outcome is not kept: a tool failure with `can_retry: true` (a timeout, say). The tool asked
+//! to be tried again, so the retry runs it again.
 
 use std::fmt;
 use std::time::Duration;
@@ -119,11 +122,18 @@ impl IdempotencyStore for InMemoryIdempotency {
             // `get_with` inserts atomically: of concurrent first callers, one spawns the run
             // and the rest wait for it. The init has no await point, so it cannot be cancelled
             // half-way (which would let a second caller spawn the run again).
-            let shared = self
+            let entry = self
                 .runs
-                .get_with(key, async move { spawn_shared(run) })
+                .entry(key)
+                .or_insert_with(async move { spawn_shared(run) })
                 .await;
-            shared.await
+            let outcome = entry.value().clone().await;
+            // A failure the tool calls retryable is not an answer to keep: the retry it asks
+            // for must run the tool again. Only the caller that started the run forgets it.
+            if entry.is_fresh() && outcome.is_retryable_failure() {
+                self.runs.invalidate(entry.key()).await;
+            }
+            outcome
         })
     }
 }

@@ -104,6 +104,13 @@ impl RedisIdempotency {
             .await
     }
 
+    async fn forget(&self, key: &str) -> redis::RedisResult<()> {
+        redis::cmd("DEL")
+            .arg(key)
+            .query_async(&mut self.connection.clone())
+            .await
+    }
+
     async fn once_inner(
         &self,
         key: String,
@@ -118,8 +125,13 @@ impl RedisIdempotency {
                 let stored_key = key.clone();
                 let task = tokio::spawn(async move {
                     let outcome = run.await;
-                    if let Err(error) = store.store(&stored_key, &outcome).await {
-                        tracing::error!(%error, "could not store an idempotent outcome in Redis");
+                    let kept = if outcome.is_retryable_failure() {
+                        store.forget(&stored_key).await
+                    } else {
+                        store.store(&stored_key, &outcome).await
+                    };
+                    if let Err(error) = kept {
+                        tracing::error!(%error, "could not record an idempotent outcome in Redis");
                     }
                     outcome
                 });
