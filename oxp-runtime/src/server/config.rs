@@ -39,6 +39,7 @@ pub enum LogFormat {
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
+/// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
 /// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …) |
 /// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
 ///
@@ -81,6 +82,8 @@ pub struct ServerConfig {
     pub idempotency_capacity: u64,
     /// `OXP_REDIS_URL`.
     pub redis_url: Option<String>,
+    /// `OXP_PLAYGROUND` (default: on when `addr` is a loopback address).
+    pub playground: bool,
     /// `OXP_LOG`.
     pub log: String,
     /// `OXP_LOG_FORMAT`.
@@ -140,7 +143,7 @@ impl ServerConfig {
         };
 
         let addr = get("OXP_ADDR").unwrap_or_else(|| DEFAULT_ADDR.to_owned());
-        let addr = addr.parse().map_err(|_| ConfigError {
+        let addr: SocketAddr = addr.parse().map_err(|_| ConfigError {
             variable: "OXP_ADDR",
             problem: format!("`{addr}` is not an address like 127.0.0.1:8000"),
         })?;
@@ -167,6 +170,17 @@ impl ServerConfig {
                 return Err(ConfigError {
                     variable: "OXP_LOG_FORMAT",
                     problem: format!("`{other}` is not `pretty` or `json`"),
+                })
+            }
+        };
+        let playground = match get("OXP_PLAYGROUND").as_deref() {
+            None => addr.ip().is_loopback(),
+            Some("0" | "false" | "off") => false,
+            Some("1" | "true" | "on") => true,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "OXP_PLAYGROUND",
+                    problem: format!("`{other}` is not true or false"),
                 })
             }
         };
@@ -225,6 +239,7 @@ impl ServerConfig {
                 .map(Duration::from_millis),
             public_url: get("OXP_PUBLIC_URL"),
             langchain_compat,
+            playground,
             log: get("OXP_LOG").unwrap_or_else(|| "info".to_owned()),
             log_format,
         })
@@ -237,6 +252,7 @@ impl ServerConfig {
             .auth(self.auth.clone())
             .max_body_bytes(self.max_body_bytes)
             .langchain_compat(self.langchain_compat)
+            .playground(self.playground)
             .limits(self.max_concurrent_calls, self.max_blocking_tools);
         server = match (self.idempotency_ttl, &self.redis_url) {
             (None, _) => server.idempotency(None::<InMemoryIdempotency>),

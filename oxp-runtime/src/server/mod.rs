@@ -71,7 +71,11 @@ pub struct Server {
     max_body_bytes: usize,
     langchain_compat: bool,
     public_url: Option<String>,
+    playground: bool,
 }
+
+/// The playground: one self-contained page (no CDN, no build step).
+const PLAYGROUND: &str = include_str!("playground.html");
 
 impl Server {
     /// A server for every tool of `registry`, with authentication off and the default limits.
@@ -87,7 +91,19 @@ impl Server {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             langchain_compat: false,
             public_url: None,
+            playground: false,
         }
+    }
+
+    /// Serves the playground page at `GET /`: pick a tool, fill a form built from its input
+    /// schema, call it, see the value, the tool error or the 400/422 with the offending fields,
+    /// and the exact request, response and a curl command. The page itself holds no data; its
+    /// calls go through the server's authentication like any other. Off by default; `serve()`
+    /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
+    #[must_use]
+    pub fn playground(mut self, on: bool) -> Self {
+        self.playground = on;
+        self
     }
 
     /// How callers authenticate (off by default).
@@ -216,6 +232,7 @@ impl Server {
     /// The axum router, to serve or to nest into an app.
     pub fn router(self) -> Router {
         let list = list_bodies(self.pipeline.registry());
+        let playground = self.playground;
         let state = Arc::new(AppState {
             pipeline: self.pipeline,
             auth: self.auth,
@@ -238,9 +255,13 @@ impl Server {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
-        Router::new()
-            .route("/health", get(health))
-            .method_not_allowed_fallback(method_not_allowed)
+        let open = Router::new().route("/health", get(health));
+        let open = if playground {
+            open.route("/", get(playground_page))
+        } else {
+            open
+        };
+        open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
             .layer(middleware::from_fn(oxp_version_header))
             .with_state(state)
@@ -319,6 +340,23 @@ fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn playground_page() -> Response {
+    let mut response = Response::new(Body::from(PLAYGROUND));
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    // Everything the page needs is inline; it talks only to this server.
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+        ),
+    );
     response
 }
 

@@ -1,0 +1,56 @@
+// Drives the playground page in headless Chromium: argv = server base URL, screenshot path.
+// Exits non-zero, with what it saw, when the page does not behave.
+import { chromium } from "playwright-core";
+
+const [base, screenshot] = process.argv.slice(2);
+const fail = (message) => { console.error("FAIL: " + message); process.exitCode = 1; };
+
+const browser = await chromium.launch({
+  executablePath: process.env.OXP_CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("pageerror", (error) => fail("page error: " + error.message));
+  await page.goto(base + "/");
+  await page.waitForSelector('nav button[data-id="Calculator.Add@1.0.0"]', { timeout: 10000 });
+
+  // Pick Calculator.Add@1.0.0, fill the form, call, see the value.
+  await page.click('nav button[data-id="Calculator.Add@1.0.0"]');
+  await page.fill('[data-path="/a"] input', "10");
+  await page.fill('[data-path="/b"] input', "5");
+  await page.click("#call");
+  await page.waitForSelector("#result.success", { timeout: 5000 });
+  const value = (await page.textContent("#value")).trim();
+  if (value !== "15") fail(`the value is ${value}, not 15`);
+  const curl = await page.textContent("#curl");
+  if (!curl.includes("/tools/call") || !curl.includes("Calculator.Add@1.0.0")) fail("no curl command: " + curl);
+  console.log("value: ok");
+
+  // A 422: 1.5 is not an integer; the error shows next to the field.
+  await page.fill('[data-path="/a"] input', "1.5");
+  await page.click("#call");
+  await page.waitForSelector("#result.invalid", { timeout: 5000 });
+  const fieldError = (await page.textContent('[data-path="/a"] .err')).trim();
+  if (!fieldError.includes("integer")) fail(`the field error is "${fieldError}"`);
+  const untouched = (await page.textContent('[data-path="/b"] .err')).trim();
+  if (untouched) fail(`b has an error it should not: "${untouched}"`);
+  console.log("422 field error: ok");
+
+  // Doorbell.Ring: the tool error and its retry hints.
+  await page.click('nav button[data-id="Doorbell.Ring@0.1.0"]');
+  await page.fill('[data-path="/doorbell_id"] input', "doorbell1");
+  await page.click("#call");
+  await page.waitForSelector("#result.tool-error", { timeout: 5000 });
+  const hint = await page.textContent("#retry-hint");
+  if (!hint.includes("500 ms")) fail(`the retry hint is "${hint}"`);
+  const promptHint = await page.textContent("#prompt-hint");
+  if (promptHint !== "ids: doorbell42,doorbell84") fail(`the prompt hint is "${promptHint}"`);
+  console.log("retry hint: ok");
+
+  await page.screenshot({ path: screenshot, fullPage: true });
+  console.log("screenshot: " + screenshot);
+} finally {
+  await browser.close();
+}
