@@ -99,14 +99,15 @@ pub(crate) fn spawn_shared(
     run: BoxFuture<'static, CallOutcome>,
 ) -> Shared<BoxFuture<'static, CallOutcome>> {
     let task = tokio::spawn(run);
-    async move {
-        task.await.unwrap_or_else(|error| {
-            // The run itself contains panics; reaching here means the runtime is shutting down.
-            CallOutcome::unavailable(format!("the tool's task ended: {error}"))
-        })
-    }
-    .boxed()
-    .shared()
+    async move { task.await.unwrap_or_else(task_ended) }
+        .boxed()
+        .shared()
+}
+
+/// A run's task ended without an outcome. The run contains panics itself, so this means the
+/// runtime is shutting down: worth a retry elsewhere.
+pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
+    CallOutcome::unavailable(format!("the tool's task ended: {error}"))
 }
 
 impl IdempotencyStore for InMemoryIdempotency {
@@ -116,11 +117,11 @@ impl IdempotencyStore for InMemoryIdempotency {
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
         // The init future *returns* the shared run rather than awaiting it: awaiting inside
-        // `get_with` would make the run cancellable with its first caller.
+        // `or_insert_with` would make the run cancellable with its first caller.
         #[allow(clippy::async_yields_async)]
         Box::pin(async move {
-            // `get_with` inserts atomically: of concurrent first callers, one spawns the run
-            // and the rest wait for it. The init has no await point, so it cannot be cancelled
+            // `or_insert_with` inserts atomically: of concurrent first callers, one spawns the
+            // run and the rest wait for it. The init has no await point, so it cannot be cancelled
             // half-way (which would let a second caller spawn the run again).
             let entry = self
                 .runs

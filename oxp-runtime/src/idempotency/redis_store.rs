@@ -135,9 +135,7 @@ impl RedisIdempotency {
                     }
                     outcome
                 });
-                return Ok(task.await.unwrap_or_else(|error| {
-                    CallOutcome::unavailable(format!("the tool's task ended: {error}"))
-                }));
+                return Ok(task.await.unwrap_or_else(super::task_ended));
             }
             match self.get(&key).await? {
                 Some(value) if value == PENDING => tokio::time::sleep(POLL).await,

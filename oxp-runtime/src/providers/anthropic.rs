@@ -42,11 +42,7 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
                         DispatchError::Malformed(format!("a tool_use block lacks `{name}`"))
                     })
             };
-            let arguments = match block.get("input") {
-                Some(input @ Value::Object(_)) => Ok(input.clone()),
-                Some(other) => Err(format!("`input` must be an object, not {other}")),
-                None => Err("`input` is missing".to_owned()),
-            };
+            let arguments = super::object_arguments(block.get("input"), "input");
             Ok(ToolCall {
                 id: field("id")?,
                 name: field("name")?,

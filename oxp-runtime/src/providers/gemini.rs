@@ -311,10 +311,10 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
                 None if repeat == 0 => format!("call_{timestamp}_{name}"),
                 None => format!("call_{timestamp}_{name}_{}", repeat + 1),
             };
+            // A call without `args` takes no arguments.
             let arguments = match call.get("args") {
-                Some(args @ Value::Object(_)) => Ok(args.clone()),
                 None => Ok(json!({})),
-                Some(other) => Err(format!("`args` must be an object, not {other}")),
+                args => super::object_arguments(args, "args"),
             };
             Ok(ToolCall {
                 id,

@@ -241,6 +241,16 @@ pub struct ToolCall {
     pub arguments: Result<Value, String>,
 }
 
+/// A call's arguments when the provider sends them as a JSON object (Anthropic's `input`,
+/// Gemini's `args`): anything but an object is an error for the model, not a dispatch failure.
+pub(crate) fn object_arguments(value: Option<&Value>, field: &str) -> Result<Value, String> {
+    match value {
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
+        Some(other) => Err(format!("`{field}` must be an object, not {other}")),
+        None => Err(format!("`{field}` is missing")),
+    }
+}
+
 /// What came of one tool call, ready to be put in the provider's result format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolResult {
