@@ -333,9 +333,10 @@ pub async fn serve() {
         Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
     };
     let addr = listener.local_addr().unwrap_or(config.addr);
+    let shutdown = shutdown_signal();
     tracing::info!("serving OXP 1.0 on http://{addr}");
     match server
-        .serve(listener, shutdown_signal(), config.shutdown_grace)
+        .serve(listener, shutdown, config.shutdown_grace)
         .await
     {
         Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
@@ -411,23 +412,30 @@ fn fail(message: &str) -> ! {
     std::process::exit(2)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C or SIGTERM. The handlers are installed here, at once, not when the future is first
+/// polled: a signal that arrives right after the server says it is serving must already be ours.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {},
+                        _ = terminate.recv() => {},
+                    }
+                }
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-            Err(_) => std::future::pending().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

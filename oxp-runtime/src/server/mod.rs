@@ -26,14 +26,14 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, USER_AGENT};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Extension;
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 pub use auth::{AuthError, Principal, ServerAuth};
 pub use config::{serve, ConfigError, LogFormat, ServerConfig};
@@ -253,8 +253,13 @@ impl Server {
         );
         let protected = protected
             .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed)
-            .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+            .method_not_allowed_fallback(method_not_allowed);
+        // With authentication off there is nothing to check: no layer at all, no cost per call.
+        let protected = if state.auth.is_enabled() {
+            protected.route_layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        } else {
+            protected
+        };
         let open = Router::new().route("/health", get(health));
         let open = if playground {
             open.route("/", get(playground_page))
@@ -263,7 +268,11 @@ impl Server {
         };
         open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
-            .layer(middleware::from_fn(oxp_version_header))
+            // `OXP-Version` on every response, whatever the dialect (oxp-notes §3.6).
+            .layer(SetResponseHeaderLayer::overriding(
+                HeaderName::from_static("oxp-version"),
+                HeaderValue::from_static(OXP_VERSION),
+            ))
             .with_state(state)
     }
 }
@@ -300,15 +309,6 @@ fn list_bodies(registry: &Registry) -> ListBodies {
     ListBodies {
         items: serde_json::to_string(&items).expect("tool definitions serialize"),
     }
-}
-
-/// `OXP-Version: 1.0` on every response, whatever the dialect (oxp-notes §3.6).
-async fn oxp_version_header(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    response
-        .headers_mut()
-        .insert("oxp-version", HeaderValue::from_static(OXP_VERSION));
-    response
 }
 
 async fn authenticate(
@@ -406,14 +406,10 @@ fn is_langchain(headers: &HeaderMap) -> bool {
 }
 
 /// §1 C, E: one call. Size → dialect and shape → the pipeline → the answer in the caller's dialect.
-async fn call_tool(
-    State(state): State<Arc<AppState>>,
-    principal: Option<Extension<Principal>>,
-    OriginalUri(original): OriginalUri,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+async fn call_tool(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    // The request taken apart rather than through extractors, which would copy the headers.
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(body) => body,
         Err(_) => {
@@ -426,23 +422,28 @@ async fn call_tool(
             )
         }
     };
-    let (dialect, request) = match dialect::read_call(&headers, &body, state.langchain_compat) {
+    let (dialect, request) = match dialect::read_call(headers, &body, state.langchain_compat) {
         Ok(read) => read,
         Err(error) => {
-            let dialect = dialect_guess(&headers, &body);
+            let dialect = dialect_guess(headers, &body);
             return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
         }
     };
     let meta = CallMeta {
         // Only an authenticated principal scopes idempotency; `None` is "anonymous".
-        principal: principal
-            .filter(|Extension(p)| *p != Principal::Anonymous)
-            .map(|Extension(p)| p.to_string()),
+        principal: parts
+            .extensions
+            .get::<Principal>()
+            .filter(|p| **p != Principal::Anonymous)
+            .map(ToString::to_string),
         // Only a server that mints challenges needs the URLs they point back to.
-        check_url_base: state
-            .pipeline
-            .authorization_provider()
-            .map(|_| check_url_base(&state, &headers, &original, &uri)),
+        check_url_base: state.pipeline.authorization_provider().map(|_| {
+            let original = parts
+                .extensions
+                .get::<OriginalUri>()
+                .map_or(&parts.uri, |o| &o.0);
+            check_url_base(&state, headers, original, &parts.uri)
+        }),
         resolve_wire_names: state.langchain_compat,
     };
     let outcome = state.pipeline.call_with(request, &meta).await;
