@@ -89,14 +89,18 @@ tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
 [workspace]
 TOML
   {
-    echo "use oxp_runtime::tool;"
+    [ "$kind" = tools ] && echo "use oxp_runtime::tool;"
     for i in $(seq 1 "$n"); do
       echo "/// Tool number $i: add two numbers and an offset."
-      [ "$kind" = tools ] && echo "#[tool(toolkit = \"Gen\", version = \"1.0.0\")]"
-      echo "pub async fn add_$i(/// The first addend.
+      if [ "$kind" = tools ]; then
+        echo "#[tool(toolkit = \"Gen\", version = \"1.0.0\")]"
+        echo "pub async fn add_$i(/// The first addend.
  a: i64, /// The second addend.
  b: i64, /// A label.
  label: Option<String>) -> i64 { let _ = label; a + b + $i }"
+      else
+        echo "pub async fn add_$i(a: i64, b: i64, label: Option<String>) -> i64 { let _ = label; a + b + $i }"
+      fi
     done
     echo "#[tokio::main] async fn main() {"
     if [ "$kind" = tools ]; then echo "oxp_runtime::serve().await"; else
