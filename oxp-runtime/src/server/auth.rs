@@ -110,6 +110,11 @@ impl ServerAuth {
         self
     }
 
+    /// Whether an API key is shorter than the 32 bytes the spec recommends (A.60).
+    pub fn has_short_api_key(&self) -> bool {
+        self.api_keys.iter().any(|k| k.len() < 32)
+    }
+
     /// Whether any method is configured.
     pub fn is_enabled(&self) -> bool {
         self.jwt.is_some() || !self.api_keys.is_empty()

@@ -334,6 +334,7 @@ pub async fn serve() {
     };
     let addr = listener.local_addr().unwrap_or(config.addr);
     let shutdown = shutdown_signal();
+    warn_about_exposure(&config, addr);
     tracing::info!("serving OXP 1.0 on http://{addr}");
     match server
         .serve(listener, shutdown, config.shutdown_grace)
@@ -403,6 +404,19 @@ async fn run_subcommand(command: crate::cli::Command) -> i32 {
             2
         }
         crate::cli::Command::Serve => unreachable!("serving is not a subcommand"),
+    }
+}
+
+/// The spec's SHOULDs an operator can get wrong: internet-facing servers require authentication
+/// (oxp-notes §1 A.58), API keys carry at least 32 bytes of entropy (A.60).
+fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
+    if !addr.ip().is_loopback() && !config.auth.is_enabled() {
+        tracing::warn!(
+            "serving on {addr} without authentication: set OXP_API_KEYS or OXP_JWT_SECRET for any address others can reach"
+        );
+    }
+    if config.auth.has_short_api_key() {
+        tracing::warn!("an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes");
     }
 }
 
