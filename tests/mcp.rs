@@ -179,20 +179,9 @@ async fn mcp_is_behind_the_servers_authentication() {
     assert_eq!(accepted.status(), 200);
 }
 
-fn example_binary() -> String {
-    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "calculator"])
-        .current_dir(workspace)
-        .status()
-        .expect("cargo runs");
-    assert!(built.success());
-    format!("{workspace}/target/debug/calculator")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_the_stdio_subcommand() {
-    let mut command = tokio::process::Command::new(example_binary());
+    let mut command = tokio::process::Command::new(harness::example_binary());
     command.arg("mcp").env("OXP_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
@@ -225,7 +214,7 @@ async fn the_python_mcp_client_over_http_and_stdio() {
         return;
     }
     let example = harness::start_example(&[]);
-    let binary = example_binary();
+    let binary = harness::example_binary();
     let script = format!("{}/python/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
     let base = example.base.clone();
     let output = tokio::task::spawn_blocking(move || {

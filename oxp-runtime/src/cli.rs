@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::call::Pipeline;
 use crate::protocol::CallContext;
-use crate::providers::{self, anthropic, gemini, openai, Dispatcher, ExportError, Limits};
+use crate::providers::{anthropic, gemini, openai, Dispatcher, ExportError, Limits};
 use crate::registry::Registry;
 
 const USAGE: &str = "\
@@ -240,8 +240,7 @@ pub async fn dispatch(pipeline: Pipeline, format: Format) -> i32 {
             );
             0
         }
-        Err(error @ providers::DispatchError::Malformed(_))
-        | Err(error @ providers::DispatchError::TooManyCalls { .. }) => {
+        Err(error) => {
             eprintln!("error: {error}");
             2
         }

@@ -204,16 +204,22 @@ impl Drop for Example {
     }
 }
 
-pub fn start_example(env: &[(&str, &str)]) -> Example {
-    use std::io::{BufRead, BufReader};
+/// The example's binary, built as `cargo run` would. Built together with this package, so
+/// cargo unifies features as the test build did and finds the binary up to date.
+pub fn example_binary() -> String {
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let built = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "calculator"])
+        .args(["build", "--quiet", "-p", "calculator", "-p", "oxp-tests"])
         .current_dir(workspace)
         .status()
         .expect("cargo runs");
     assert!(built.success(), "the example builds");
-    let mut child = std::process::Command::new(format!("{workspace}/target/debug/calculator"))
+    format!("{workspace}/target/debug/calculator")
+}
+
+pub fn start_example(env: &[(&str, &str)]) -> Example {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(example_binary())
         .env("OXP_ADDR", "127.0.0.1:0")
         .env("OXP_LOG_FORMAT", "json")
         .envs(env.iter().copied())
