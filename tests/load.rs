@@ -21,7 +21,6 @@ use harness::Oxp;
 use oxp_runtime::server::Server;
 use reqwest::Method;
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
 
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -161,14 +160,8 @@ async fn one_call(oxp: &Oxp, kind: Kind, n: u64) -> bool {
             return true;
         }
         Kind::HangsUp => {
-            let body = json!({"request": {"call_id": call_id, "tool_id": "Once.Record", "input": {"ms": 20}}}).to_string();
-            let addr = oxp.base.trim_start_matches("http://");
-            let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let request = format!(
-                "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            socket.write_all(request.as_bytes()).await.unwrap();
+            let body = json!({"request": {"call_id": call_id, "tool_id": "Once.Record", "input": {"ms": 20}}});
+            oxp.call_and_hang_up(&body, Duration::ZERO).await;
             return false;
         }
     };

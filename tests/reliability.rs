@@ -81,19 +81,12 @@ async fn call_ids_are_scoped_per_principal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_disconnects_mid_call_loses_nothing() {
     let oxp = Oxp::start(server()).await;
-    let body = json!({"request": record("idem-dropped", 300)}).to_string();
-    // Send the request on a raw socket and hang up before the answer.
-    {
-        use tokio::io::AsyncWriteExt;
-        let addr = oxp.base.trim_start_matches("http://");
-        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!(
-            "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        socket.write_all(request.as_bytes()).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // Send the request and hang up before the answer.
+    oxp.call_and_hang_up(
+        &json!({"request": record("idem-dropped", 300)}),
+        Duration::from_millis(50),
+    )
+    .await;
     // The retry gets the answer of the run the first request started.
     let retry = oxp.call_request(record("idem-dropped", 300)).await;
     assert_eq!(retry.status, 200);

@@ -131,6 +131,21 @@ impl Oxp {
         }
     }
 
+    /// Sends a call on a raw socket and hangs up without reading the answer, as a client that
+    /// dies mid-call does; returns once the request is written (after `linger`).
+    pub async fn call_and_hang_up(&self, body: &serde_json::Value, linger: std::time::Duration) {
+        use tokio::io::AsyncWriteExt;
+        let body = body.to_string();
+        let addr = self.base.trim_start_matches("http://");
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(request.as_bytes()).await.unwrap();
+        tokio::time::sleep(linger).await;
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.send(self.request(reqwest::Method::GET, path)).await
     }
