@@ -148,6 +148,12 @@ impl Client {
     }
 
     /// Sends `Authorization: Bearer <token>` (an HS256 JWT, or a key the server takes as one).
+    ///
+    /// ```
+    /// use oxp_runtime::client::*;
+    /// let client = Client::new("http://127.0.0.1:8000").bearer("eyJhbGciOiJIUzI1NiJ9…");
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn bearer(mut self, token: impl Into<String>) -> Self {
         self.credentials = Credentials::Bearer(Sensitive::new(token));
@@ -155,6 +161,12 @@ impl Client {
     }
 
     /// Sends `OXP-API-Key: <key>`.
+    ///
+    /// ```
+    /// use oxp_runtime::client::*;
+    /// let client = Client::new("http://127.0.0.1:8000").api_key("k_…");
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.credentials = Credentials::ApiKey(Sensitive::new(key));
@@ -162,6 +174,12 @@ impl Client {
     }
 
     /// Which dialect to speak.
+    ///
+    /// ```
+    /// use oxp_runtime::client::*;
+    /// let client = Client::new("http://127.0.0.1:8000").dialect(Dialect::Bare);
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn dialect(mut self, dialect: Dialect) -> Self {
         self.dialect = dialect;
@@ -169,6 +187,12 @@ impl Client {
     }
 
     /// How to retry.
+    ///
+    /// ```
+    /// use oxp_runtime::client::*;
+    /// let client = Client::new("http://127.0.0.1:8000").retry(RetryPolicy { max_attempts: 5, ..RetryPolicy::default() });
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
@@ -176,6 +200,13 @@ impl Client {
     }
 
     /// Uses this HTTP client (for proxies, TLS settings, timeouts).
+    ///
+    /// ```
+    /// use oxp_runtime::client::*;
+    /// let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap();
+    /// let client = Client::new("http://127.0.0.1:8000").http_client(http);
+    /// # let _ = client;
+    /// ```
     #[must_use]
     pub fn http_client(mut self, http: reqwest::Client) -> Self {
         self.http = http;

@@ -27,26 +27,81 @@ pub struct RegisteredTool {
 
 impl RegisteredTool {
     /// What `#[tool]` registered.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].descriptor().fn_name, "hi");
+    /// ```
     pub fn descriptor(&self) -> &'static ToolDescriptor {
         self.descriptor
     }
 
     /// `Toolkit.Name@x.y.z`.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].id(), "Greeter.Hi@1.2.0");
+    /// ```
     pub fn id(&self) -> &str {
         &self.definition.id
     }
 
     /// The tool's version.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].version().minor, 2);
+    /// ```
     pub fn version(&self) -> ToolVersion {
         self.version
     }
 
     /// The definition `GET /tools` publishes.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].definition().version, "1.2.0");
+    /// ```
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
     }
 
     /// The input validator, compiled once at registration.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert!(registry.tools()[0].validator().is_valid(&serde_json::json!({})));
+    /// ```
     pub fn validator(&self) -> &jsonschema::Validator {
         &self.validator
     }
@@ -110,11 +165,33 @@ impl Registry {
     }
 
     /// Every tool, ordered by toolkit, name, then version.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools().len(), 1);
+    /// ```
     pub fn tools(&self) -> &[RegisteredTool] {
         &self.tools
     }
 
     /// Every tool's definition, as `GET /tools` lists them.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.definitions().next().unwrap().name, "Greeter_Hi");
+    /// ```
     pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
         self.tools.iter().map(RegisteredTool::definition)
     }
@@ -155,6 +232,17 @@ impl Registry {
 
     /// Finds the latest version of the tool whose wire name (`Toolkit_Name`) is `name`, as model
     /// providers and some clients call tools.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.resolve_wire_name("Greeter_Hi").unwrap().id(), "Greeter.Hi@1.2.0");
+    /// ```
     pub fn resolve_wire_name(&self, name: &str) -> Option<&RegisteredTool> {
         let path = self.by_wire_name.get(name)?;
         self.by_path

@@ -220,6 +220,11 @@ impl Pipeline {
     }
 
     /// The registry calls resolve against.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// assert!(pipeline.registry().tools().is_empty());
+    /// ```
     pub fn registry(&self) -> &Registry {
         &self.registry
     }
@@ -230,6 +235,12 @@ impl Pipeline {
     }
 
     /// How much work is under way and done.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let stats = pipeline.stats();
+    /// assert_eq!((stats.active, stats.started, stats.finished), (0, 0, 0));
+    /// ```
     pub fn stats(&self) -> CallStats {
         self.gate.stats()
     }
@@ -241,11 +252,24 @@ impl Pipeline {
     }
 
     /// Whether [`drain`](Self::drain) was called.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// pipeline.drain();
+    /// assert!(pipeline.is_draining());
+    /// ```
     pub fn is_draining(&self) -> bool {
         self.gate.is_draining()
     }
 
     /// Waits until no call is active and no tool runs, at most `limit`; `true` if it got there.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert!(pipeline.wait_idle(std::time::Duration::from_millis(10)).await);
+    /// # });
+    /// ```
     pub async fn wait_idle(&self, limit: Duration) -> bool {
         self.gate.wait_idle(limit).await
     }

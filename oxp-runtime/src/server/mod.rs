@@ -84,6 +84,14 @@ impl Server {
     }
 
     /// A server over an already configured pipeline.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).default_timeout(std::time::Duration::from_secs(5));
+    /// let server = Server::from_pipeline(pipeline);
+    /// # let _ = server;
+    /// ```
     pub fn from_pipeline(pipeline: Pipeline) -> Self {
         Server {
             pipeline,
@@ -100,6 +108,13 @@ impl Server {
     /// and the exact request, response and a curl command. The page itself holds no data; its
     /// calls go through the server's authentication like any other. Off by default; `serve()`
     /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).playground(true);
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn playground(mut self, on: bool) -> Self {
         self.playground = on;
@@ -107,6 +122,13 @@ impl Server {
     }
 
     /// How callers authenticate (off by default).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).auth(ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef"));
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn auth(mut self, auth: ServerAuth) -> Self {
         self.auth = auth;
@@ -114,6 +136,13 @@ impl Server {
     }
 
     /// The largest request body accepted; larger ones get a `413` with a JSON body.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).max_body_bytes(256 * 1024);
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
@@ -121,6 +150,13 @@ impl Server {
     }
 
     /// The time limit for tools that set no `timeout_ms` of their own.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).default_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.pipeline = self.pipeline.default_timeout(timeout);
@@ -128,6 +164,14 @@ impl Server {
     }
 
     /// The provider that mints authorization challenges (with `check_url`s on this server).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// use oxp_runtime::authorization::InMemoryAuthorization;
+    /// let server = Server::new(registry).authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
         self.pipeline = self.pipeline.authorization(provider);
@@ -136,6 +180,13 @@ impl Server {
 
     /// The URL clients reach this server at, for `check_url`s (behind a proxy); by default it
     /// is read from each request's `Host` and `X-Forwarded-Proto`.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).public_url("https://tools.example.com/oxp");
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn public_url(mut self, url: impl Into<String>) -> Self {
         self.public_url = Some(url.into().trim_end_matches('/').to_owned());
@@ -146,6 +197,13 @@ impl Server {
     /// a bare array from `GET /tools` for their user agents, `call_id`/`success`/`value`/`error`
     /// copied to the top of the envelope, and tools callable by wire name (oxp-notes §3.2, §3.3,
     /// §3.19). Off by default: strict OXP.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).langchain_compat(true);
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn langchain_compat(mut self, on: bool) -> Self {
         self.langchain_compat = on;
@@ -154,6 +212,13 @@ impl Server {
 
     /// At most `max_calls` calls at once (`None`: no limit; over it, a call is answered at once
     /// as temporarily unavailable), and at most `max_blocking` sync tools on blocking threads.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).limits(Some(512), 64);
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn limits(mut self, max_calls: Option<usize>, max_blocking: usize) -> Self {
         self.pipeline = self.pipeline.limits(max_calls, max_blocking);
@@ -162,6 +227,14 @@ impl Server {
 
     /// Where answers to calls with a `call_id` are kept (in memory by default); `None` turns
     /// idempotency off.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// use oxp_runtime::idempotency::InMemoryIdempotency;
+    /// let server = Server::new(registry).idempotency(None::<InMemoryIdempotency>); // off
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn idempotency(mut self, store: Option<impl IdempotencyStore>) -> Self {
         self.pipeline = self.pipeline.idempotency(store);
@@ -169,6 +242,13 @@ impl Server {
     }
 
     /// The pipeline calls run through (for its [`stats`](Pipeline::stats), say).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry);
+    /// assert_eq!(server.pipeline().stats().active, 0);
+    /// ```
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }
