@@ -10,19 +10,11 @@ use harness::Oxp;
 use oxp_runtime::client::{Client, ClientError, Dialect, RetryPolicy};
 use oxp_runtime::protocol::CallResult;
 use oxp_runtime::server::{Server, ServerAuth};
+use oxp_tests::runs;
 use serde_json::json;
 
 fn server() -> Server {
     Server::new(oxp_tests::all_tools().build().unwrap())
-}
-
-fn runs(call_id: &str) -> u32 {
-    oxp_tests::RUNS
-        .lock()
-        .unwrap()
-        .get(call_id)
-        .copied()
-        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -209,6 +209,11 @@ pub fn block(
 pub static RUNS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, u32>>> =
     std::sync::LazyLock::new(Default::default);
 
+/// How many times a tool recording into [`RUNS`] ran for `call_id`.
+pub fn runs(call_id: &str) -> u32 {
+    RUNS.lock().unwrap().get(call_id).copied().unwrap_or(0)
+}
+
 /// Record a run under this call's id, after a pause; returns the runs so far for the id.
 #[tool(toolkit = "Once", version = "1.0.0")]
 pub async fn record(

@@ -62,16 +62,16 @@ async fn call(
         .expect("a tool result")
 }
 
+/// An rmcp client on the server's `/mcp`.
+async fn connect(oxp: &Oxp) -> RunningService<RoleClient, ()> {
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    ().serve(transport).await.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_streamable_http() {
     let oxp = Oxp::start(Server::from_pipeline(pipeline())).await;
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "{}/mcp",
-            oxp.base
-        )))
-        .await
-        .unwrap();
+    let client = connect(&oxp).await;
 
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -138,13 +138,7 @@ async fn server_side_secrets_reach_tools_called_over_mcp() {
     let mcp = McpServer::new(pipeline()).with_context(context);
     let app = axum::Router::new().nest_service("/mcp", mcp.streamable_http_service());
     let oxp = Oxp::start_router(app).await;
-    let client = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "{}/mcp",
-            oxp.base
-        )))
-        .await
-        .unwrap();
+    let client = connect(&oxp).await;
     let sent = call(&client, "SMS_Send", json!({"to": "+1", "body": "hi"})).await;
     assert_eq!(text(&sent), "sent 2 chars to +1 with a 10-char key");
     client.cancel().await.unwrap();

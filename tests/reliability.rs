@@ -10,20 +10,12 @@ use oxp_runtime::call::Pipeline;
 use oxp_runtime::idempotency::{InMemoryIdempotency, RedisIdempotency};
 use oxp_runtime::protocol::CallToolRequest;
 use oxp_runtime::server::{Server, ServerAuth, Shutdown};
+use oxp_tests::runs;
 use reqwest::Method;
 use serde_json::{json, Value};
 
 fn server() -> Server {
     Server::new(oxp_tests::all_tools().build().unwrap())
-}
-
-fn runs(call_id: &str) -> u32 {
-    oxp_tests::RUNS
-        .lock()
-        .unwrap()
-        .get(call_id)
-        .copied()
-        .unwrap_or(0)
 }
 
 fn record(call_id: &str, ms: u64) -> Value {
