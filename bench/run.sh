@@ -6,6 +6,8 @@
 #   bench/run.sh startup   a server with 1,000 tools: process start → /health 200, and idle RSS
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
 #                          clean build and rebuild after editing one body (dev profile)
+#   bench/run.sh instructions  the same call through oxp's router and the bare handler, in process,
+#                          under callgrind: instructions per call (repeatable, unlike time)
 #   bench/run.sh all
 #
 # In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
@@ -68,6 +70,24 @@ http() {
     done
     printf 'at %s connections: throughput oxp/bare = %.3f, p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n' \
       "$c" "$(echo "$o_rps / $b_rps" | bc -l)" "$(echo "$o_p50 / $b_p50" | bc -l)" "$(echo "$o_p99 / $b_p99" | bc -l)"
+  done
+}
+
+# Instructions per call, by difference of two run lengths (start-up cancels out).
+instructions() {
+  command -v valgrind >/dev/null || {
+    echo "installing valgrind (Debian package)…" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
+  }
+  cargo build --release -q -p oxp-tests --example router_calls
+  local bin=$root/target/release/examples/router_calls
+  refs() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 | awk '/refs/ { gsub(",", "", $4); print $4 }'; }
+  for which in oxp bare; do
+    local short long
+    short=$(refs "$which" 1000)
+    long=$(refs "$which" 3000)
+    printf '%-4s %6d instructions per call (router → handler → response bytes)\n' "$which" $(((long - short) / 2000))
   done
 }
 
@@ -154,6 +174,7 @@ case "${1:-all}" in
   http) http ;;
   startup) startup ;;
   compile) compile ;;
-  all) http; startup; compile ;;
-  *) echo "usage: bench/run.sh [http|startup|compile|all]" >&2; exit 2 ;;
+  instructions) instructions ;;
+  all) http; startup; compile; instructions ;;
+  *) echo "usage: bench/run.sh [http|startup|compile|instructions|all]" >&2; exit 2 ;;
 esac

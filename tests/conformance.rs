@@ -82,6 +82,87 @@ async fn h11_h13_health_is_200_json_without_auth() {
     assert_eq!(reply.header("oxp-version"), Some("1.0"));
 }
 
+/// G.9: `OXP-Version` on every response, whatever produced it — the handlers, the fallbacks,
+/// authentication, the body limit, the playground page and the MCP service — and in every status.
+#[tokio::test]
+async fn g9_every_response_carries_oxp_version() {
+    let server = Server::new(fixtures())
+        .auth(ServerAuth::default().api_key(API_KEY))
+        .authorization(InMemoryAuthorization::new(
+            "https://auth.example.com/authorize",
+        ))
+        .max_body_bytes(1024)
+        .playground(true);
+    let oxp = Oxp::start(server).await;
+    let call = |body: Value| {
+        oxp.request(Method::POST, "/tools/call")
+            .header("x-api-key", API_KEY)
+            .json(&body)
+    };
+    let cases = [
+        (oxp.request(Method::GET, "/health"), 200),
+        (oxp.request(Method::GET, "/"), 200),
+        (
+            oxp.request(Method::GET, "/tools")
+                .header("x-api-key", API_KEY),
+            200,
+        ),
+        (oxp.request(Method::GET, "/tools"), 401),
+        (call(json!({"request": add("g9", json!(1), json!(2))})), 200),
+        (call(json!({"request": {"tool_id": "No.Such"}})), 400),
+        (
+            call(json!({"request": add("g9-bad", json!("x"), json!(2))})),
+            422,
+        ),
+        (
+            call(json!({"request": {"tool_id": "x", "input": {"pad": "a".repeat(2048)}}})),
+            413,
+        ),
+        (
+            oxp.request(Method::GET, "/no/such/route")
+                .header("x-api-key", API_KEY),
+            404,
+        ),
+        (
+            oxp.request(Method::DELETE, "/tools/call")
+                .header("x-api-key", API_KEY),
+            405,
+        ),
+        (oxp.request(Method::POST, "/health"), 405),
+        (
+            oxp.request(Method::GET, "/authorization/unknown")
+                .header("x-api-key", API_KEY),
+            404,
+        ),
+        (
+            oxp.request(Method::GET, "/authorization/%FF")
+                .header("x-api-key", API_KEY),
+            404,
+        ),
+        (
+            oxp.request(Method::GET, "/mcp")
+                .header("x-api-key", API_KEY),
+            0,
+        ),
+    ];
+    for (request, status) in cases {
+        let response = request.send().await.unwrap();
+        let url = response.url().path().to_owned();
+        if status != 0 {
+            assert_eq!(response.status(), status, "{url}");
+        }
+        assert_eq!(
+            response
+                .headers()
+                .get("oxp-version")
+                .map(|v| v.to_str().unwrap()),
+            Some("1.0"),
+            "OXP-Version on {} {url}",
+            response.status()
+        );
+    }
+}
+
 // ---- L. GET /tools ----------------------------------------------------------------------------
 
 #[tokio::test]

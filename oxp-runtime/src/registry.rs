@@ -137,6 +137,9 @@ impl fmt::Debug for RegisteredTool {
 #[derive(Debug)]
 pub struct Registry {
     tools: Vec<RegisteredTool>,
+    /// `Toolkit.Name@x.y.z` → index into `tools`: the exact ids clients send most, found
+    /// without parsing.
+    by_id: HashMap<String, usize>,
     /// `Toolkit.Name` → indexes into `tools`, in ascending version order.
     by_path: HashMap<String, Vec<usize>>,
     /// `Toolkit_Name` → `Toolkit.Name`.
@@ -199,6 +202,9 @@ impl Registry {
     /// Finds the tool a `tool_id` names: `Toolkit.Name` is the numerically latest version,
     /// `@x` exactly `x.0.0`, `@x.y.z` exactly that version.
     pub fn resolve(&self, tool_id: &str) -> Result<&RegisteredTool, ResolveError> {
+        if let Some(&i) = self.by_id.get(tool_id) {
+            return Ok(&self.tools[i]);
+        }
         let id = ToolId::parse(tool_id).map_err(|reason| ResolveError::InvalidId {
             tool_id: tool_id.to_owned(),
             reason,
@@ -397,8 +403,14 @@ impl RegistryBuilder {
             if toolkits.len() == 1 { "" } else { "s" },
             toolkits.into_iter().collect::<Vec<_>>().join(", ")
         );
+        let by_id = tools
+            .iter()
+            .enumerate()
+            .map(|(i, tool)| (tool.id().to_owned(), i))
+            .collect();
         Ok(Registry {
             tools,
+            by_id,
             by_path,
             by_wire_name,
         })

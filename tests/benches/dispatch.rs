@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::http::HeaderMap;
 use criterion::{criterion_group, criterion_main, Criterion};
 use oxp_runtime::call::{CallOutcome, Pipeline};
-use oxp_runtime::server::dialect;
+use oxp_runtime::server::{dialect, Server};
 use serde_json::json;
+use tower::ServiceExt;
 
 struct Counting;
 
@@ -54,6 +55,53 @@ fn wide(n: u32) -> serde_json::Value {
            "note": "x", "code": "c", "size": 7, "score": 1.5, "level": -3})
 }
 
+/// Measures `call` over fresh bodies from `next_body`: allocations per call first (outside
+/// criterion's own bookkeeping), then time per call. Calls run inside one `block_on` per batch,
+/// as inside a server's task: what is timed is the call, not entering the runtime.
+fn measure<F: std::future::Future>(
+    c: &mut Criterion,
+    runtime: &tokio::runtime::Runtime,
+    name: &str,
+    mut next_body: impl FnMut() -> Vec<u8>,
+    call: impl Fn(Vec<u8>) -> F,
+) {
+    let calls = 10_000u64;
+    let bodies: Vec<Vec<u8>> = (0..calls).map(|_| next_body()).collect();
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    runtime.block_on(async {
+        for body in bodies {
+            call(body).await;
+        }
+    });
+    let per_call = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / calls as f64;
+    println!("{name}: {per_call:.1} allocations per call");
+    c.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let bodies: Vec<Vec<u8>> = (0..iterations).map(|_| next_body()).collect();
+            runtime.block_on(async {
+                let started = std::time::Instant::now();
+                for body in bodies {
+                    std::hint::black_box(call(body).await);
+                }
+                started.elapsed()
+            })
+        })
+    });
+}
+
+/// A `POST /tools/call` through `router` in process (no socket), to the response's bytes.
+async fn through(router: &axum::Router, body: Vec<u8>) -> axum::body::Bytes {
+    let request = axum::http::Request::post("/tools/call")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap()
+}
+
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -79,35 +127,30 @@ fn bench(c: &mut Criterion) {
         let template = body.to_string();
         let mut n = 0u64;
         // call_ids must differ per call, or the idempotent case would measure the cache.
-        let mut next_body = move || {
+        let next_body = move || {
             n += 1;
             template.replace("CALL", &format!("c{n}")).into_bytes()
         };
-        // Allocations per call, outside criterion's own bookkeeping.
-        let calls = 10_000u64;
-        let bodies: Vec<Vec<u8>> = (0..calls).map(|_| next_body()).collect();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
-        runtime.block_on(async {
-            for body in &bodies {
-                dispatch(&pipeline, &headers, body).await;
-            }
+        measure(c, &runtime, name, next_body, |body| {
+            let (pipeline, headers) = (&pipeline, &headers);
+            async move { dispatch(pipeline, headers, &body).await }
         });
-        let per_call = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / calls as f64;
-        println!("{name}: {per_call:.1} allocations per call");
-        // Calls run inside one `block_on` per batch, as inside a server's task: what is timed
-        // is the dispatch, not entering the runtime.
-        c.bench_function(name, |b| {
-            b.iter_custom(|iterations| {
-                let bodies: Vec<Vec<u8>> = (0..iterations).map(|_| next_body()).collect();
-                runtime.block_on(async {
-                    let started = std::time::Instant::now();
-                    for body in &bodies {
-                        std::hint::black_box(dispatch(&pipeline, &headers, body).await);
-                    }
-                    started.elapsed()
-                })
-            })
-        });
+    }
+
+    // The HTTP layer without the network: the same add through the server's router, and through
+    // the bare axum handler of the load benchmark (`bench/bare`). The difference is what routing,
+    // layers and the pipeline cost over hand-written JSON work.
+    let add = br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
+    let oxp = Server::new(oxp_tests::all_tools().build().unwrap()).router();
+    let bare = bare::router();
+    for (name, router) in [("router: oxp add", &oxp), ("router: bare add", &bare)] {
+        measure(
+            c,
+            &runtime,
+            name,
+            || add.to_vec(),
+            |body| through(router, body),
+        );
     }
 }
 

@@ -28,7 +28,10 @@ pub(crate) struct Gate {
     active: AtomicU64,
     started: AtomicU64,
     finished: AtomicU64,
+    /// Wakes `wait_idle`; only notified while someone waits, since `notify_waiters` takes a
+    /// lock that every call would otherwise contend on twice.
     idle: Notify,
+    waiting: AtomicU64,
 }
 
 /// Why a call was not admitted.
@@ -47,6 +50,7 @@ impl Gate {
             started: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             idle: Notify::new(),
+            waiting: AtomicU64::new(0),
         }
     }
 
@@ -82,6 +86,15 @@ impl Gate {
         self.idle.notify_waiters();
     }
 
+    /// After a call or a run ended: wakes `wait_idle` if anyone waits. `SeqCst` on both sides
+    /// (here after the count's change, there before reading the counts) means either the
+    /// waiter sees the new count or this sees the waiter.
+    fn ended(&self) {
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.idle.notify_waiters();
+        }
+    }
+
     pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }
@@ -95,12 +108,25 @@ impl Gate {
     }
 
     fn is_idle(&self) -> bool {
-        let stats = self.stats();
+        let stats = CallStats {
+            active: self.active.load(Ordering::SeqCst),
+            started: self.started.load(Ordering::SeqCst),
+            finished: self.finished.load(Ordering::SeqCst),
+        };
         stats.active == 0 && stats.started == stats.finished
     }
 
     /// Waits until no call is active and no tool is running, or `limit` passes; `true` if idle.
     pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
+        /// Counts a waiter for as long as it waits (also when the timeout drops it).
+        struct Waiting<'a>(&'a AtomicU64);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
         let wait = async {
             loop {
                 let notified = self.idle.notified();
@@ -122,8 +148,8 @@ pub(crate) struct Admission {
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.gate.active.fetch_sub(1, Ordering::AcqRel);
-        self.gate.idle.notify_waiters();
+        self.gate.active.fetch_sub(1, Ordering::SeqCst);
+        self.gate.ended();
     }
 }
 
@@ -132,7 +158,7 @@ pub(super) struct Running<'a>(&'a Gate);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.finished.fetch_add(1, Ordering::AcqRel);
-        self.0.idle.notify_waiters();
+        self.0.finished.fetch_add(1, Ordering::SeqCst);
+        self.0.ended();
     }
 }

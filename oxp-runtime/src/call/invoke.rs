@@ -2,9 +2,12 @@
 //! call's secrets scrubbed from whatever text leaves it.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::Either;
 use futures_util::FutureExt;
 use serde_json::Value;
 
@@ -58,23 +61,61 @@ impl Redactor {
     }
 }
 
-/// Runs the tool and shapes what came of it as a `200` response (or a `422` when the input
-/// passed the schema but not the tool's own `Deserialize`). Owns everything it needs, so it can
-/// run as a task of its own that a client's disconnect does not cancel.
-pub(super) async fn execute(
+/// A tool run, ready to start: the tool's future is made here, and nothing runs until it is
+/// polled. Owns everything it needs, so it can run as a task of its own that a client's
+/// disconnect does not cancel.
+///
+/// Synchronous set-up here and a small `async` tail keep the future small: an `async fn` keeps
+/// storage for its arguments *and* its locals, and every call's future is moved into the tasks
+/// and boxes of the HTTP stack, so its size is paid per call.
+pub(super) fn execute(
     descriptor: &'static ToolDescriptor,
     context: ToolContext,
     input: Value,
     timeout: Option<Duration>,
-    gate: std::sync::Arc<Gate>,
-) -> CallOutcome {
+    gate: Arc<Gate>,
+) -> impl Future<Output = CallOutcome> + Send + 'static {
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
+    let run = match descriptor.invoke {
+        // The glue boxes the tool's future without running any of it.
+        Invoke::Async(glue) => {
+            Either::Left(AssertUnwindSafe(InTool(glue(context, input))).catch_unwind())
+        }
+        Invoke::Blocking(glue) => {
+            Either::Right(blocking(glue, context, input, gate.clone()).boxed())
+        }
+    };
+    finish(descriptor, call_id, redactor, run, timeout, gate)
+}
+
+/// A panic's payload, caught on whichever thread the tool ran.
+type Panic = Box<dyn std::any::Any + Send>;
+
+/// Drives the run within its time limit and shapes what came of it as a `200` response (or a
+/// `422` when the input passed the schema but not the tool's own `Deserialize`).
+async fn finish(
+    descriptor: &'static ToolDescriptor,
+    call_id: String,
+    redactor: Redactor,
+    run: impl Future<Output = Result<InvokeResult, Panic>>,
+    timeout: Option<Duration>,
+    gate: Arc<Gate>,
+) -> CallOutcome {
     let _running = gate.started();
     let started = Instant::now();
-    let result = invoke(descriptor, context, input, timeout, &redactor, &gate).await;
+    let ran = match timeout {
+        None => run.await,
+        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
+            Ok(Err(InvokeError::Tool(
+                ToolError::new("The tool took too long and was stopped.")
+                    .developer_message(format!("timed out after {} ms", limit.as_millis()))
+                    .can_retry(true),
+            )))
+        }),
+    };
     let duration = started.elapsed().as_secs_f64() * 1000.0;
-    let result = match result {
+    let result = match ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref(), &redactor))) {
         Ok(value) => CallResult::Success { value },
         Err(InvokeError::Tool(error)) => CallResult::Failure {
             error: redactor.tool_error(error),
@@ -100,55 +141,29 @@ pub(super) async fn execute(
     })
 }
 
-/// Runs the tool's glue, containing panics and enforcing the timeout.
-async fn invoke(
-    descriptor: &'static ToolDescriptor,
+/// A sync tool on the blocking pool, within a bounded share of it: a stuck sync tool holds its
+/// permit, so stuck tools can never take every thread.
+async fn blocking(
+    glue: fn(ToolContext, Value) -> InvokeResult,
     context: ToolContext,
     input: Value,
-    timeout: Option<Duration>,
-    redactor: &Redactor,
-    gate: &Gate,
-) -> InvokeResult {
-    let run = async move {
-        match descriptor.invoke {
-            Invoke::Async(glue) => AssertUnwindSafe(InTool(glue(context, input)))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|panic| Err(panicked(panic.as_ref(), redactor))),
-            Invoke::Blocking(glue) => {
-                // A bounded share of the blocking pool: a stuck sync tool holds its permit, so
-                // stuck tools can never take every thread.
-                let Ok(_permit) = gate.blocking.acquire().await else {
-                    return Err(InvokeError::Tool(ToolError::new(
-                        "The server is shutting down.",
-                    )));
-                };
-                let run = move || {
-                    let _in_tool = InToolGuard::enter();
-                    glue(context, input)
-                };
-                match tokio::task::spawn_blocking(run).await {
-                    Ok(result) => result,
-                    Err(join) if join.is_panic() => {
-                        Err(panicked(join.into_panic().as_ref(), redactor))
-                    }
-                    Err(join) => Err(InvokeError::Tool(
-                        ToolError::new("The tool was cancelled.")
-                            .developer_message(join.to_string()),
-                    )),
-                }
-            }
-        }
+    gate: Arc<Gate>,
+) -> Result<InvokeResult, Panic> {
+    let Ok(_permit) = gate.blocking.acquire().await else {
+        return Ok(Err(InvokeError::Tool(ToolError::new(
+            "The server is shutting down.",
+        ))));
     };
-    match timeout {
-        None => run.await,
-        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
-            Err(InvokeError::Tool(
-                ToolError::new("The tool took too long and was stopped.")
-                    .developer_message(format!("timed out after {} ms", limit.as_millis()))
-                    .can_retry(true),
-            ))
-        }),
+    let run = move || {
+        let _in_tool = InToolGuard::enter();
+        glue(context, input)
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok(result) => Ok(result),
+        Err(join) if join.is_panic() => Err(join.into_panic()),
+        Err(join) => Ok(Err(InvokeError::Tool(
+            ToolError::new("The tool was cancelled.").developer_message(join.to_string()),
+        ))),
     }
 }
 

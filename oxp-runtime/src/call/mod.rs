@@ -9,9 +9,11 @@ mod invoke;
 mod requirements;
 mod validate;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::future::{self, BoxFuture, Either};
 use futures_util::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -275,19 +277,59 @@ impl Pipeline {
     }
 
     /// Runs one call through every step, in the order oxp-notes §3.28 fixes.
-    pub async fn call(&self, request: CallToolRequest) -> CallOutcome {
-        self.call_with(request, &CallMeta::default()).await
+    pub fn call(&self, request: CallToolRequest) -> impl Future<Output = CallOutcome> + Send + '_ {
+        /// What a call arriving with nothing but its body is known as.
+        static ANONYMOUS: CallMeta = CallMeta {
+            principal: None,
+            check_url_base: None,
+            resolve_wire_names: false,
+        };
+        self.call_with(request, &ANONYMOUS)
     }
 
     /// [`call`](Self::call), with what the front knows besides the body.
-    pub async fn call_with(&self, mut request: CallToolRequest, meta: &CallMeta) -> CallOutcome {
-        let _admission = match self.gate.admit() {
+    pub fn call_with<'a>(
+        &'a self,
+        request: CallToolRequest,
+        meta: &'a CallMeta,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
+        let Started { run, call } = self.start(request, meta);
+        let span = call
+            .as_ref()
+            .map_or_else(tracing::Span::none, |(span, _)| span.clone());
+        let started = Instant::now();
+        run.instrument(span).map(move |outcome| {
+            // The admission drops with this closure: when the call is answered, or abandoned.
+            if let Some((span, _admission)) = call {
+                span.in_scope(|| finished(&outcome, started));
+            }
+            outcome
+        })
+    }
+
+    /// The synchronous steps: admit → resolve → requirements → validate, up to the tool's run.
+    ///
+    /// Doing them here rather than in an `async fn` keeps the call's future small (an `async
+    /// fn` keeps storage for its arguments and its locals), and every front moves that future
+    /// into tasks and boxes, paying for its size per call.
+    fn start<'a>(
+        &'a self,
+        mut request: CallToolRequest,
+        meta: &'a CallMeta,
+    ) -> Started<'a, impl Future<Output = CallOutcome> + Send + 'static> {
+        let answered = |outcome| Started {
+            run: Either::Left(future::ready(outcome).boxed()),
+            call: None,
+        };
+        let admission = match self.gate.admit() {
             Ok(admission) => admission,
             Err(Refusal::Full) => {
-                return CallOutcome::unavailable("the server is at its concurrency limit")
+                return answered(CallOutcome::unavailable(
+                    "the server is at its concurrency limit",
+                ))
             }
             Err(Refusal::Draining) => {
-                return CallOutcome::unavailable("the server is shutting down")
+                return answered(CallOutcome::unavailable("the server is shutting down"))
             }
         };
         // Only a client's own `call_id` is an idempotency key; a generated one is unique anyway.
@@ -305,7 +347,7 @@ impl Pipeline {
             Ok(tool) => tool,
             Err(error) => {
                 tracing::info!(call_id = %call_id, tool_id = %request.tool_id, reason = %error, "call refused");
-                return CallOutcome::Rejected(rejection(&request.tool_id, &error));
+                return answered(CallOutcome::Rejected(rejection(&request.tool_id, &error)));
             }
         };
         let span = tracing::info_span!(
@@ -314,32 +356,11 @@ impl Pipeline {
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
         );
-        let started = Instant::now();
-        let outcome = self
-            .run(tool, request, call_id, idempotency_key, meta)
-            .instrument(span.clone())
-            .await;
-        span.in_scope(|| {
-            let outcome_name = match &outcome {
-                CallOutcome::Completed(CallToolResponse {
-                    result: CallResult::Success { .. },
-                    ..
-                }) => "success",
-                CallOutcome::Completed(_) => "tool_error",
-                CallOutcome::Rejected(_) => "missing_requirements",
-                CallOutcome::Unavailable { .. } => "unavailable",
-                CallOutcome::Invalid(_) => "invalid_input",
-            };
-            // Successes at debug (a log line per call costs more than the call); everything
-            // else at info, where operators look.
-            let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-            if outcome_name == "success" {
-                tracing::debug!(outcome = outcome_name, duration_ms, "call finished");
-            } else {
-                tracing::info!(outcome = outcome_name, duration_ms, "call finished");
-            }
-        });
-        outcome
+        let run = span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta));
+        Started {
+            run,
+            call: Some((span, admission)),
+        }
     }
 
     fn resolve(&self, tool_id: &str, meta: &CallMeta) -> Result<&RegisteredTool, ResolveError> {
@@ -351,20 +372,22 @@ impl Pipeline {
         })
     }
 
-    /// The steps after resolution: requirements → validate → invoke (at most once per key).
-    async fn run(
-        &self,
-        tool: &RegisteredTool,
+    /// The steps after resolution: requirements → validate → the run (at most once per key).
+    fn run<'a>(
+        &'a self,
+        tool: &'a RegisteredTool,
         request: CallToolRequest,
         call_id: String,
         idempotency_key: Option<IdempotencyKey>,
-        meta: &CallMeta,
-    ) -> CallOutcome {
+        meta: &'a CallMeta,
+    ) -> Either<BoxFuture<'a, CallOutcome>, impl Future<Output = CallOutcome> + Send + 'static>
+    {
         let context =
             match requirements::requirements(tool, request.context.unwrap_or_default(), call_id) {
                 Ok(context) => context,
                 Err(missing) => {
-                    return CallOutcome::Rejected(self.missing(tool, missing, meta).await);
+                    let refusal = self.missing(tool, missing, meta);
+                    return Either::Left(refusal.map(CallOutcome::Rejected).boxed());
                 }
             };
         let context = match request.trace_id {
@@ -376,7 +399,7 @@ impl Pipeline {
             .input
             .unwrap_or_else(|| Value::Object(Default::default()));
         if let Some(invalid) = validate::validate(tool, &input) {
-            return CallOutcome::Invalid(invalid);
+            return Either::Left(future::ready(CallOutcome::Invalid(invalid)).boxed());
         }
 
         let timeout = tool
@@ -392,9 +415,37 @@ impl Pipeline {
             self.gate.clone(),
         );
         match (&self.idempotency, idempotency_key) {
-            (Some(store), Some(key)) => store.once(key, execution.boxed()).await,
-            _ => execution.await,
+            (Some(store), Some(key)) => Either::Left(store.once(key, execution.boxed())),
+            _ => Either::Right(execution),
         }
+    }
+}
+
+/// A call after its synchronous steps: what is left to await, and — when it was admitted and
+/// resolved — its span and its place in the gate.
+struct Started<'a, F> {
+    run: Either<BoxFuture<'a, CallOutcome>, F>,
+    call: Option<(tracing::Span, gate::Admission)>,
+}
+
+/// Logs a call's end in its span: successes at debug (a log line per call costs more than the
+/// call), everything else at info, where operators look.
+fn finished(outcome: &CallOutcome, started: Instant) {
+    let outcome_name = match outcome {
+        CallOutcome::Completed(CallToolResponse {
+            result: CallResult::Success { .. },
+            ..
+        }) => "success",
+        CallOutcome::Completed(_) => "tool_error",
+        CallOutcome::Rejected(_) => "missing_requirements",
+        CallOutcome::Unavailable { .. } => "unavailable",
+        CallOutcome::Invalid(_) => "invalid_input",
+    };
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    if outcome_name == "success" {
+        tracing::debug!(outcome = outcome_name, duration_ms, "call finished");
+    } else {
+        tracing::info!(outcome = outcome_name, duration_ms, "call finished");
     }
 }
 
@@ -409,5 +460,26 @@ fn rejection(tool_id: &str, error: &ResolveError) -> ServerErrorResponse {
         message,
         developer_message: Some(error.to_string()),
         missing_requirements: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Z.
+    #[crate::tool(toolkit = "Z")]
+    async fn echo(a: i64) -> i64 {
+        a
+    }
+
+    /// Every front moves a call's future into tasks and boxes, paying a copy of its whole size
+    /// per call: it was 2.4 KB while the steps were one `async fn`, and is under 0.5 KB now.
+    #[test]
+    fn a_call_future_stays_small() {
+        let pipeline = Pipeline::new(Registry::builder().tool(echo::TOOL).build().unwrap());
+        let call = pipeline.call(CallToolRequest::default());
+        let size = std::mem::size_of_val(&call);
+        assert!(size <= 768, "a call's future takes {size} bytes");
     }
 }

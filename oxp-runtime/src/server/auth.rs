@@ -229,11 +229,10 @@ impl std::error::Error for AuthError {}
 
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
-        let mut response = (
+        let mut response = super::json_response(
             StatusCode::UNAUTHORIZED,
-            axum::Json(serde_json::json!({ "message": self.0 })),
-        )
-            .into_response();
+            &serde_json::json!({ "message": self.0 }),
+        );
         response
             .headers_mut()
             .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::PathRejection;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, USER_AGENT};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -33,7 +34,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::set_header::SetResponseHeader;
 
 pub use auth::{AuthError, Principal, ServerAuth};
 pub use config::{serve, ConfigError, LogFormat, ServerConfig};
@@ -329,7 +330,11 @@ impl Server {
         #[cfg(feature = "mcp")]
         let protected = protected.nest_service(
             "/mcp",
-            crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
+            SetResponseHeader::overriding(
+                crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
+                OXP_VERSION_HEADER,
+                HeaderValue::from_static(OXP_VERSION),
+            ),
         );
         let protected = protected
             .fallback(not_found)
@@ -348,11 +353,6 @@ impl Server {
         };
         open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
-            // `OXP-Version` on every response, whatever the dialect (oxp-notes §3.6).
-            .layer(SetResponseHeaderLayer::overriding(
-                HeaderName::from_static("oxp-version"),
-                HeaderValue::from_static(OXP_VERSION),
-            ))
             .with_state(state)
     }
 }
@@ -408,6 +408,14 @@ async fn authenticate(
     }
 }
 
+/// `OXP-Version`, on every response whatever the dialect (oxp-notes §3.6).
+///
+/// Every response is built by [`json_bytes`] (or the playground page), and the MCP service is
+/// wrapped on its own, so each carries it. A router-wide layer would say the same in one line,
+/// but axum re-boxes every route under a layer: ~2,000 instructions per call, more than
+/// validating the input.
+const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-version");
+
 fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = Vec::with_capacity(256);
     serde_json::to_writer(&mut bytes, body).expect("wire types serialize");
@@ -417,9 +425,9 @@ fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
 fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
     let mut response = Response::new(Body::from(bytes.into()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
     response
 }
 
@@ -430,6 +438,7 @@ async fn playground_page() -> Response {
         CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
+    headers.insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
     // Everything the page needs is inline; it talks only to this server.
     headers.insert(
         "content-security-policy",
@@ -486,30 +495,37 @@ fn is_langchain(headers: &HeaderMap) -> bool {
 }
 
 /// §1 C, E: one call. Size → dialect and shape → the pipeline → the answer in the caller's dialect.
-async fn call_tool(State(state): State<Arc<AppState>>, request: Request) -> Response {
+///
+/// A plain `fn` returning the future (rather than an `async fn`, which keeps storage for its
+/// arguments besides its locals): the future is moved into axum's box on every call.
+fn call_tool(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+) -> impl std::future::Future<Output = Response> {
     // The request taken apart rather than through extractors, which would copy the headers.
     let (parts, body) = request.into_parts();
-    let headers = &parts.headers;
-    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
-        Ok(body) => body,
-        Err(_) => {
-            return json_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &json!({
-                    "message": "The request body is too large.",
-                    "developer_message": format!("the limit is {} bytes", state.max_body_bytes),
-                }),
-            )
-        }
-    };
-    let (dialect, request) = match dialect::read_call(headers, &body, state.langchain_compat) {
-        Ok(read) => read,
-        Err(error) => {
-            let dialect = dialect_guess(headers, &body);
-            return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
-        }
-    };
-    let meta = CallMeta {
+    async move {
+        let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+            Ok(body) => body,
+            Err(_) => return too_large(state.max_body_bytes),
+        };
+        let (dialect, request) =
+            match dialect::read_call(&parts.headers, &body, state.langchain_compat) {
+                Ok(read) => read,
+                Err(error) => {
+                    let dialect = dialect_guess(&parts.headers, &body);
+                    return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
+                }
+            };
+        let meta = call_meta(&state, &parts);
+        let outcome = state.pipeline.call_with(request, &meta).await;
+        respond(&dialect, outcome, state.langchain_compat)
+    }
+}
+
+/// What the pipeline needs to know of a call besides its body.
+fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
+    CallMeta {
         // Only an authenticated principal scopes idempotency; `None` is "anonymous".
         principal: parts
             .extensions
@@ -522,30 +538,40 @@ async fn call_tool(State(state): State<Arc<AppState>>, request: Request) -> Resp
                 .extensions
                 .get::<OriginalUri>()
                 .map_or(&parts.uri, |o| &o.0);
-            check_url_base(&state, headers, original, &parts.uri)
+            check_url_base(state, &parts.headers, original, &parts.uri)
         }),
         resolve_wire_names: state.langchain_compat,
-    };
-    let outcome = state.pipeline.call_with(request, &meta).await;
+    }
+}
+
+fn too_large(limit: usize) -> Response {
+    json_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &json!({
+            "message": "The request body is too large.",
+            "developer_message": format!("the limit is {limit} bytes"),
+        }),
+    )
+}
+
+/// The HTTP answer to a call's outcome.
+fn respond(dialect: &Dialect, outcome: CallOutcome, compat: bool) -> Response {
     match &outcome {
-        CallOutcome::Completed(response) => {
-            let compat = state.langchain_compat;
-            answer(&dialect, StatusCode::OK, response, compat)
-        }
-        CallOutcome::Rejected(error) => answer(&dialect, StatusCode::BAD_REQUEST, error, false),
+        CallOutcome::Completed(response) => answer(dialect, StatusCode::OK, response, compat),
+        CallOutcome::Rejected(error) => answer(dialect, StatusCode::BAD_REQUEST, error, false),
         CallOutcome::Unavailable {
             error,
             retry_after_ms,
         } => {
             // The SDKs' retry logic reads these (oxp-notes §5): wait, then try again.
-            let mut response = answer(&dialect, StatusCode::BAD_REQUEST, error, false);
+            let mut response = answer(dialect, StatusCode::BAD_REQUEST, error, false);
             let headers = response.headers_mut();
             headers.insert("retry-after-ms", HeaderValue::from(*retry_after_ms));
             headers.insert("x-should-retry", HeaderValue::from_static("true"));
             response
         }
         CallOutcome::Invalid(error) => {
-            answer(&dialect, StatusCode::UNPROCESSABLE_ENTITY, error, false)
+            answer(dialect, StatusCode::UNPROCESSABLE_ENTITY, error, false)
         }
     }
 }
@@ -636,11 +662,12 @@ fn check_url_base(state: &AppState, headers: &HeaderMap, original: &Uri, uri: &U
 /// §1 R.56: `GET check_url` → `{"status": "pending"|"completed"|"failed"}`; unknown → 404.
 async fn check_authorization(
     State(state): State<Arc<AppState>>,
-    Path(check_id): Path<String>,
+    check_id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let status = match state.pipeline.authorization_provider() {
-        Some(provider) => provider.status(&check_id).await,
-        None => None,
+    // An id that does not even decode (`%FF`) is no challenge this server minted.
+    let status = match (state.pipeline.authorization_provider(), check_id) {
+        (Some(provider), Ok(Path(check_id))) => provider.status(&check_id).await,
+        _ => None,
     };
     match status {
         Some(status) => json_response(StatusCode::OK, &json!({ "status": status })),

@@ -1,0 +1,56 @@
+//! Calls through a router in process (no socket), for counting instructions per call with
+//! callgrind — a figure that, unlike time, does not move with the machine's load:
+//!
+//! ```sh
+//! bench/run.sh instructions      # oxp vs bare, by difference of two run lengths
+//! ```
+//!
+//! `router_calls oxp|bare [calls]`: the same `Calculator.Add` call `calls` times through the OXP
+//! server's router or the bare handler of the load benchmark, with the same log subscriber as
+//! `serve()` at `warn`, and the time per call on stderr.
+
+use oxp_runtime::server::Server;
+use tower::ServiceExt;
+
+const ADD: &[u8] =
+    br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
+
+async fn call(router: &axum::Router) -> axum::body::Bytes {
+    let request = axum::http::Request::post("/tools/call")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(ADD))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap()
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let which = args.next().unwrap_or_else(|| "oxp".into());
+    let calls: u64 = args
+        .next()
+        .map_or(20_000, |n| n.parse().expect("a number of calls"));
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+        .init();
+    let router = match which.as_str() {
+        "bare" => bare::router(),
+        "oxp" => Server::new(oxp_tests::all_tools().build().unwrap()).router(),
+        other => panic!("oxp or bare, not {other}"),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let started = std::time::Instant::now();
+        for _ in 0..calls {
+            std::hint::black_box(call(&router).await);
+        }
+        let per_call = started.elapsed().as_nanos() as f64 / calls as f64;
+        eprintln!("{which}: {calls} calls, {per_call:.0} ns per call");
+    });
+}
