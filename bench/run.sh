@@ -2,7 +2,8 @@
 # Performance measurements of oxp, on loopback only (127.0.0.1), bounded in time.
 #
 #   bench/run.sh http      oxp vs a bare axum handler doing the same JSON work: wrk at 32 and 256
-#                          connections, alternating A B A B; req/s, p50, p99 and the ratios
+#                          connections, alternating A B B A …; req/s, p50, p99 and the ratios of
+#                          the sums over ROUNDS rounds (default 4) of DURATION seconds (default 10)
 #   bench/run.sh startup   a server with 1,000 tools: process start → /health 200, and idle RSS
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
 #                          clean build and rebuild after editing one body (dev profile)
@@ -17,7 +18,7 @@ root=$PWD
 work=$root/target/bench
 mkdir -p "$work"
 DURATION=${DURATION:-10}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-4}
 
 need_wrk() {
   if ! command -v wrk >/dev/null; then
@@ -57,16 +58,27 @@ http() {
   trap 'kill $oxp $bare 2>/dev/null' RETURN
   wait_health http://127.0.0.1:18080/health
   sleep 0.3
+  # Warm both up (page cache, allocator arenas, connection set-up) before anything is counted.
+  DURATION=2 wrk_run 256 http://127.0.0.1:18080/tools/call >/dev/null
+  DURATION=2 wrk_run 256 http://127.0.0.1:18081/tools/call >/dev/null
   printf '%-6s %-5s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
   for c in 32 256; do
     local o_rps=0 o_p50=0 o_p99=0 b_rps=0 b_p50=0 b_p99=0
     for round in $(seq 1 "$ROUNDS"); do
-      read -r r p50 p99 < <(wrk_run "$c" http://127.0.0.1:18080/tools/call)
-      printf '%-6s %-5s %12s %10s %10s\n' "$c" oxp "$r" "$p50" "$p99"
-      o_rps=$(echo "$o_rps + $r" | bc -l); o_p50=$(echo "$o_p50 + $p50" | bc -l); o_p99=$(echo "$o_p99 + $p99" | bc -l)
-      read -r r p50 p99 < <(wrk_run "$c" http://127.0.0.1:18081/tools/call)
-      printf '%-6s %-5s %12s %10s %10s\n' "$c" bare "$r" "$p50" "$p99"
-      b_rps=$(echo "$b_rps + $r" | bc -l); b_p50=$(echo "$b_p50 + $p50" | bc -l); b_p99=$(echo "$b_p99 + $p99" | bc -l)
+      # A B, then B A: a machine that speeds up or slows down over the run favours neither.
+      local order="oxp bare"
+      [ $((round % 2)) -eq 0 ] && order="bare oxp"
+      for server in $order; do
+        local port=18080
+        [ "$server" = bare ] && port=18081
+        read -r r p50 p99 < <(wrk_run "$c" "http://127.0.0.1:$port/tools/call")
+        printf '%-6s %-5s %12s %10s %10s\n' "$c" "$server" "$r" "$p50" "$p99"
+        if [ "$server" = oxp ]; then
+          o_rps=$(echo "$o_rps + $r" | bc -l); o_p50=$(echo "$o_p50 + $p50" | bc -l); o_p99=$(echo "$o_p99 + $p99" | bc -l)
+        else
+          b_rps=$(echo "$b_rps + $r" | bc -l); b_p50=$(echo "$b_p50 + $p50" | bc -l); b_p99=$(echo "$b_p99 + $p99" | bc -l)
+        fi
+      done
     done
     printf 'at %s connections: throughput oxp/bare = %.3f, p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n' \
       "$c" "$(echo "$o_rps / $b_rps" | bc -l)" "$(echo "$o_p50 / $b_p50" | bc -l)" "$(echo "$o_p99 / $b_p99" | bc -l)"

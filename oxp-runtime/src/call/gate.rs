@@ -1,11 +1,10 @@
 //! Admission: the concurrency limit, draining for shutdown, and the counters that prove no call
 //! was lost (every tool started also finished).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 
 /// How many sync tools may occupy blocking threads at once, by default.
 pub const DEFAULT_MAX_BLOCKING: usize = 64;
@@ -22,12 +21,12 @@ pub struct CallStats {
 }
 
 pub(crate) struct Gate {
-    calls: Option<Arc<Semaphore>>,
+    calls: Option<Semaphore>,
     pub(super) blocking: Semaphore,
     draining: AtomicBool,
-    active: AtomicU64,
-    started: AtomicU64,
-    finished: AtomicU64,
+    active: Striped,
+    started: Striped,
+    finished: Striped,
     /// Wakes `wait_idle`; only notified while someone waits, since `notify_waiters` takes a
     /// lock that every call would otherwise contend on twice.
     idle: Notify,
@@ -43,42 +42,42 @@ pub(crate) enum Refusal {
 impl Gate {
     pub(crate) fn new(max_calls: Option<usize>, max_blocking: usize) -> Self {
         Gate {
-            calls: max_calls.map(|n| Arc::new(Semaphore::new(n))),
+            calls: max_calls.map(Semaphore::new),
             blocking: Semaphore::new(max_blocking.max(1)),
             draining: AtomicBool::new(false),
-            active: AtomicU64::new(0),
-            started: AtomicU64::new(0),
-            finished: AtomicU64::new(0),
+            active: Striped::default(),
+            started: Striped::default(),
+            finished: Striped::default(),
             idle: Notify::new(),
             waiting: AtomicU64::new(0),
         }
     }
 
     /// Admits a call now or refuses it now: a full server answers at once, it never queues.
-    pub(crate) fn admit(self: &Arc<Self>) -> Result<Admission, Refusal> {
+    pub(crate) fn admit(&self) -> Result<Admission<'_>, Refusal> {
         if self.draining.load(Ordering::Acquire) {
             return Err(Refusal::Draining);
         }
         let permit = match &self.calls {
-            Some(calls) => Some(
-                calls
-                    .clone()
-                    .try_acquire_owned()
-                    .map_err(|_| Refusal::Full)?,
-            ),
+            Some(calls) => Some(calls.try_acquire().map_err(|_| Refusal::Full)?),
             None => None,
         };
-        self.active.fetch_add(1, Ordering::AcqRel);
+        self.active.add(1);
         Ok(Admission {
-            gate: self.clone(),
+            gate: self,
             _permit: permit,
         })
     }
 
-    /// Marks a tool run as started until the guard drops.
-    pub(super) fn started(&self) -> Running<'_> {
-        self.started.fetch_add(1, Ordering::AcqRel);
-        Running(self)
+    /// Counts a tool run as started; [`run_finished`](Self::run_finished) must follow.
+    pub(super) fn run_started(&self) {
+        self.started.add(1);
+    }
+
+    /// Counts a started tool run as finished (whatever became of it).
+    pub(super) fn run_finished(&self) {
+        self.finished.add(1);
+        self.ended();
     }
 
     pub(crate) fn drain(&self) {
@@ -101,18 +100,14 @@ impl Gate {
 
     pub(crate) fn stats(&self) -> CallStats {
         CallStats {
-            active: self.active.load(Ordering::Acquire),
-            started: self.started.load(Ordering::Acquire),
-            finished: self.finished.load(Ordering::Acquire),
+            active: self.active.sum(),
+            started: self.started.sum(),
+            finished: self.finished.sum(),
         }
     }
 
     fn is_idle(&self) -> bool {
-        let stats = CallStats {
-            active: self.active.load(Ordering::SeqCst),
-            started: self.started.load(Ordering::SeqCst),
-            finished: self.finished.load(Ordering::SeqCst),
-        };
+        let stats = self.stats();
         stats.active == 0 && stats.started == stats.finished
     }
 
@@ -141,24 +136,69 @@ impl Gate {
 }
 
 /// A call in the pipeline; dropping it (answered, or the client went away) lets another in.
-pub(crate) struct Admission {
-    gate: Arc<Gate>,
-    _permit: Option<OwnedSemaphorePermit>,
+pub(crate) struct Admission<'a> {
+    gate: &'a Gate,
+    _permit: Option<SemaphorePermit<'a>>,
 }
 
-impl Drop for Admission {
+impl Drop for Admission<'_> {
     fn drop(&mut self) {
-        self.gate.active.fetch_sub(1, Ordering::SeqCst);
+        self.gate.active.add(u64::MAX); // −1, wrapping
         self.gate.ended();
     }
 }
 
-/// A tool run in progress.
-pub(super) struct Running<'a>(&'a Gate);
+/// How many cache lines a [`Striped`] counter is spread over.
+const STRIPES: usize = 8;
 
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.finished.fetch_add(1, Ordering::SeqCst);
-        self.0.ended();
+/// A counter spread over cache lines, one per thread (modulo [`STRIPES`]): every call counts
+/// several times, and one shared line would bounce between the cores on each count. A stripe
+/// may wrap below zero (a call admitted on one thread can end on another); the wrapping sum
+/// is exact.
+#[derive(Default)]
+struct Striped([Line; STRIPES]);
+
+#[derive(Default)]
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+impl Striped {
+    fn add(&self, n: u64) {
+        self.0[stripe()].0.fetch_add(n, Ordering::SeqCst);
+    }
+
+    fn sum(&self) -> u64 {
+        self.0.iter().fold(0, |sum, line| {
+            sum.wrapping_add(line.0.load(Ordering::SeqCst))
+        })
+    }
+}
+
+/// This thread's stripe, handed out round-robin as threads first count.
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    }
+    STRIPE.with(|stripe| *stripe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_striped_count_is_exact_across_threads() {
+        let counter = Striped::default();
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| (0..1000).for_each(|_| counter.add(1)));
+                // Decrements on other threads than the increments: stripes go below zero.
+                scope.spawn(|| (0..1000).for_each(|_| counter.add(u64::MAX)));
+            }
+        });
+        assert_eq!(counter.sum(), 0);
+        counter.add(3);
+        assert_eq!(counter.sum(), 3);
     }
 }

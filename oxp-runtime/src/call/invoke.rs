@@ -4,10 +4,12 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_util::future::Either;
+use futures_util::future::{BoxFuture, Either};
 use futures_util::FutureExt;
 use serde_json::Value;
 
@@ -64,17 +66,13 @@ impl Redactor {
 /// A tool run, ready to start: the tool's future is made here, and nothing runs until it is
 /// polled. Owns everything it needs, so it can run as a task of its own that a client's
 /// disconnect does not cancel.
-///
-/// Synchronous set-up here and a small `async` tail keep the future small: an `async fn` keeps
-/// storage for its arguments *and* its locals, and every call's future is moved into the tasks
-/// and boxes of the HTTP stack, so its size is paid per call.
 pub(super) fn execute(
     descriptor: &'static ToolDescriptor,
     context: ToolContext,
     input: Value,
     timeout: Option<Duration>,
     gate: Arc<Gate>,
-) -> impl Future<Output = CallOutcome> + Send + 'static {
+) -> Execution {
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
     let run = match descriptor.invoke {
@@ -86,59 +84,115 @@ pub(super) fn execute(
             Either::Right(blocking(glue, context, input, gate.clone()).boxed())
         }
     };
-    finish(descriptor, call_id, redactor, run, timeout, gate)
+    let run = match timeout {
+        None => Either::Left(run),
+        // Boxed: the timer is large, and only calls with a time limit should carry it.
+        Some(limit) => Either::Right(
+            tokio::time::timeout(limit, run)
+                .map(move |ran| ran.unwrap_or_else(|_| Ok(Err(timed_out(limit)))))
+                .boxed(),
+        ),
+    };
+    Execution {
+        descriptor,
+        call_id,
+        redactor,
+        run,
+        gate,
+        started: None,
+    }
 }
 
 /// A panic's payload, caught on whichever thread the tool ran.
 type Panic = Box<dyn std::any::Any + Send>;
 
-/// Drives the run within its time limit and shapes what came of it as a `200` response (or a
-/// `422` when the input passed the schema but not the tool's own `Deserialize`).
-async fn finish(
+/// The tool's future, panics caught: on the async workers, or on the blocking pool.
+type Run = Either<
+    futures_util::future::CatchUnwind<AssertUnwindSafe<InTool>>,
+    BoxFuture<'static, Result<InvokeResult, Panic>>,
+>;
+
+/// A tool run in flight: drives the tool within its time limit and shapes what came of it as a
+/// `200` response (or a `422` when the input passed the schema but not the tool's own
+/// `Deserialize`).
+///
+/// Written out rather than as an `async fn`, which would keep storage for its arguments and
+/// its locals besides (three times this size): every call's future is moved into the tasks and
+/// boxes of the HTTP stack, so its size is paid per call.
+pub(super) struct Execution {
     descriptor: &'static ToolDescriptor,
     call_id: String,
     redactor: Redactor,
-    run: impl Future<Output = Result<InvokeResult, Panic>>,
-    timeout: Option<Duration>,
+    run: Either<Run, BoxFuture<'static, Result<InvokeResult, Panic>>>,
     gate: Arc<Gate>,
-) -> CallOutcome {
-    let _running = gate.started();
-    let started = Instant::now();
-    let ran = match timeout {
-        None => run.await,
-        Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or_else(|_| {
-            Ok(Err(InvokeError::Tool(
-                ToolError::new("The tool took too long and was stopped.")
-                    .developer_message(format!("timed out after {} ms", limit.as_millis()))
-                    .can_retry(true),
-            )))
-        }),
-    };
-    let duration = started.elapsed().as_secs_f64() * 1000.0;
-    let result = match ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref(), &redactor))) {
-        Ok(value) => CallResult::Success { value },
-        Err(InvokeError::Tool(error)) => CallResult::Failure {
-            error: redactor.tool_error(error),
-        },
-        Err(InvokeError::Input(e)) => {
-            return CallOutcome::Invalid(ValidationErrorResponse {
-                message: format!(
-                    "The input for '{}_{}' is invalid: {e}",
-                    descriptor.toolkit, descriptor.name
-                ),
-                parameter_errors: BTreeMap::new(),
-            })
+    /// Set when first polled, which counts the run as started; a run the idempotency store
+    /// drops unpolled never started.
+    started: Option<Instant>,
+}
+
+impl Future for Execution {
+    type Output = CallOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        let this = &mut *self;
+        let started = *this.started.get_or_insert_with(|| {
+            this.gate.run_started();
+            Instant::now()
+        });
+        let ran = std::task::ready!(this.run.poll_unpin(cx));
+        let duration = started.elapsed().as_secs_f64() * 1000.0;
+        let outcome = this.shape(ran, duration);
+        this.started = None;
+        this.gate.run_finished();
+        Poll::Ready(outcome)
+    }
+}
+
+impl Drop for Execution {
+    /// A run dropped mid-way (its timeout, or its task aborted) still finished.
+    fn drop(&mut self) {
+        if self.started.is_some() {
+            self.gate.run_finished();
         }
-        Err(InvokeError::Output(e)) => CallResult::Failure {
-            error: ToolError::new("The tool produced a value that could not be sent.")
-                .developer_message(format!("serializing the value failed: {e}")),
-        },
-    };
-    CallOutcome::Completed(CallToolResponse {
-        call_id,
-        duration: Some(duration),
-        result,
-    })
+    }
+}
+
+impl Execution {
+    fn shape(&mut self, ran: Result<InvokeResult, Panic>, duration: f64) -> CallOutcome {
+        let redactor = &self.redactor;
+        let result = match ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref(), redactor))) {
+            Ok(value) => CallResult::Success { value },
+            Err(InvokeError::Tool(error)) => CallResult::Failure {
+                error: redactor.tool_error(error),
+            },
+            Err(InvokeError::Input(e)) => {
+                return CallOutcome::Invalid(ValidationErrorResponse {
+                    message: format!(
+                        "The input for '{}_{}' is invalid: {e}",
+                        self.descriptor.toolkit, self.descriptor.name
+                    ),
+                    parameter_errors: BTreeMap::new(),
+                })
+            }
+            Err(InvokeError::Output(e)) => CallResult::Failure {
+                error: ToolError::new("The tool produced a value that could not be sent.")
+                    .developer_message(format!("serializing the value failed: {e}")),
+            },
+        };
+        CallOutcome::Completed(CallToolResponse {
+            call_id: std::mem::take(&mut self.call_id),
+            duration: Some(duration),
+            result,
+        })
+    }
+}
+
+fn timed_out(limit: Duration) -> InvokeError {
+    InvokeError::Tool(
+        ToolError::new("The tool took too long and was stopped.")
+            .developer_message(format!("timed out after {} ms", limit.as_millis()))
+            .can_retry(true),
+    )
 }
 
 /// A sync tool on the blocking pool, within a bounded share of it: a stuck sync tool holds its

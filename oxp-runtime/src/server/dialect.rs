@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -14,6 +14,9 @@ use crate::protocol::{CallToolRequest, ServerErrorResponse};
 pub const DEFAULT_SCHEMA: &str = "urn:oxp:1.0";
 /// The `OXP-Version` every response carries.
 pub const OXP_VERSION: &str = "1.0";
+
+/// The header that carries [`OXP_VERSION`] (a `HeaderName` made once, not parsed per lookup).
+pub(crate) const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-version");
 /// The only major version this server speaks.
 const MAJOR: u64 = 1;
 
@@ -73,7 +76,7 @@ fn header_major(value: &str) -> Option<u64> {
 
 /// Checks the `OXP-Version` header, if sent; returns its major version.
 pub fn check_version_header(headers: &HeaderMap) -> Result<Option<u64>, ServerErrorResponse> {
-    let Some(value) = headers.get("oxp-version") else {
+    let Some(value) = headers.get(OXP_VERSION_HEADER) else {
         return Ok(None);
     };
     let major = value.to_str().ok().and_then(header_major).ok_or_else(|| {
@@ -235,22 +238,24 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
     let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
         return Ok(());
     };
-    let media = value
-        .to_str()
-        .unwrap_or_default()
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    if media == "application/json"
-        || (media.starts_with("application/") && media.ends_with("+json"))
-    {
+    let media = value.to_str().unwrap_or_default();
+    let media = media.split(';').next().unwrap_or_default().trim();
+    let is = |prefix: &str, suffix: &str| {
+        media.len() >= prefix.len() + suffix.len()
+            && media.is_char_boundary(prefix.len())
+            && media.is_char_boundary(media.len() - suffix.len())
+            && media[..prefix.len()].eq_ignore_ascii_case(prefix)
+            && media[media.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    };
+    if media.eq_ignore_ascii_case("application/json") || is("application/", "+json") {
         Ok(())
     } else {
         Err(bad_request(
             "The request body must be JSON.",
-            format!("Content-Type `{media}` is not application/json"),
+            format!(
+                "Content-Type `{}` is not application/json",
+                media.to_ascii_lowercase()
+            ),
         ))
     }
 }

@@ -27,7 +27,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::http::header::{CONTENT_TYPE, HOST, USER_AGENT};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -43,7 +43,7 @@ use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
-use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION};
+use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION, OXP_VERSION_HEADER};
 
 /// The default cap on a request body.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -408,14 +408,10 @@ async fn authenticate(
     }
 }
 
-/// `OXP-Version`, on every response whatever the dialect (oxp-notes §3.6).
-///
-/// Every response is built by [`json_bytes`] (or the playground page), and the MCP service is
-/// wrapped on its own, so each carries it. A router-wide layer would say the same in one line,
-/// but axum re-boxes every route under a layer: ~2,000 instructions per call, more than
-/// validating the input.
-const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-version");
-
+// `OXP-Version` is on every response, whatever the dialect (oxp-notes §3.6): every response is
+// built by `json_bytes` (or the playground page), and the MCP service is wrapped on its own. A
+// router-wide layer would say the same in one line, but axum re-boxes every route under a
+// layer: ~2,000 instructions per call, more than validating the input.
 fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = Vec::with_capacity(256);
     serde_json::to_writer(&mut bytes, body).expect("wire types serialize");
