@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+use tokio::sync::{Notify, Semaphore};
 
 /// How many sync tools may occupy blocking threads at once, by default.
 pub const DEFAULT_MAX_BLOCKING: usize = 64;
@@ -21,7 +21,9 @@ pub struct CallStats {
 }
 
 pub(crate) struct Gate {
-    calls: Option<Semaphore>,
+    /// At most this many calls at once, and how many are in: a counter, not a semaphore,
+    /// since a full server never queues (and releasing a semaphore permit takes a lock).
+    calls: Option<(usize, AtomicUsize)>,
     pub(super) blocking: Semaphore,
     draining: AtomicBool,
     active: Striped,
@@ -42,7 +44,7 @@ pub(crate) enum Refusal {
 impl Gate {
     pub(crate) fn new(max_calls: Option<usize>, max_blocking: usize) -> Self {
         Gate {
-            calls: max_calls.map(Semaphore::new),
+            calls: max_calls.map(|max| (max, AtomicUsize::new(0))),
             blocking: Semaphore::new(max_blocking.max(1)),
             draining: AtomicBool::new(false),
             active: Striped::default(),
@@ -58,15 +60,14 @@ impl Gate {
         if self.draining.load(Ordering::Acquire) {
             return Err(Refusal::Draining);
         }
-        let permit = match &self.calls {
-            Some(calls) => Some(calls.try_acquire().map_err(|_| Refusal::Full)?),
-            None => None,
-        };
+        if let Some((max, calls)) = &self.calls {
+            if calls.fetch_add(1, Ordering::AcqRel) >= *max {
+                calls.fetch_sub(1, Ordering::AcqRel);
+                return Err(Refusal::Full);
+            }
+        }
         self.active.add(1);
-        Ok(Admission {
-            gate: self,
-            _permit: permit,
-        })
+        Ok(Admission { gate: self })
     }
 
     /// Counts a tool run as started; [`run_finished`](Self::run_finished) must follow.
@@ -138,11 +139,13 @@ impl Gate {
 /// A call in the pipeline; dropping it (answered, or the client went away) lets another in.
 pub(crate) struct Admission<'a> {
     gate: &'a Gate,
-    _permit: Option<SemaphorePermit<'a>>,
 }
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
+        if let Some((_, calls)) = &self.gate.calls {
+            calls.fetch_sub(1, Ordering::AcqRel);
+        }
         self.gate.active.add(u64::MAX); // −1, wrapping
         self.gate.ended();
     }
