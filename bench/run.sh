@@ -3,7 +3,10 @@
 #
 #   bench/run.sh http      oxp vs a bare axum handler doing the same JSON work: wrk at 32 and 256
 #                          connections, alternating A B B A …; req/s, p50, p99 and the ratios of
-#                          the sums over ROUNDS rounds (default 4) of DURATION seconds (default 10)
+#                          the sums over ROUNDS rounds (default 10) of DURATION seconds (default 3),
+#                          with the median and range of the rounds' throughput ratios (this
+#                          machine's speed swings by a quarter within a minute: many short
+#                          alternating rounds average that out)
 #   bench/run.sh startup   a server with 1,000 tools: process start → /health 200, and idle RSS
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
 #                          clean build and rebuild after editing one body (dev profile)
@@ -17,8 +20,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 work=$root/target/bench
 mkdir -p "$work"
-DURATION=${DURATION:-10}
-ROUNDS=${ROUNDS:-4}
+DURATION=${DURATION:-3}
+ROUNDS=${ROUNDS:-10}
 
 need_wrk() {
   if ! command -v wrk >/dev/null; then
@@ -63,25 +66,33 @@ http() {
   DURATION=2 wrk_run 256 http://127.0.0.1:18081/tools/call >/dev/null
   printf '%-6s %-5s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
   for c in 32 256; do
-    local o_rps=0 o_p50=0 o_p99=0 b_rps=0 b_p50=0 b_p99=0
+    local rounds=$work/http-$c.txt
+    : > "$rounds"
     for round in $(seq 1 "$ROUNDS"); do
       # A B, then B A: a machine that speeds up or slows down over the run favours neither.
-      local order="oxp bare"
+      local order="oxp bare" line=""
       [ $((round % 2)) -eq 0 ] && order="bare oxp"
+      declare -A got=()
       for server in $order; do
         local port=18080
         [ "$server" = bare ] && port=18081
         read -r r p50 p99 < <(wrk_run "$c" "http://127.0.0.1:$port/tools/call")
         printf '%-6s %-5s %12s %10s %10s\n' "$c" "$server" "$r" "$p50" "$p99"
-        if [ "$server" = oxp ]; then
-          o_rps=$(echo "$o_rps + $r" | bc -l); o_p50=$(echo "$o_p50 + $p50" | bc -l); o_p99=$(echo "$o_p99 + $p99" | bc -l)
-        else
-          b_rps=$(echo "$b_rps + $r" | bc -l); b_p50=$(echo "$b_p50 + $p50" | bc -l); b_p99=$(echo "$b_p99 + $p99" | bc -l)
-        fi
+        got[$server]="$r $p50 $p99"
       done
+      echo "${got[oxp]} ${got[bare]}" >> "$rounds"
     done
-    printf 'at %s connections: throughput oxp/bare = %.3f, p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n' \
-      "$c" "$(echo "$o_rps / $b_rps" | bc -l)" "$(echo "$o_p50 / $b_p50" | bc -l)" "$(echo "$o_p99 / $b_p99" | bc -l)"
+    # Columns: oxp rps p50 p99, bare rps p50 p99 — one line per round.
+    local sorted
+    sorted=$(awk '{ print $1 / $4 }' "$rounds" | sort -g | tr '\n' ' ')
+    awk -v c="$c" -v sorted="$sorted" '
+      { o += $1; op50 += $2; op99 += $3; b += $4; bp50 += $5; bp99 += $6 }
+      END {
+        n = split(sorted, r, " ")
+        median = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+        printf "at %s connections: throughput oxp/bare = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n",
+          c, o / b, median, r[1], r[n], op50 / bp50, op99 / bp99
+      }' "$rounds"
   done
 }
 
