@@ -22,7 +22,7 @@
 //! # let _ = service;
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
@@ -48,13 +48,15 @@ const VERSION_MARK: &str = "__v";
 pub struct McpServer {
     pipeline: Pipeline,
     context: Arc<CallContext>,
-    tools: Arc<Vec<Tool>>,
+    /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
+    /// server that never sees an MCP client should not hold (about 3 KB per tool).
+    tools: Arc<OnceLock<Vec<Tool>>>,
 }
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.pipeline.registry().tools().len())
             .finish_non_exhaustive()
     }
 }
@@ -64,11 +66,10 @@ impl McpServer {
     /// carry taken from the environment (see the module docs).
     pub fn new(pipeline: Pipeline) -> Self {
         let context = crate::cli::context_from_env(pipeline.registry());
-        let tools = Arc::new(tools(pipeline.registry()));
         McpServer {
             pipeline,
             context: Arc::new(context),
-            tools,
+            tools: Arc::default(),
         }
     }
 
@@ -81,7 +82,7 @@ impl McpServer {
 
     /// The tools as `tools/list` shows them.
     pub fn tools(&self) -> &[Tool] {
-        &self.tools
+        self.tools.get_or_init(|| tools(self.pipeline.registry()))
     }
 
     /// The streamable HTTP transport as a tower service. It accepts requests for any `Host`:
@@ -183,7 +184,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
     }
 
     async fn call_tool(
