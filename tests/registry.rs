@@ -381,3 +381,104 @@ async fn sync_tools_and_unit_tools_work() {
     };
     assert_eq!(null.result, CallResult::Success { value: None });
 }
+
+// ---- The glue: how a validated input reaches the fn's parameters ----------------------------
+
+/// Plain parameters: read one by one by the runtime (no per-tool `Deserialize`).
+#[tool(toolkit = "Glue", version = "1.0.0")]
+async fn plain(
+    /// A count.
+    count: i64,
+    /// A label.
+    label: Option<String>,
+    /// A keyword parameter.
+    r#type: String,
+) -> String {
+    format!("{count}/{label:?}/{type}", type = r#type)
+}
+
+/// A parameter with `#[serde]` attributes: read by a derived `Deserialize`, which honours them.
+#[tool(toolkit = "Glue", version = "1.0.0")]
+fn renamed(
+    /// A count, `n` on the wire.
+    #[serde(rename = "n")]
+    count: i64,
+) -> i64 {
+    count * 2
+}
+
+async fn invoke(
+    descriptor: &'static oxp_runtime::ToolDescriptor,
+    input: Value,
+) -> Result<Value, String> {
+    use oxp_runtime::{Invoke, InvokeError};
+    let context = oxp_runtime::ToolContext::new("c".to_owned());
+    let result = match descriptor.invoke {
+        Invoke::Async(glue) => glue(context, input).await,
+        Invoke::Blocking(glue) => glue(context, input),
+    };
+    match result {
+        Ok(value) => Ok(value.unwrap_or(Value::Null)),
+        Err(InvokeError::Input(e)) => Err(e.to_string()),
+        Err(_) => Err("another error".to_owned()),
+    }
+}
+
+#[tokio::test]
+async fn plain_parameters_are_read_by_name_with_options_absent_or_null() {
+    let read = |input| invoke(plain::TOOL, input);
+    assert_eq!(
+        read(json!({"count": 3, "type": "t"})).await.unwrap(),
+        json!("3/None/t")
+    );
+    assert_eq!(
+        read(json!({"count": 3, "label": null, "type": "t"}))
+            .await
+            .unwrap(),
+        json!("3/None/t")
+    );
+    assert_eq!(
+        read(json!({"count": 3, "label": "x", "type": "t"}))
+            .await
+            .unwrap(),
+        json!("3/Some(\"x\")/t")
+    );
+    // What the schema lets through but the type does not (1.0 is a JSON Schema integer), and
+    // what a caller that skips validation could send: each error names the parameter.
+    let error = read(json!({"count": 1.0, "type": "t"})).await.unwrap_err();
+    assert!(error.starts_with("`count`: invalid type"), "{error}");
+    assert_eq!(
+        read(json!({"type": "t"})).await.unwrap_err(),
+        "missing field `count`"
+    );
+    let error = read(json!({"count": 1, "type": "t", "extra": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        error.starts_with("unknown field `extra`, expected one of `count`, `label`, `type`"),
+        "{error}"
+    );
+    let error = read(json!([1, 2])).await.unwrap_err();
+    assert!(
+        error.contains("expected an object of the tool's parameters"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn serde_attributes_on_parameters_are_honoured() {
+    assert_eq!(
+        invoke(renamed::TOOL, json!({"n": 4})).await.unwrap(),
+        json!(8)
+    );
+    let schema = Registry::builder()
+        .tool(renamed::TOOL)
+        .build()
+        .unwrap()
+        .tools()[0]
+        .definition()
+        .input_schema
+        .clone();
+    assert_eq!(schema["required"], json!(["n"]));
+    assert!(invoke(renamed::TOOL, json!({"count": 4})).await.is_err());
+}

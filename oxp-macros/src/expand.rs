@@ -3,6 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use crate::errors::Errors;
@@ -63,21 +64,44 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
             let locals: Vec<_> = (0..params.len())
                 .map(|i| format_ident!("__oxp_arg{i}"))
                 .collect();
-            let names = params.iter().map(|p| &p.name);
             for (param, local) in params.iter().zip(&locals) {
                 call_args.push((param.position, quote!(#local)));
                 let ty = &param.ty;
                 checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
             }
+            // Plain parameters are read one by one through the runtime's `Fields`, generic
+            // only over each parameter's type; a derived `Deserialize` (a visitor per tool) is
+            // only for parameters whose `#[serde]` attributes it must interpret.
+            let plain = params.iter().all(|p| p.passthrough.is_empty());
+            let (derives, decode) = if plain {
+                let names: Vec<String> =
+                    params.iter().map(|p| p.name.unraw().to_string()).collect();
+                let types = params.iter().map(|p| &p.ty);
+                (
+                    // The struct only describes the input: its fields are never read.
+                    quote!(#[derive(#oxp::schemars::JsonSchema)] #[allow(dead_code)]),
+                    quote! {
+                        let mut __oxp_fields = #oxp::Fields::new(__oxp_input, &[#(#names),*])?;
+                        #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
+                        __oxp_fields.finish()?;
+                    },
+                )
+            } else {
+                let names = params.iter().map(|p| &p.name);
+                (
+                    quote!(#[derive(#oxp::serde::Deserialize, #oxp::schemars::JsonSchema)]),
+                    quote!(let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;),
+                )
+            };
             (
                 quote!(__OxpInput),
                 quote! {
-                    #[derive(#oxp::serde::Deserialize, #oxp::schemars::JsonSchema)]
+                    #derives
                     #[serde(crate = #crate_serde, deny_unknown_fields)]
                     #[schemars(crate = #crate_schemars)]
                     struct __OxpInput { #(#fields,)* }
                 },
-                quote!(let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;),
+                decode,
             )
         }
         Inputs::Whole { ty, position } => {

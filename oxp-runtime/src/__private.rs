@@ -26,7 +26,7 @@ use serde_json::Value;
     note = "a #[tool] parameter is read from JSON and described by a JSON Schema: add \
             `#[derive(serde::Deserialize, schemars::JsonSchema)]` to the type, or use a type that has both"
 )]
-pub trait ToolParameter {}
+pub trait ToolParameter: DeserializeOwned + schemars::JsonSchema {}
 impl<T: DeserializeOwned + schemars::JsonSchema> ToolParameter for T {}
 
 /// What a tool's value must be.
@@ -50,7 +50,7 @@ pub trait IntoToolError: Into<ToolError> {}
 impl<E: Into<ToolError>> IntoToolError for E {}
 
 /// Compile-time checks, called from a fn the expansion never runs.
-pub const fn assert_parameter<T: ToolParameter + ?Sized>() {}
+pub const fn assert_parameter<T: ToolParameter>() {}
 /// See [`assert_parameter`].
 pub const fn assert_output<T: ToolOutput + ?Sized>() {}
 /// See [`assert_parameter`].
@@ -83,4 +83,91 @@ pub fn unit_result<E: Into<ToolError>>(result: Result<(), E>) -> InvokeResult {
     result
         .map(|()| None)
         .map_err(|e| InvokeError::Tool(e.into()))
+}
+
+/// A tool's input object, read one parameter at a time.
+///
+/// The expansion reads each parameter with [`take`](Self::take), which is generic only over the
+/// parameter's type: every `i64` parameter of every tool shares one instance. A derived
+/// `Deserialize` for each tool's input struct would instead compile a visitor per tool, and
+/// that per-tool code is most of what `#[tool]` costs to build. (Parameters with `#[serde]`
+/// attributes still go through a derived `Deserialize`, which understands them.)
+pub struct Fields {
+    object: serde_json::Map<String, Value>,
+    /// The parameter names, for the error about one the tool does not have.
+    expected: &'static [&'static str],
+}
+
+impl Fields {
+    /// The input, which must be an object.
+    pub fn new(input: Value, expected: &'static [&'static str]) -> Result<Fields, InvokeError> {
+        match input {
+            Value::Object(object) => Ok(Fields { object, expected }),
+            other => Err(InvokeError::Input(serde::de::Error::invalid_type(
+                unexpected(&other),
+                &"an object of the tool's parameters",
+            ))),
+        }
+    }
+
+    /// The parameter `name`: absent is `None` for an `Option`, and "missing field" otherwise,
+    /// as a derived `Deserialize` has it.
+    pub fn take<T: ToolParameter>(&mut self, name: &'static str) -> Result<T, InvokeError> {
+        let read = match self.object.remove(name) {
+            // Named, as the derived `Deserialize` of a struct does not.
+            Some(value) => T::deserialize(value)
+                .map_err(|e| serde::de::Error::custom(format_args!("`{name}`: {e}"))),
+            None => T::deserialize(Missing(name)),
+        };
+        read.map_err(InvokeError::Input)
+    }
+
+    /// Refuses parameters the tool does not have (the input schema is closed, so a validated
+    /// input has none; this keeps a direct call honest too).
+    pub fn finish(self) -> Result<(), InvokeError> {
+        match self.object.keys().next() {
+            None => Ok(()),
+            Some(name) => Err(InvokeError::Input(serde::de::Error::unknown_field(
+                name,
+                self.expected,
+            ))),
+        }
+    }
+}
+
+fn unexpected(value: &Value) -> serde::de::Unexpected<'_> {
+    use serde::de::Unexpected;
+    match value {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(_) => Unexpected::Other("a number"),
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    }
+}
+
+/// What an absent parameter deserializes from: `None` for an `Option`, "missing field `name`"
+/// for anything else (serde's derive does the same with a private helper).
+struct Missing(&'static str);
+
+impl<'de> serde::Deserializer<'de> for Missing {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
 }
