@@ -145,10 +145,10 @@ TOML
         echo "pub async fn add_$i(a: i64, b: i64, label: Option<String>) -> i64 { let _ = label; a + b + $i }"
       fi
     done
+    # Both serve: the only difference is the attribute (so both link the same runtime).
     echo "#[tokio::main] async fn main() {"
-    if [ "$kind" = tools ]; then echo "oxp_runtime::serve().await"; else
-      for i in $(seq 1 "$n"); do echo "let _ = add_$i(1, 2, None).await;"; done
-    fi
+    [ "$kind" = tools ] || for i in $(seq 1 "$n"); do echo "let _ = add_$i(1, 2, None).await;"; done
+    echo "oxp_runtime::serve().await"
     echo "}"
   } > "$dir/src/main.rs"
   echo "$dir"
