@@ -37,6 +37,12 @@ use crate::protocol::{
 };
 
 /// How the client frames requests.
+///
+/// ```
+/// use oxp_runtime::client::{Client, Dialect};
+/// let client = Client::new("http://127.0.0.1:8000").dialect(Dialect::Bare);
+/// # let _ = client;
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Dialect {
     /// The OpenAPI envelope `{"$schema", "request"}` (what every OXP server accepts).
@@ -54,6 +60,13 @@ enum Credentials {
 }
 
 /// How hard to try.
+///
+/// ```
+/// use oxp_runtime::client::{Client, RetryPolicy};
+/// let policy = RetryPolicy { max_attempts: 5, ..RetryPolicy::default() };
+/// let client = Client::new("http://127.0.0.1:8000").retry(policy);
+/// # let _ = client;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included (1: no retries).
@@ -78,6 +91,16 @@ impl Default for RetryPolicy {
 }
 
 /// An OXP client.
+///
+/// ```no_run
+/// use oxp_runtime::client::Client;
+///
+/// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+/// let client = Client::new("http://127.0.0.1:8000");
+/// let sum = client.call("Calculator.Add", serde_json::json!({"a": 1, "b": 2})).await?;
+/// println!("{:?}", sum.result);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     base: String,
@@ -98,6 +121,18 @@ impl fmt::Debug for Client {
 }
 
 /// Why a call or list did not produce an answer. Never a tool's own error: that is a value.
+///
+/// ```no_run
+/// use oxp_runtime::client::Client;
+///
+/// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+/// let client = Client::new("http://127.0.0.1:8000");
+/// match client.call("Calculator.Add", serde_json::json!({"a": "one"})).await {
+///     Err(oxp_runtime::client::ClientError::Validation(invalid)) => println!("{:?}", invalid.parameter_errors),
+///     other => println!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub enum ClientError {
     /// `400`: refused before the tool ran (unknown tool, missing requirements, …).
@@ -137,6 +172,11 @@ impl std::error::Error for ClientError {}
 impl Client {
     /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8000`), unauthenticated,
     /// in the envelope dialect, with the default [`RetryPolicy`].
+    ///
+    /// ```
+    /// let client = oxp_runtime::client::Client::new("http://127.0.0.1:8000/");
+    /// # let _ = client;
+    /// ```
     pub fn new(base_url: impl Into<String>) -> Self {
         Client {
             base: base_url.into().trim_end_matches('/').to_owned(),
@@ -222,6 +262,17 @@ impl Client {
     }
 
     /// `GET /tools`: every tool definition.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// for tool in client.list().await? {
+    ///     println!("{} — {}", tool.id, tool.description);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list(&self) -> Result<Vec<ToolDefinition>, ClientError> {
         #[derive(Deserialize)]
         struct List {
@@ -255,6 +306,16 @@ impl Client {
     }
 
     /// Calls `tool_id` with `input` and a fresh `call_id`.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.call("Calculator.Add@1.0.0", serde_json::json!({"a": 1, "b": 2})).await?;
+    /// assert!(matches!(response.result, oxp_runtime::protocol::CallResult::Success { .. }));
+    /// # Ok(()) }
+    /// ```
     pub async fn call(&self, tool_id: &str, input: Value) -> Result<CallToolResponse, ClientError> {
         self.request(tool_id).input(input).send().await
     }
@@ -361,6 +422,23 @@ fn status_error(status: u16, body: &[u8]) -> ClientError {
 }
 
 /// A call being built by [`Client::request`].
+///
+/// ```no_run
+/// use oxp_runtime::client::Client;
+///
+/// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+/// let client = Client::new("http://127.0.0.1:8000");
+/// let response = client
+///     .request("Mail.Send")
+///     .input(serde_json::json!({"to": "ada@example.com"}))
+///     .call_id("send-42")
+///     .user_id("ada")
+///     .secret("SMTP_PASSWORD", "…")
+///     .send()
+///     .await?;
+/// # let _ = response;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct CallBuilder<'c> {
     client: &'c Client,
@@ -369,6 +447,16 @@ pub struct CallBuilder<'c> {
 
 impl CallBuilder<'_> {
     /// The input object.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").input(serde_json::json!({"a": 1, "b": 2})).send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn input(mut self, input: Value) -> Self {
         self.request.input = Some(input);
@@ -377,6 +465,16 @@ impl CallBuilder<'_> {
 
     /// The `call_id` (the idempotency key); one is generated when not set, and kept across
     /// retries either way.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").call_id("add-1").send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn call_id(mut self, call_id: impl Into<String>) -> Self {
         self.request.call_id = Some(call_id.into());
@@ -384,6 +482,16 @@ impl CallBuilder<'_> {
     }
 
     /// The `trace_id`.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").trace_id("trace-7").send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn trace_id(mut self, trace_id: impl Into<String>) -> Self {
         self.request.trace_id = Some(trace_id.into());
@@ -391,6 +499,16 @@ impl CallBuilder<'_> {
     }
 
     /// The user the call is made for.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").user_id("ada").send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn user_id(mut self, user_id: impl Into<String>) -> Self {
         self.context().user_id = Some(user_id.into());
@@ -398,6 +516,16 @@ impl CallBuilder<'_> {
     }
 
     /// A secret for the tool.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").secret("API_KEY", "…").send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
         self.context().secrets.push(ToolSecret {
@@ -409,6 +537,16 @@ impl CallBuilder<'_> {
     }
 
     /// An authorization token for provider `id`.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").authorization_token("github", "gho_…").send().await?;
+    /// # let _ = response;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn authorization_token(mut self, id: impl Into<String>, token: impl Into<String>) -> Self {
         self.context().authorization.push(AuthorizationToken {
@@ -426,6 +564,16 @@ impl CallBuilder<'_> {
     }
 
     /// Sends the call, retrying as the client's [`RetryPolicy`] says, with one `call_id`.
+    ///
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000");
+    /// let response = client.request("Calculator.Add").input(serde_json::json!({"a": 1, "b": 2})).send().await?;
+    /// println!("{} took {:?} ms", response.call_id, response.duration);
+    /// # Ok(()) }
+    /// ```
     pub async fn send(mut self) -> Result<CallToolResponse, ClientError> {
         let client = self.client;
         self.request

@@ -44,6 +44,18 @@ use crate::version::ToolVersion;
 const VERSION_MARK: &str = "__v";
 
 /// An MCP server over a pipeline.
+///
+/// ```
+/// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+/// let server = McpServer::new(pipeline);
+/// assert_eq!(server.tools()[0].name, "Calculator_Add");
+/// ```
 #[derive(Clone)]
 pub struct McpServer {
     pipeline: Pipeline,
@@ -64,6 +76,18 @@ impl std::fmt::Debug for McpServer {
 impl McpServer {
     /// An MCP server for every tool of the pipeline's registry, with the requirements MCP cannot
     /// carry taken from the environment (see the module docs).
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let server = McpServer::new(pipeline);
+    /// # let _ = server;
+    /// ```
     pub fn new(pipeline: Pipeline) -> Self {
         let context = crate::cli::context_from_env(pipeline.registry());
         McpServer {
@@ -74,6 +98,19 @@ impl McpServer {
     }
 
     /// The secrets, tokens and user id every call gets, instead of the environment's.
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let context = serde_json::from_value(serde_json::json!({"user_id": "ada"})).unwrap();
+    /// let server = McpServer::new(pipeline).with_context(context);
+    /// # let _ = server;
+    /// ```
     #[must_use]
     pub fn with_context(mut self, context: CallContext) -> Self {
         self.context = Arc::new(context);
@@ -81,6 +118,19 @@ impl McpServer {
     }
 
     /// The tools as `tools/list` shows them.
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let server = McpServer::new(pipeline);
+    /// let tool = &server.tools()[0];
+    /// assert_eq!(tool.input_schema["required"], serde_json::json!(["a", "b"]));
+    /// ```
     pub fn tools(&self) -> &[Tool] {
         self.tools.get_or_init(|| tools(self.pipeline.registry()))
     }
@@ -88,6 +138,18 @@ impl McpServer {
     /// The streamable HTTP transport as a tower service. It accepts requests for any `Host`:
     /// the OXP server's own authentication guards it, and the address it binds is the
     /// operator's choice.
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let app: axum::Router = axum::Router::new().nest_service("/mcp", McpServer::new(pipeline).streamable_http_service());
+    /// # let _ = app;
+    /// ```
     pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
         let server = self.clone();
         StreamableHttpService::new(
@@ -98,6 +160,13 @@ impl McpServer {
     }
 
     /// Serves MCP over stdin/stdout until the client disconnects.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, Registry};
+    /// McpServer::new(Pipeline::new(Registry::from_inventory()?)).serve_stdio().await
+    /// # }
+    /// ```
     pub async fn serve_stdio(self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let running = self.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;

@@ -54,6 +54,19 @@ impl fmt::Debug for Sensitive {
 ///
 /// All six fields are always emitted (oxp-notes §3.9): `output_schema` is `null` for a tool that
 /// returns nothing.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Read a repository's issues.
+/// #[tool(toolkit = "Github", version = "1.0.0", user_id, secret = "GITHUB_APP_KEY", authorization(id = "github", scopes = ["repo"]))]
+/// async fn issues(repo: String) -> Vec<String> { vec![repo] }
+///
+/// let registry = Registry::builder().tool(issues::TOOL).build().unwrap();
+/// let definition = registry.tools()[0].definition();
+/// assert_eq!((definition.id.as_str(), definition.name.as_str()), ("Github.Issues@1.0.0", "Github_Issues"));
+/// assert_eq!(definition.input_schema["required"], serde_json::json!(["repo"]));
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolDefinition {
@@ -75,6 +88,20 @@ pub struct ToolDefinition {
 }
 
 /// `ToolDefinition.requirements`.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Read a repository's issues.
+/// #[tool(toolkit = "Github", version = "1.0.0", user_id, secret = "GITHUB_APP_KEY", authorization(id = "github", scopes = ["repo"]))]
+/// async fn issues(repo: String) -> Vec<String> { vec![repo] }
+///
+/// let registry = Registry::builder().tool(issues::TOOL).build().unwrap();
+/// let definition = registry.tools()[0].definition();
+/// let requirements = definition.requirements.as_ref().unwrap();
+/// assert!(requirements.user_id);
+/// assert_eq!(requirements.secrets[0].id, "GITHUB_APP_KEY");
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRequirements {
     /// Authorization providers whose tokens the call must carry.
@@ -100,6 +127,20 @@ impl ToolRequirements {
 }
 
 /// One authorization provider a tool needs a token from.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Read a repository's issues.
+/// #[tool(toolkit = "Github", version = "1.0.0", user_id, secret = "GITHUB_APP_KEY", authorization(id = "github", scopes = ["repo"]))]
+/// async fn issues(repo: String) -> Vec<String> { vec![repo] }
+///
+/// let registry = Registry::builder().tool(issues::TOOL).build().unwrap();
+/// let definition = registry.tools()[0].definition();
+/// let authorization = &definition.requirements.as_ref().unwrap().authorization[0];
+/// assert_eq!(authorization.id, "github");
+/// assert_eq!(authorization.oauth2.as_ref().unwrap().scopes, ["repo"]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthorizationRequirement {
     /// The provider's id, e.g. `google`.
@@ -110,6 +151,11 @@ pub struct AuthorizationRequirement {
 }
 
 /// `requirements.authorization[].oauth2`.
+///
+/// ```
+/// let requirement: oxp_runtime::protocol::OAuth2Requirement = serde_json::from_str(r#"{"scopes": ["repo"]}"#).unwrap();
+/// assert_eq!(requirement.scopes, ["repo"]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OAuth2Requirement {
     /// The scopes the token must grant.
@@ -118,6 +164,11 @@ pub struct OAuth2Requirement {
 }
 
 /// One secret a tool needs.
+///
+/// ```
+/// let secret: oxp_runtime::protocol::SecretRequirement = serde_json::from_str(r#"{"id": "GITHUB_APP_KEY"}"#).unwrap();
+/// assert_eq!(secret.id, "GITHUB_APP_KEY");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecretRequirement {
     /// The secret's id, e.g. `TWILIO_API_KEY`.
@@ -160,6 +211,17 @@ pub struct CallToolRequest {
 }
 
 /// `CallToolRequest.context` (an open object: unknown keys are kept, not rejected).
+///
+/// ```
+/// let context: oxp_runtime::protocol::CallContext = serde_json::from_value(serde_json::json!({
+///     "user_id": "ada",
+///     "secrets": [{"id": "API_KEY", "value": "s3cr3t"}],
+///     "authorization": [{"id": "github", "token": "gho_abc"}]
+/// })).unwrap();
+/// assert_eq!(context.user_id.as_deref(), Some("ada"));
+/// // Values never show in `Debug` output (or logs).
+/// assert!(!format!("{context:?}").contains("s3cr3t"));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallContext {
     /// Tokens, one per authorization provider.
@@ -177,6 +239,15 @@ pub struct CallContext {
 }
 
 /// `context.authorization[]`: a token for one provider.
+///
+/// ```
+/// let context: oxp_runtime::protocol::CallContext = serde_json::from_value(serde_json::json!({
+///     "user_id": "ada",
+///     "secrets": [{"id": "API_KEY", "value": "s3cr3t"}],
+///     "authorization": [{"id": "github", "token": "gho_abc"}]
+/// })).unwrap();
+/// assert_eq!(context.authorization[0].token.expose(), "gho_abc");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuthorizationToken {
     /// The provider's id.
@@ -189,6 +260,15 @@ pub struct AuthorizationToken {
 }
 
 /// `context.secrets[]` (`ToolSecret`).
+///
+/// ```
+/// let context: oxp_runtime::protocol::CallContext = serde_json::from_value(serde_json::json!({
+///     "user_id": "ada",
+///     "secrets": [{"id": "API_KEY", "value": "s3cr3t"}],
+///     "authorization": [{"id": "github", "token": "gho_abc"}]
+/// })).unwrap();
+/// assert_eq!(context.secrets[0].value.expose(), "s3cr3t");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSecret {
     /// The secret's id.
@@ -222,6 +302,17 @@ pub struct CallToolResponse {
 }
 
 /// Whether a call succeeded, and with what.
+///
+/// ```
+/// use oxp_runtime::protocol::{CallResult, CallToolResponse};
+/// let response: CallToolResponse =
+///     serde_json::from_str(r#"{"call_id": "c1", "success": true, "value": 5}"#).unwrap();
+/// assert_eq!(response.result, CallResult::Success { value: Some(5.into()) });
+/// let failed: CallToolResponse = serde_json::from_str(
+///     r#"{"call_id": "c2", "success": false, "error": {"message": "No such doorbell"}}"#,
+/// ).unwrap();
+/// assert!(matches!(failed.result, CallResult::Failure { .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum CallResult {
     /// `success: true`; `value` absent when the tool returns nothing.
@@ -294,6 +385,13 @@ impl<'de> Deserialize<'de> for CallToolResponse {
 }
 
 /// A `400` body (`ServerErrorResponse`): any failure before the tool ran, other than invalid input.
+///
+/// ```
+/// let body: oxp_runtime::protocol::ServerErrorResponse = serde_json::from_str(
+///     r#"{"message": "Tool 'Mail_Send' cannot run without a user_id", "missing_requirements": {"user_id": true}}"#,
+/// ).unwrap();
+/// assert!(body.missing_requirements.unwrap().user_id);
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerErrorResponse {
     /// For the user.
@@ -307,6 +405,12 @@ pub struct ServerErrorResponse {
 }
 
 /// `ServerErrorResponse.missing_requirements`.
+///
+/// ```
+/// let missing: oxp_runtime::protocol::MissingRequirements =
+///     serde_json::from_str(r#"{"secrets": ["SMTP_PASSWORD"]}"#).unwrap();
+/// assert_eq!((missing.secrets.len(), missing.user_id, missing.authorization.len()), (1, false, 0));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MissingRequirements {
     /// Challenges the user must complete.
@@ -321,6 +425,13 @@ pub struct MissingRequirements {
 }
 
 /// `ToolAuthorizationChallenge` (closed).
+///
+/// ```
+/// let challenge: oxp_runtime::protocol::ToolAuthorizationChallenge = serde_json::from_str(
+///     r#"{"id": "github", "url": "https://auth.example.com/authorize?c=1", "check_url": "https://tools.example.com/authorization/1"}"#,
+/// ).unwrap();
+/// assert_eq!(challenge.id, "github");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolAuthorizationChallenge {
@@ -334,6 +445,13 @@ pub struct ToolAuthorizationChallenge {
 }
 
 /// A `422` body (`ValidationErrorResponse`): the input did not match the tool's input schema.
+///
+/// ```
+/// let body: oxp_runtime::protocol::ValidationErrorResponse = serde_json::from_str(
+///     r#"{"message": "The input is invalid", "parameter_errors": {"a": "1.5 is not an integer"}}"#,
+/// ).unwrap();
+/// assert_eq!(body.parameter_errors["a"], "1.5 is not an integer");
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ValidationErrorResponse {
     /// For the user.

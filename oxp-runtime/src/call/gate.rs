@@ -7,9 +7,23 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 
 /// How many sync tools may occupy blocking threads at once, by default.
+///
+/// ```
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// use oxp_runtime::call::{Pipeline, DEFAULT_MAX_BLOCKING};
+/// let pipeline = Pipeline::new(registry).limits(Some(1024), DEFAULT_MAX_BLOCKING * 2);
+/// # let _ = pipeline;
+/// ```
 pub const DEFAULT_MAX_BLOCKING: usize = 64;
 
 /// Counts of a pipeline's work, for health checks, tests and metrics.
+///
+/// ```
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let pipeline = oxp_runtime::call::Pipeline::new(registry);
+/// let stats = pipeline.stats();
+/// assert_eq!(stats.started, stats.finished);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallStats {
     /// Calls admitted and not yet answered.

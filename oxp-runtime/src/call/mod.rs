@@ -31,9 +31,31 @@ use crate::registry::{RegisteredTool, Registry, ResolveError};
 use gate::{Gate, Refusal};
 
 /// How long a client is asked to wait when the server is full or shutting down.
+///
+/// ```
+/// use oxp_runtime::call::{CallOutcome, RETRY_AFTER_MS};
+/// let CallOutcome::Unavailable { retry_after_ms, .. } = CallOutcome::unavailable("full") else { unreachable!() };
+/// assert_eq!(retry_after_ms, RETRY_AFTER_MS);
+/// ```
 pub const RETRY_AFTER_MS: u64 = 1000;
 
 /// What came of a call, one variant per class of answer OXP distinguishes.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+/// use oxp_runtime::call::{CallOutcome, Pipeline};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+/// let request = serde_json::from_str(r#"{"tool_id": "Calculator.Add", "input": {"a": 1.5, "b": 2}}"#).unwrap();
+/// let CallOutcome::Invalid(invalid) = pipeline.call(request).await else { panic!("1.5 is no integer") };
+/// assert!(invalid.parameter_errors.contains_key("a"));
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "class", content = "body", rename_all = "snake_case")]
 pub enum CallOutcome {
@@ -70,6 +92,18 @@ impl CallOutcome {
     }
 
     /// Whether the tool ran and failed with `can_retry: true` (an answer not to keep).
+    ///
+    /// ```
+    /// use oxp_runtime::call::CallOutcome;
+    /// use oxp_runtime::protocol::{CallResult, CallToolResponse};
+    /// use oxp_runtime::ToolError;
+    /// let failed = CallOutcome::Completed(CallToolResponse {
+    ///     call_id: "c1".into(),
+    ///     duration: None,
+    ///     result: CallResult::Failure { error: ToolError::new("Busy").can_retry(true) },
+    /// });
+    /// assert!(failed.is_retryable_failure());
+    /// ```
     pub fn is_retryable_failure(&self) -> bool {
         matches!(
             self,
@@ -81,6 +115,11 @@ impl CallOutcome {
     }
 
     /// The "temporarily unavailable" answer, with `detail` for the developer.
+    ///
+    /// ```
+    /// let outcome = oxp_runtime::call::CallOutcome::unavailable("the database is down");
+    /// assert_eq!(outcome.status(), 400);
+    /// ```
     pub fn unavailable(detail: impl Into<String>) -> Self {
         CallOutcome::Unavailable {
             error: ServerErrorResponse {
@@ -94,6 +133,17 @@ impl CallOutcome {
 }
 
 /// What a front knows about a call besides its body.
+///
+/// ```
+/// use oxp_runtime::call::CallMeta;
+/// // What an HTTP front knows besides the body: who called, and where challenges are checked.
+/// let meta = CallMeta {
+///     principal: Some("jwt:ada".into()),
+///     check_url_base: Some("https://tools.example.com/authorization/".into()),
+///     ..CallMeta::default()
+/// };
+/// # let _ = meta;
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct CallMeta {
     /// Who sent it, for idempotency scoping (`anonymous` when `None`).
@@ -152,6 +202,12 @@ impl std::fmt::Debug for Pipeline {
 impl Pipeline {
     /// A pipeline over `registry`: no timeout unless a tool sets its own, no concurrency limit,
     /// and in-memory idempotency by `call_id`.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry);
+    /// # let _ = pipeline;
+    /// ```
     pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
         Pipeline {
             registry: registry.into(),
@@ -232,6 +288,14 @@ impl Pipeline {
     }
 
     /// The authorization provider, if any.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::authorization::InMemoryAuthorization;
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    ///     .authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
+    /// assert!(pipeline.authorization_provider().is_some());
+    /// ```
     pub fn authorization_provider(&self) -> Option<&dyn AuthorizationProvider> {
         self.authorization.as_deref()
     }
@@ -249,6 +313,18 @@ impl Pipeline {
 
     /// Stops admitting calls (they are answered as temporarily unavailable); calls already
     /// admitted go on. For graceful shutdown.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::call::{CallOutcome, Pipeline};
+    /// use oxp_runtime::protocol::CallToolRequest;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(registry);
+    /// pipeline.drain();
+    /// let outcome = pipeline.call(CallToolRequest { tool_id: "Calculator.Add".into(), ..Default::default() }).await;
+    /// assert!(matches!(outcome, CallOutcome::Unavailable { .. }));
+    /// # });
+    /// ```
     pub fn drain(&self) {
         self.gate.drain();
     }
@@ -277,6 +353,22 @@ impl Pipeline {
     }
 
     /// Runs one call through every step, in the order oxp-notes §3.28 fixes.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    /// use oxp_runtime::call::{CallOutcome, Pipeline};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let request = serde_json::from_str(r#"{"tool_id": "Calculator.Add@1.0.0", "input": {"a": 1, "b": 2}}"#).unwrap();
+    /// let CallOutcome::Completed(response) = pipeline.call(request).await else { panic!() };
+    /// assert!(!response.call_id.is_empty());
+    /// # });
+    /// ```
     pub fn call(&self, request: CallToolRequest) -> impl Future<Output = CallOutcome> + Send + '_ {
         /// What a call arriving with nothing but its body is known as.
         static ANONYMOUS: CallMeta = CallMeta {
@@ -288,6 +380,23 @@ impl Pipeline {
     }
 
     /// [`call`](Self::call), with what the front knows besides the body.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    /// use oxp_runtime::call::{CallMeta, CallOutcome, Pipeline};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// // A LangChain client calls by wire name.
+    /// let meta = CallMeta { resolve_wire_names: true, ..CallMeta::default() };
+    /// let request = serde_json::from_str(r#"{"tool_id": "Calculator_Add", "input": {"a": 1, "b": 2}}"#).unwrap();
+    /// assert_eq!(pipeline.call_with(request, &meta).await.status(), 200);
+    /// # });
+    /// ```
     pub fn call_with<'a>(
         &'a self,
         request: CallToolRequest,

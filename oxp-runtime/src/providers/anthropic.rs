@@ -12,6 +12,19 @@ use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
 use crate::registry::Registry;
 
 /// Anthropic `tools`: `{name, description, input_schema}`.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let tools = oxp_runtime::providers::anthropic::tools(&registry, &Default::default()).unwrap();
+/// assert_eq!(tools[0]["name"], "Calculator_Add");
+/// assert_eq!(tools[0]["input_schema"]["required"], serde_json::json!(["a", "b"]));
+/// ```
 pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<ExportError>> {
     export(registry, limits, |tool| {
         let definition = tool.definition();
@@ -24,6 +37,16 @@ pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<Exp
 }
 
 /// Reads the `tool_use` blocks of a message's `content` (or a whole response).
+///
+/// ```
+/// let message = serde_json::json!({"role": "assistant", "content": [
+///     {"type": "text", "text": "Adding."},
+///     {"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add", "input": {"a": 2, "b": 3}}
+/// ]});
+/// let calls = oxp_runtime::providers::anthropic::parse_calls(&message).unwrap();
+/// assert_eq!((calls[0].id.as_str(), calls[0].name.as_str()), ("toolu_1", "Calculator_Add"));
+/// assert_eq!(calls[0].arguments, Ok(serde_json::json!({"a": 2, "b": 3})));
+/// ```
 pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
     let content = response
         .get("content")
@@ -54,6 +77,25 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
 
 /// Runs a message's tool calls; returns the one `role: "user"` message of `tool_result` blocks
 /// to append (or `None` when the message called no tool).
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+/// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let message = serde_json::json!({"role": "assistant", "content": [
+///     {"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add", "input": {"a": 2, "b": 3}}
+/// ]});
+/// let reply = anthropic::dispatch(&dispatcher, &message).await.unwrap().unwrap();
+/// assert_eq!(reply["content"][0]["tool_use_id"], "toolu_1");
+/// assert_eq!(reply["content"][0]["content"], "5.0");
+/// # });
+/// ```
 pub async fn dispatch(
     dispatcher: &Dispatcher,
     response: &Value,

@@ -283,6 +283,15 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
 /// Gemini's calls carry no id (unless the API adds one); one is generated as seed 003 §3.2
 /// says, `call_{timestamp}_{name}`, with `_2`, `_3`, … for repeated names in one response so
 /// that ids stay unique (they are the calls' idempotency keys).
+///
+/// ```
+/// let response = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [
+///     {"functionCall": {"name": "Calculator_Add", "args": {"a": 2, "b": 3}}}
+/// ]}}]});
+/// let calls = oxp_runtime::providers::gemini::parse_calls(&response).unwrap();
+/// assert_eq!(calls[0].name, "Calculator_Add");
+/// assert!(calls[0].id.ends_with("_Calculator_Add"), "a generated id: {}", calls[0].id);
+/// ```
 pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
     let content = response
         .pointer("/candidates/0/content")
@@ -327,6 +336,24 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
 
 /// Runs a response's function calls; returns the `role: "user"` content of `functionResponse`
 /// parts to append (or `None` when it called no function).
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+/// use oxp_runtime::{call::Pipeline, providers::{gemini, Dispatcher}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let response = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [
+///     {"functionCall": {"name": "Calculator_Add", "args": {"a": 2, "b": 3}}}
+/// ]}}]});
+/// let reply = gemini::dispatch(&dispatcher, &response).await.unwrap().unwrap();
+/// assert_eq!(reply["parts"][0]["functionResponse"]["name"], "Calculator_Add");
+/// # });
+/// ```
 pub async fn dispatch(
     dispatcher: &Dispatcher,
     response: &Value,

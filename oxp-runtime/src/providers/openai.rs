@@ -62,6 +62,19 @@ pub fn chat_tools(
 }
 
 /// Responses API `tools`: `{"type": "function", name, description, parameters, strict}`.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let tools = oxp_runtime::providers::openai::responses_tools(&registry, &Default::default(), false).unwrap();
+/// assert_eq!(tools[0]["type"], "function");
+/// assert_eq!(tools[0]["name"], "Calculator_Add");
+/// ```
 pub fn responses_tools(
     registry: &Registry,
     limits: &Limits,
@@ -210,6 +223,15 @@ fn make_nullable(property: &mut Value) {
 /// Reads Chat Completions tool calls from a `message` (or a whole response: the first choice's
 /// message). `arguments` is a JSON string the model wrote, so it may not parse: such a call
 /// gets an error result asking the model to retry, and the tool does not run.
+///
+/// ```
+/// let message = serde_json::json!({"role": "assistant", "tool_calls": [
+///     {"id": "call_1", "type": "function", "function": {"name": "Calculator_Add", "arguments": "{\"a\": 2"}}
+/// ]});
+/// let calls = oxp_runtime::providers::openai::parse_chat_calls(&message).unwrap();
+/// // The model's JSON did not parse: the call gets an error result, the tool does not run.
+/// assert!(calls[0].arguments.is_err());
+/// ```
 pub fn parse_chat_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
     let message = response.pointer("/choices/0/message").unwrap_or(response);
     let Some(calls) = message.get("tool_calls") else {
@@ -234,6 +256,14 @@ pub fn parse_chat_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError
 }
 
 /// Reads Responses API `function_call` items from a response's `output` (or a bare item list).
+///
+/// ```
+/// let response = serde_json::json!({"output": [
+///     {"type": "function_call", "call_id": "call_1", "name": "Calculator_Add", "arguments": "{\"a\": 2, \"b\": 3}"}
+/// ]});
+/// let calls = oxp_runtime::providers::openai::parse_responses_calls(&response).unwrap();
+/// assert_eq!(calls[0].arguments, Ok(serde_json::json!({"a": 2, "b": 3})));
+/// ```
 pub fn parse_responses_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
     let items = response
         .get("output")
@@ -272,6 +302,24 @@ fn string(value: &Value, pointer: &str) -> Result<String, DispatchError> {
 }
 
 /// Runs a Chat Completions response's tool calls; returns the `role: "tool"` messages to append.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let message = serde_json::json!({"role": "assistant", "tool_calls": [
+///     {"id": "call_1", "type": "function", "function": {"name": "Calculator_Add", "arguments": "{\"a\": 2, \"b\": 3}"}}
+/// ]});
+/// let messages = openai::dispatch_chat(&dispatcher, &message).await.unwrap();
+/// assert_eq!(messages[0]["role"], "tool");
+/// # });
+/// ```
 pub async fn dispatch_chat(
     dispatcher: &Dispatcher,
     response: &Value,
@@ -284,6 +332,24 @@ pub async fn dispatch_chat(
 }
 
 /// Runs a Responses API response's function calls; returns the `function_call_output` items.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let response = serde_json::json!({"output": [
+///     {"type": "function_call", "call_id": "call_1", "name": "Calculator_Add", "arguments": "{\"a\": 2, \"b\": 3}"}
+/// ]});
+/// let items = openai::dispatch_responses(&dispatcher, &response).await.unwrap();
+/// assert_eq!(items[0], serde_json::json!({"type": "function_call_output", "call_id": "call_1", "output": "5.0"}));
+/// # });
+/// ```
 pub async fn dispatch_responses(
     dispatcher: &Dispatcher,
     response: &Value,
