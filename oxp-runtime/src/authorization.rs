@@ -8,6 +8,16 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 /// What the pipeline asks a provider for: a challenge for one authorization requirement.
+///
+/// ```
+/// use oxp_runtime::authorization::{AuthorizationProvider, ChallengeRequest, InMemoryAuthorization};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let provider = InMemoryAuthorization::new("https://auth.example.com/authorize");
+/// let request = ChallengeRequest { provider_id: "github", scopes: &["repo"], user_id: Some("ada"), tool_id: "Github.Repos@1.0.0" };
+/// let challenge = provider.challenge(request).await.unwrap();
+/// assert!(challenge.url.starts_with("https://auth.example.com/authorize"));
+/// # });
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ChallengeRequest<'a> {
     /// The authorization provider's id, as the tool declares it (`google`).
@@ -21,6 +31,14 @@ pub struct ChallengeRequest<'a> {
 }
 
 /// A challenge the user must complete.
+///
+/// ```
+/// let challenge = oxp_runtime::authorization::Challenge {
+///     url: "https://auth.example.com/authorize?state=c1".into(),
+///     check_id: "c1".into(),
+/// };
+/// # let _ = challenge;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Challenge {
     /// Where the user grants the authorization.
@@ -30,6 +48,11 @@ pub struct Challenge {
 }
 
 /// Where a challenge stands: `AuthorizationChallengeCheckResponse.status`.
+///
+/// ```
+/// use oxp_runtime::authorization::AuthorizationStatus;
+/// assert_eq!(serde_json::to_value(AuthorizationStatus::Completed).unwrap(), "completed");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthorizationStatus {
@@ -92,6 +115,17 @@ pub struct InMemoryAuthorization {
 
 impl InMemoryAuthorization {
     /// A provider whose challenge URLs start with `authorize_url`.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::{AuthorizationProvider, AuthorizationStatus, ChallengeRequest, InMemoryAuthorization};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let provider = InMemoryAuthorization::new("https://auth.example.com/authorize");
+    /// let request = ChallengeRequest { provider_id: "github", scopes: &[], user_id: None, tool_id: "Github.Repos@1.0.0" };
+    /// let challenge = provider.challenge(request).await.unwrap();
+    /// provider.complete(&challenge.check_id);
+    /// assert_eq!(provider.status(&challenge.check_id).await, Some(AuthorizationStatus::Completed));
+    /// # });
+    /// ```
     pub fn new(authorize_url: impl Into<String>) -> Self {
         InMemoryAuthorization {
             authorize_url: authorize_url.into(),
@@ -100,11 +134,33 @@ impl InMemoryAuthorization {
     }
 
     /// Marks a challenge completed; `false` if it is unknown.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::{AuthorizationProvider, AuthorizationStatus, ChallengeRequest, InMemoryAuthorization};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let provider = InMemoryAuthorization::new("https://auth.example.com/authorize");
+    /// let request = ChallengeRequest { provider_id: "github", scopes: &[], user_id: None, tool_id: "Github.Repos@1.0.0" };
+    /// let challenge = provider.challenge(request).await.unwrap();
+    /// provider.complete(&challenge.check_id);
+    /// assert_eq!(provider.status(&challenge.check_id).await, Some(AuthorizationStatus::Completed));
+    /// # });
+    /// ```
     pub fn complete(&self, check_id: &str) -> bool {
         self.set(check_id, AuthorizationStatus::Completed)
     }
 
     /// Marks a challenge failed; `false` if it is unknown.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::{AuthorizationProvider, AuthorizationStatus, ChallengeRequest, InMemoryAuthorization};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let provider = InMemoryAuthorization::new("https://auth.example.com/authorize");
+    /// let request = ChallengeRequest { provider_id: "github", scopes: &[], user_id: None, tool_id: "Github.Repos@1.0.0" };
+    /// let challenge = provider.challenge(request).await.unwrap();
+    /// provider.complete(&challenge.check_id);
+    /// assert_eq!(provider.status(&challenge.check_id).await, Some(AuthorizationStatus::Completed));
+    /// # });
+    /// ```
     pub fn fail(&self, check_id: &str) -> bool {
         self.set(check_id, AuthorizationStatus::Failed)
     }

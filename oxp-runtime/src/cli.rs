@@ -17,6 +17,11 @@ usage: <bin>                                 serve every tool over OXP (configur
 formats: oxp, openai, openai-responses, anthropic, gemini (--strict: OpenAI's strict mode)";
 
 /// A provider format, as the subcommands name them.
+///
+/// ```
+/// use oxp_runtime::cli::Format;
+/// assert_eq!("openai-responses".parse::<Format>(), Ok(Format::OpenAiResponses));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// `GET /tools`'s `items`.
@@ -47,6 +52,12 @@ impl std::str::FromStr for Format {
 }
 
 /// What the command line asks for.
+///
+/// ```
+/// use oxp_runtime::cli::{parse, Command, Format};
+/// let args = ["tools".to_owned(), "--format".to_owned(), "anthropic".to_owned()];
+/// assert_eq!(parse(&args), Ok(Command::Tools { format: Format::Anthropic, strict: false }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Serve over OXP.
@@ -117,6 +128,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
 }
 
 /// Prints `message` (if any) and the usage; returns exit code 2.
+///
+/// ```no_run
+/// std::process::exit(oxp_runtime::cli::usage_error("unknown subcommand `frobnicate`"));
+/// ```
 pub fn usage_error(message: &str) -> i32 {
     if !message.is_empty() {
         eprintln!("error: {message}");
@@ -126,6 +141,18 @@ pub fn usage_error(message: &str) -> i32 {
 }
 
 /// `tools`: the definitions as JSON on stdout (exit 0), or the incompatibilities (exit 2).
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// // Prints the Gemini function declarations on stdout.
+/// assert_eq!(oxp_runtime::cli::tools(&registry, oxp_runtime::cli::Format::Gemini, false), 0);
+/// ```
 pub fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
     let limits = Limits::default();
     let exported = match format {
@@ -163,6 +190,12 @@ pub fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
 /// The context dispatched calls get, from the environment: each secret a tool declares from the
 /// variable of the same name, the user from `OXP_USER_ID`, a token for provider `p` from
 /// `OXP_TOKEN_<P>` (upper-cased, `-` as `_`). A model never sees or sends these.
+///
+/// ```
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let context = oxp_runtime::cli::context_from_env(&registry);
+/// assert!(context.secrets.is_empty());
+/// ```
 pub fn context_from_env(registry: &Registry) -> CallContext {
     let mut context = CallContext::default();
     let mut secrets: Vec<&str> = registry
@@ -206,6 +239,14 @@ pub fn context_from_env(registry: &Registry) -> CallContext {
 
 /// `dispatch`: reads a model response on stdin, runs its tool calls, prints the result
 /// message(s) for that provider. Exit 0, or 2 for a response it cannot read.
+///
+/// ```no_run
+/// # async fn run() {
+/// use oxp_runtime::{call::Pipeline, cli, Registry};
+/// let code = cli::dispatch(Pipeline::new(Registry::from_inventory().unwrap()), cli::Format::OpenAi).await;
+/// std::process::exit(code);
+/// # }
+/// ```
 pub async fn dispatch(pipeline: Pipeline, format: Format) -> i32 {
     let mut input = String::new();
     if let Err(error) = std::io::stdin().read_to_string(&mut input) {

@@ -40,6 +40,12 @@ use crate::error::ToolError;
 pub struct Input<T>(pub T);
 
 /// Why invoking a tool's glue failed before or after the tool's own code.
+///
+/// ```
+/// use oxp_runtime::{InvokeError, ToolError};
+/// let error: InvokeError = ToolError::new("No such doorbell").into();
+/// assert!(matches!(error, InvokeError::Tool(_)));
+/// ```
 #[derive(Debug)]
 pub enum InvokeError {
     /// The input passed the schema but serde still refused it (a custom `Deserialize`).
@@ -57,9 +63,25 @@ impl From<ToolError> for InvokeError {
 }
 
 /// What invoking a tool's glue produces: its value (`None` for a unit return) or why not.
+///
+/// ```
+/// let nothing: oxp_runtime::InvokeResult = Ok(None);
+/// let five: oxp_runtime::InvokeResult = Ok(Some(5.into()));
+/// # let _ = (nothing, five);
+/// ```
 pub type InvokeResult = Result<Option<Value>, InvokeError>;
 
 /// How a tool runs: on the async workers, or (for a plain `fn`) on the blocking pool.
+///
+/// ```
+/// use oxp_runtime::{tool, Invoke};
+///
+/// /// Runs on the blocking pool.
+/// #[tool(toolkit = "Files", version = "1.0.0")]
+/// fn size(path: String) -> u64 { std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) }
+///
+/// assert!(matches!(size::TOOL.invoke, Invoke::Blocking(_)));
+/// ```
 #[derive(Clone, Copy)]
 pub enum Invoke {
     /// An `async fn`.
@@ -69,6 +91,17 @@ pub enum Invoke {
 }
 
 /// One authorization requirement, as written in `#[tool(authorization(id = .., scopes = [..]))]`.
+///
+/// ```
+/// use oxp_runtime::tool;
+///
+/// /// List repositories.
+/// #[tool(toolkit = "Github", version = "1.0.0", authorization(id = "github", scopes = ["repo"]))]
+/// async fn repos() -> Vec<String> { Vec::new() }
+///
+/// let spec = &repos::TOOL.authorization[0];
+/// assert_eq!((spec.id, spec.scopes), ("github", &["repo"][..]));
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct AuthorizationSpec {
     /// The provider's id.
@@ -81,6 +114,19 @@ pub struct AuthorizationSpec {
 ///
 /// You rarely touch one directly: `#[tool] fn add` also defines `add::TOOL`, which
 /// [`RegistryBuilder::tool`](crate::RegistryBuilder::tool) takes to serve a chosen subset.
+///
+/// ```
+/// use oxp_runtime::tool;
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0", timeout_ms = 500)]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let descriptor = add::TOOL;
+/// assert_eq!((descriptor.toolkit, descriptor.name, descriptor.version), ("Calculator", "Add", "1.0.0"));
+/// assert_eq!(descriptor.timeout_ms, Some(500));
+/// assert_eq!(descriptor.fn_name, "add");
+/// ```
 #[derive(Clone, Copy)]
 pub struct ToolDescriptor {
     /// The toolkit (`Calculator`).
@@ -117,6 +163,17 @@ pub struct ToolDescriptor {
 
 impl ToolDescriptor {
     /// Where the fn is defined, for error messages: `crate::module::fn_name (src/lib.rs:12)`.
+    ///
+    /// ```
+    /// use oxp_runtime::tool;
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// let location = add::TOOL.location(); // `module::add (src/file.rs:line)`
+    /// assert!(location.contains("::add ("), "{location}");
+    /// ```
     pub fn location(&self) -> String {
         format!(
             "{}::{} ({}:{})",

@@ -13,11 +13,32 @@ use crate::schema;
 use crate::version::{is_segment, ParseError, ToolId, ToolVersion, VersionRequest};
 
 /// The longest wire name OXP (and every model provider) accepts.
+///
+/// ```
+/// assert_eq!(oxp_runtime::registry::MAX_NAME_LEN, 64);
+/// ```
 pub const MAX_NAME_LEN: usize = 64;
 /// The longest description a tool may have (the provider limit of seed 003 §7).
+///
+/// ```
+/// assert_eq!(oxp_runtime::registry::MAX_DESCRIPTION_LEN, 1024);
+/// ```
 pub const MAX_DESCRIPTION_LEN: usize = 1024;
 
 /// A tool that passed every registration check.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let tool = registry.resolve("Calculator.Add").unwrap();
+/// assert_eq!((tool.id(), tool.definition().name.as_str()), ("Calculator.Add@1.0.0", "Calculator_Add"));
+/// assert!(tool.validator().is_valid(&serde_json::json!({"a": 1, "b": 2})));
+/// ```
 pub struct RegisteredTool {
     descriptor: &'static ToolDescriptor,
     version: ToolVersion,
@@ -201,6 +222,18 @@ impl Registry {
 
     /// Finds the tool a `tool_id` names: `Toolkit.Name` is the numerically latest version,
     /// `@x` exactly `x.0.0`, `@x.y.z` exactly that version.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+    /// assert_eq!(registry.resolve("Calculator.Add@1").unwrap().id(), "Calculator.Add@1.0.0");
+    /// assert!(registry.resolve("Calculator.Add@2.0.0").is_err());
+    /// ```
     pub fn resolve(&self, tool_id: &str) -> Result<&RegisteredTool, ResolveError> {
         if let Some(&i) = self.by_id.get(tool_id) {
             return Ok(&self.tools[i]);
@@ -259,6 +292,19 @@ impl Registry {
 }
 
 /// Why a `tool_id` names no tool. Each is a `400` on the wire.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+/// use oxp_runtime::registry::ResolveError;
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let Err(ResolveError::VersionUnavailable { available, .. }) = registry.resolve("Calculator.Add@2") else { panic!() };
+/// assert_eq!(available, ["1.0.0"]);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ResolveError {
     /// The id does not match the `ToolId` grammar.
@@ -348,6 +394,17 @@ impl RegistryBuilder {
     }
 
     /// Checks every tool and builds the registry, or reports every problem found at once.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools().len(), 1);
+    /// ```
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
@@ -502,6 +559,22 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
 }
 
 /// Everything wrong with the tools given to a [`RegistryBuilder`].
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// One.
+/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
+/// fn one() {}
+///
+/// /// Two.
+/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
+/// fn two() {}
+///
+/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
+/// assert_eq!(error.problems.len(), 1);
+/// assert!(error.to_string().contains("Dup.Same@1.0.0"));
+/// ```
 #[derive(Debug)]
 pub struct RegistryError {
     /// Each problem, naming the fn it is about.
@@ -509,6 +582,21 @@ pub struct RegistryError {
 }
 
 /// One problem with one tool (or a pair of them).
+///
+/// ```
+/// use oxp_runtime::{registry::RegistryProblem, tool, Registry};
+///
+/// /// One.
+/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
+/// fn one() {}
+///
+/// /// Two.
+/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
+/// fn two() {}
+///
+/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
+/// assert!(matches!(&error.problems[0], RegistryProblem::DuplicateId { .. }));
+/// ```
 #[derive(Debug)]
 pub enum RegistryProblem {
     /// Two fns register the same id.

@@ -38,6 +38,14 @@ fn settings() -> SchemaSettings {
 }
 
 /// The schema of `T` as a tool input (serde's deserialize contract), before [`finalize_input`].
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Point { x: i64, y: i64 }
+///
+/// let schema = oxp_runtime::schema::finalize_input(oxp_runtime::schema::input_schema::<Point>()).unwrap();
+/// assert_eq!(schema["type"], "object");
+/// ```
 pub fn input_schema<T: JsonSchema>() -> Schema {
     settings()
         .for_deserialize()
@@ -46,6 +54,11 @@ pub fn input_schema<T: JsonSchema>() -> Schema {
 }
 
 /// The schema of `T` as a tool output (serde's serialize contract), before [`finalize_output`].
+///
+/// ```
+/// let schema = oxp_runtime::schema::finalize_output(oxp_runtime::schema::output_schema::<Vec<String>>()).unwrap();
+/// assert_eq!(schema.unwrap()["type"], "array");
+/// ```
 pub fn output_schema<T: JsonSchema>() -> Schema {
     let mut settings = settings();
     settings.contract = Contract::Serialize;
@@ -53,6 +66,14 @@ pub fn output_schema<T: JsonSchema>() -> Schema {
 }
 
 /// A schema the policy cannot publish.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Node { children: Vec<Node> }
+///
+/// let error = oxp_runtime::schema::finalize_input(oxp_runtime::schema::input_schema::<Node>()).unwrap_err();
+/// assert!(error.to_string().contains("recursive"), "{error}");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SchemaError {
     /// A `$ref` survived inlining: the type refers to itself.
@@ -88,6 +109,15 @@ impl fmt::Display for SchemaError {
 impl std::error::Error for SchemaError {}
 
 /// Applies the policy to an input schema and returns the JSON the registry publishes.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Point { x: i64, y: Option<i64> }
+///
+/// let schema = oxp_runtime::schema::finalize_input(oxp_runtime::schema::input_schema::<Point>()).unwrap();
+/// assert_eq!(schema["required"], serde_json::json!(["x"]));
+/// assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+/// ```
 pub fn finalize_input(schema: Schema) -> Result<Value, SchemaError> {
     let mut schema = finalize(schema)?;
     StripOptionalNull.transform(&mut schema);
@@ -104,6 +134,11 @@ pub fn finalize_input(schema: Schema) -> Result<Value, SchemaError> {
 }
 
 /// Applies the policy to an output schema; `None` means "returns nothing" (`output_schema: null`).
+///
+/// ```
+/// let schema = oxp_runtime::schema::finalize_output(oxp_runtime::schema::output_schema::<i64>()).unwrap().unwrap();
+/// assert_eq!(schema["type"], "integer");
+/// ```
 pub fn finalize_output(schema: Schema) -> Result<Option<Value>, SchemaError> {
     let value = finalize(schema)?.to_value();
     Ok(match value.get("type") {

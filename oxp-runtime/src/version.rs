@@ -27,6 +27,11 @@ pub struct ToolVersion {
 }
 
 /// Why a version or tool id did not parse.
+///
+/// ```
+/// let error = "1.2".parse::<oxp_runtime::ToolVersion>().unwrap_err();
+/// assert!(!error.to_string().is_empty());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError(pub(crate) &'static str);
 
@@ -82,6 +87,12 @@ impl fmt::Display for ToolVersion {
 }
 
 /// Which version a tool id asks for.
+///
+/// ```
+/// use oxp_runtime::version::{ToolId, VersionRequest};
+/// assert_eq!(ToolId::parse("Math.Which").unwrap().version, VersionRequest::Latest);
+/// assert!(matches!(ToolId::parse("Math.Which@1.2.0").unwrap().version, VersionRequest::Exact(_)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VersionRequest {
     /// No `@`: the numerically latest version.
@@ -115,12 +126,23 @@ pub struct ToolId<'a> {
 }
 
 /// Whether `s` is a valid toolkit or tool name segment of an id: `[A-Za-z0-9_]+`.
+///
+/// ```
+/// assert!(oxp_runtime::version::is_segment("Calculator_2"));
+/// assert!(!oxp_runtime::version::is_segment("Calc.ulator"));
+/// ```
 pub fn is_segment(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 impl<'a> ToolId<'a> {
     /// Parses an id by the spec's `ToolId` pattern.
+    ///
+    /// ```
+    /// let id = oxp_runtime::version::ToolId::parse("Math.Which@1.10.0").unwrap();
+    /// assert_eq!((id.toolkit, id.name), ("Math", "Which"));
+    /// assert!(oxp_runtime::version::ToolId::parse("Math.Which@1.0").is_err());
+    /// ```
     pub fn parse(id: &'a str) -> Result<Self, ParseError> {
         let (path, version) = match id.split_once('@') {
             Some((path, version)) => (path, Some(version)),

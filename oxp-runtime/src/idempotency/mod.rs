@@ -19,6 +19,12 @@ use crate::call::CallOutcome;
 
 /// Who sent a call and which `call_id` it carried: duplicates are only duplicates within one
 /// principal, so two tenants cannot read each other's answers by guessing ids.
+///
+/// ```
+/// use oxp_runtime::idempotency::IdempotencyKey;
+/// let key = IdempotencyKey { principal: "jwt:ada".into(), call_id: "send-42".into() };
+/// # let _ = key;
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey {
     /// The authenticated principal (`anonymous` when authentication is off).
@@ -41,6 +47,24 @@ impl fmt::Display for IdempotencyKey {
 }
 
 /// Runs each key's call at most once within the store's time-to-live.
+///
+/// ```
+/// use oxp_runtime::call::CallOutcome;
+/// use oxp_runtime::idempotency::{IdempotencyKey, IdempotencyStore};
+/// use oxp_runtime::__private::BoxFuture;
+///
+/// /// Keeps nothing: every call runs (what `Pipeline::idempotency(None)` does, as a store).
+/// struct Forgetful;
+///
+/// impl IdempotencyStore for Forgetful {
+///     fn once<'a>(&'a self, _key: IdempotencyKey, run: BoxFuture<'static, CallOutcome>) -> BoxFuture<'a, CallOutcome> {
+///         run
+///     }
+/// }
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(Forgetful));
+/// # let _ = pipeline;
+/// ```
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Drives `run` if `key` is new, or answers as the first run with that key did (waiting for
     /// it if it is still running). `run` is dropped unpolled when it is not needed.
@@ -72,8 +96,18 @@ impl fmt::Debug for InMemoryIdempotency {
 }
 
 /// Entries kept by default.
+///
+/// ```
+/// use oxp_runtime::idempotency::{InMemoryIdempotency, DEFAULT_CAPACITY, DEFAULT_TTL};
+/// let store = InMemoryIdempotency::new(DEFAULT_CAPACITY * 10, DEFAULT_TTL);
+/// # let _ = store;
+/// ```
 pub const DEFAULT_CAPACITY: u64 = 10_000;
 /// How long an answer is kept by default.
+///
+/// ```
+/// assert_eq!(oxp_runtime::idempotency::DEFAULT_TTL.as_secs(), 600);
+/// ```
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 
 impl Default for InMemoryIdempotency {
@@ -84,6 +118,11 @@ impl Default for InMemoryIdempotency {
 
 impl InMemoryIdempotency {
     /// Keeps at most `capacity` answers, each for `ttl`.
+    ///
+    /// ```
+    /// let store = oxp_runtime::idempotency::InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600));
+    /// # let _ = store;
+    /// ```
     pub fn new(capacity: u64, ttl: Duration) -> Self {
         InMemoryIdempotency {
             runs: moka::future::Cache::builder()
