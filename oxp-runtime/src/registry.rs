@@ -357,6 +357,18 @@ impl fmt::Display for ResolveError {
 impl std::error::Error for ResolveError {}
 
 /// Collects tools and checks them into a [`Registry`].
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// // Only the tools named, rather than every #[tool] in the binary.
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// assert_eq!(registry.tools().len(), 1);
+/// ```
 #[derive(Debug, Default)]
 pub struct RegistryBuilder {
     descriptors: Vec<&'static ToolDescriptor>,

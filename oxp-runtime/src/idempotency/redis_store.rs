@@ -48,6 +48,19 @@ impl std::fmt::Debug for RedisIdempotency {
 
 impl RedisIdempotency {
     /// Connects to `url` (`redis://host:port/db`); answers are kept for `ttl`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// use std::time::Duration;
+    /// use oxp_runtime::idempotency::RedisIdempotency;
+    ///
+    /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379/0", Duration::from_secs(3600))
+    ///     .await?;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
+    /// # let _ = pipeline;
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: &str, ttl: Duration) -> redis::RedisResult<Self> {
         let client = redis::Client::open(url)?;
         let connection = ConnectionManager::new(client).await?;
@@ -61,6 +74,20 @@ impl RedisIdempotency {
 
     /// How long a claimed run may go without an outcome before another caller takes it over:
     /// make it longer than your slowest tool's timeout.
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// use std::time::Duration;
+    /// use oxp_runtime::idempotency::RedisIdempotency;
+    ///
+    /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379/0", Duration::from_secs(3600))
+    ///     .await?
+    ///     .pending_ttl(Duration::from_secs(120));
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
+    /// # let _ = pipeline;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn pending_ttl(mut self, ttl: Duration) -> Self {
         self.pending_ttl = ttl;
@@ -68,6 +95,20 @@ impl RedisIdempotency {
     }
 
     /// The prefix of every key (default `oxp:call:`), to share a Redis between servers.
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// use std::time::Duration;
+    /// use oxp_runtime::idempotency::RedisIdempotency;
+    ///
+    /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379/0", Duration::from_secs(3600))
+    ///     .await?
+    ///     .prefix("tools-eu:call:");
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
+    /// # let _ = pipeline;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();

@@ -101,6 +101,13 @@ pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<Exp
 }
 
 /// The Gemini projection of a policy schema, or the features it cannot express.
+///
+/// ```
+/// let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+/// let projected = oxp_runtime::providers::gemini::schema(&schema).unwrap();
+/// assert_eq!(projected["type"], "OBJECT");
+/// assert_eq!(projected["properties"]["n"]["type"], "INTEGER");
+/// ```
 pub fn schema(schema: &Value) -> Result<Value, Vec<String>> {
     let mut incompatible = Vec::new();
     let projected = project(schema, &mut incompatible);

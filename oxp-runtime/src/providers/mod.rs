@@ -37,6 +37,12 @@ use crate::protocol::{
 use crate::registry::{RegisteredTool, Registry};
 
 /// The guardrails of seed 003 §7.1, checked when exporting tools and when dispatching calls.
+///
+/// ```
+/// use oxp_runtime::providers::Limits;
+/// let limits = Limits { max_tools: 32, ..Limits::default() };
+/// assert_eq!(limits.max_name_len, 64);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Tools in one request (default 128).
@@ -71,6 +77,19 @@ impl Default for Limits {
 
 /// Why tools cannot be exported to a provider. Nothing is exported in a different shape than
 /// the tool declares: a tool the provider cannot express is an error, never a silent change.
+///
+/// ```
+/// use oxp_runtime::{providers::{anthropic, ExportError, Limits}, tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+/// let limits = Limits { max_description_len: 8, ..Limits::default() };
+/// let errors = anthropic::tools(&registry, &limits).unwrap_err();
+/// assert!(matches!(&errors[0], ExportError::LimitExceeded { tool: Some(_), .. }));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExportError {
     /// `tool_schema_incompatible`: the tool's schema uses features the provider lacks.
@@ -93,6 +112,12 @@ pub enum ExportError {
 
 impl ExportError {
     /// The error's code: `tool_schema_incompatible` or `limit_exceeded`.
+    ///
+    /// ```
+    /// use oxp_runtime::providers::ExportError;
+    /// let error = ExportError::LimitExceeded { tool: None, detail: "200 tools, the limit is 128".into() };
+    /// assert_eq!(error.code(), "limit_exceeded");
+    /// ```
     pub fn code(&self) -> &'static str {
         match self {
             ExportError::SchemaIncompatible { .. } => "tool_schema_incompatible",
@@ -101,6 +126,12 @@ impl ExportError {
     }
 
     /// The error as seed 003 §5.4 shapes it: `{"error": {"code", "message", "type", …}}`.
+    ///
+    /// ```
+    /// use oxp_runtime::providers::ExportError;
+    /// let error = ExportError::LimitExceeded { tool: None, detail: "200 tools, the limit is 128".into() };
+    /// assert_eq!(error.to_json()["error"]["code"], "limit_exceeded");
+    /// ```
     pub fn to_json(&self) -> Value {
         let mut error = json!({
             "code": self.code(),
@@ -231,6 +262,12 @@ pub(crate) fn export<T>(
 }
 
 /// One tool call a model made, in provider-neutral form.
+///
+/// ```
+/// let message = serde_json::json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add", "input": {"a": 1}}]});
+/// let call = &oxp_runtime::providers::anthropic::parse_calls(&message).unwrap()[0];
+/// assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "Calculator_Add"));
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {
     /// The provider's id for the call (generated for Gemini), echoed in the result.
@@ -252,6 +289,26 @@ pub(crate) fn object_arguments(value: Option<&Value>, field: &str) -> Result<Val
 }
 
 /// What came of one tool call, ready to be put in the provider's result format.
+///
+/// ```
+/// use oxp_runtime::{tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: i64, b: i64) -> i64 { a + b }
+/// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let calls = anthropic::parse_calls(&serde_json::json!({"content": [
+///     {"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add", "input": {"a": 2, "b": 3}},
+///     {"type": "tool_use", "id": "toolu_2", "name": "Calculator_Add", "input": {"a": "two"}}
+/// ]})).unwrap();
+/// let results = dispatcher.run(calls).await.unwrap();
+/// assert_eq!((results[0].content.as_str(), results[0].is_error), ("5", false));
+/// assert!(results[1].is_error, "invalid input is an error result the model can correct");
+/// # });
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolResult {
     /// The call's id.
@@ -296,6 +353,12 @@ pub struct Dispatcher {
 
 /// Why a model response could not be dispatched at all (as opposed to one call failing, which
 /// becomes an error result for the model).
+///
+/// ```
+/// use oxp_runtime::providers::{openai, DispatchError};
+/// let error = openai::parse_chat_calls(&serde_json::json!({"tool_calls": 7})).unwrap_err();
+/// assert!(matches!(error, DispatchError::Malformed(_)));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DispatchError {
     /// The response is not in the provider's documented shape.
@@ -325,6 +388,13 @@ impl std::error::Error for DispatchError {}
 
 impl Dispatcher {
     /// Dispatches through `pipeline` with the default [`Limits`] and an empty context.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    /// # let _ = dispatcher;
+    /// ```
     pub fn new(pipeline: Pipeline) -> Self {
         Dispatcher {
             pipeline,
@@ -334,6 +404,14 @@ impl Dispatcher {
     }
 
     /// Other limits.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .limits(Limits { max_calls_per_response: 5, ..Limits::default() });
+    /// # let _ = dispatcher;
+    /// ```
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -341,6 +419,14 @@ impl Dispatcher {
     }
 
     /// The whole context every call carries (secrets, tokens, user), replacing any set before.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .with_context(serde_json::from_value(serde_json::json!({"user_id": "ada"})).unwrap());
+    /// # let _ = dispatcher;
+    /// ```
     #[must_use]
     pub fn with_context(mut self, context: CallContext) -> Self {
         self.context = context;
@@ -348,6 +434,14 @@ impl Dispatcher {
     }
 
     /// A secret every call may use (tools get only those they declare).
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .secret("SMTP_PASSWORD", "…");
+    /// # let _ = dispatcher;
+    /// ```
     #[must_use]
     pub fn secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
         self.context.secrets.push(ToolSecret {
@@ -359,6 +453,14 @@ impl Dispatcher {
     }
 
     /// An authorization token for provider `id`.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .authorization_token("github", "gho_…");
+    /// # let _ = dispatcher;
+    /// ```
     #[must_use]
     pub fn authorization_token(mut self, id: impl Into<String>, token: impl Into<String>) -> Self {
         self.context.authorization.push(AuthorizationToken {
@@ -370,6 +472,14 @@ impl Dispatcher {
     }
 
     /// The user the calls are made for.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .user_id("ada");
+    /// # let _ = dispatcher;
+    /// ```
     #[must_use]
     pub fn user_id(mut self, user_id: impl Into<String>) -> Self {
         self.context.user_id = Some(user_id.into());
@@ -377,11 +487,37 @@ impl Dispatcher {
     }
 
     /// The pipeline calls run through.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    /// assert_eq!(dispatcher.pipeline().stats().active, 0);
+    /// ```
     pub fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }
 
     /// Runs `calls` concurrently; results come back in the calls' order, matched by id.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    /// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+    /// let calls = anthropic::parse_calls(&serde_json::json!({"content": [
+    ///     {"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add", "input": {"a": 2, "b": 3}},
+    ///     {"type": "tool_use", "id": "toolu_2", "name": "Calculator_Add", "input": {"a": "two"}}
+    /// ]})).unwrap();
+    /// let results = dispatcher.run(calls).await.unwrap();
+    /// assert_eq!(results.len(), 2);
+    /// # });
+    /// ```
     pub async fn run(&self, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>, DispatchError> {
         if calls.len() > self.limits.max_calls_per_response {
             return Err(DispatchError::TooManyCalls {

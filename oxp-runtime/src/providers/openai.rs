@@ -119,6 +119,14 @@ fn function(tool: &RegisteredTool, strict: bool) -> Result<Value, ExportError> {
 }
 
 /// The strict projection of a policy schema, or the features it cannot express.
+///
+/// ```
+/// let schema = serde_json::json!({"type": "object", "additionalProperties": false,
+///     "properties": {"n": {"type": "integer"}, "label": {"type": "string"}}, "required": ["n"]});
+/// let strict = oxp_runtime::providers::openai::strict_schema(&schema).unwrap();
+/// // Every property required; the optional one may be null instead.
+/// assert_eq!(strict["required"], serde_json::json!(["label", "n"]));
+/// ```
 pub fn strict_schema(schema: &Value) -> Result<Value, Vec<String>> {
     let mut schema = schema.clone();
     let mut incompatible = Vec::new();

@@ -20,7 +20,7 @@ const LIST: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
 const MAP: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
 
 /// Calls `f` on every subschema of `schema` (not on `schema` itself), mutably.
-pub fn for_each_subschema(
+pub(crate) fn for_each_subschema(
     schema: &mut Map<String, Value>,
     mut f: impl FnMut(&mut Map<String, Value>),
 ) {
@@ -51,7 +51,7 @@ pub fn for_each_subschema(
 }
 
 /// How many object and array levels a schema nests (a flat object of scalars is 1).
-pub fn depth(schema: &Value) -> usize {
+pub(crate) fn depth(schema: &Value) -> usize {
     let Value::Object(map) = schema else { return 0 };
     let own = usize::from(is_container(map));
     let mut deepest = 0;
@@ -75,7 +75,7 @@ fn is_container(schema: &Map<String, Value>) -> bool {
 /// OpenAI's strict mode sends `null` for an optional property it leaves out (every property is
 /// listed as required there, optional ones as nullable), and the tool's own schema says
 /// "may be omitted", not "may be null".
-pub fn strip_optional_nulls(value: &mut Value, schema: &Value) {
+pub(crate) fn strip_optional_nulls(value: &mut Value, schema: &Value) {
     let (Value::Object(fields), Value::Object(schema)) = (value, schema) else {
         return;
     };

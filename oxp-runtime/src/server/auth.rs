@@ -41,6 +41,15 @@ struct Jwt {
 
 /// Who made a request, once authenticated: scopes idempotency and shows in logs (never the
 /// credential itself).
+///
+/// ```
+/// use axum::http::{HeaderMap, HeaderValue};
+/// use oxp_runtime::server::{Principal, ServerAuth};
+/// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-api-key", HeaderValue::from_static("k_0123456789abcdef0123456789abcdef"));
+/// assert_eq!(auth.authenticate(&headers).unwrap(), Principal::ApiKey(0));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Principal {
     /// Authentication is off.
@@ -77,6 +86,11 @@ impl fmt::Debug for ServerAuth {
 
 impl ServerAuth {
     /// Accepts `Authorization: Bearer <jwt>` signed with HS256 and this shared secret.
+    ///
+    /// ```
+    /// let auth = oxp_runtime::server::ServerAuth::default().jwt_secret("a-secret-of-at-least-32-bytes-please");
+    /// assert!(auth.is_enabled());
+    /// ```
     #[must_use]
     pub fn jwt_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
         let audiences = self.jwt.take().map(|j| j.audiences).unwrap_or_default();
@@ -92,6 +106,13 @@ impl ServerAuth {
     /// is present, the server MUST validate it against its allowed-client list").
     ///
     /// Call after [`jwt_secret`](Self::jwt_secret).
+    ///
+    /// ```
+    /// let auth = oxp_runtime::server::ServerAuth::default()
+    ///     .jwt_secret("a-secret-of-at-least-32-bytes-please")
+    ///     .jwt_audience(["agent-1", "agent-2"]);
+    /// # let _ = auth;
+    /// ```
     #[must_use]
     pub fn jwt_audience<S: Into<String>>(mut self, audiences: impl IntoIterator<Item = S>) -> Self {
         if let Some(jwt) = &mut self.jwt {
@@ -101,6 +122,11 @@ impl ServerAuth {
     }
 
     /// Accepts this API key, in `OXP-API-Key`, `OTC-API-Key`, `X-API-Key` or as a bearer token.
+    ///
+    /// ```
+    /// let auth = oxp_runtime::server::ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef").api_key("k_second_key_also_32_characters_long");
+    /// assert!(!auth.has_short_api_key());
+    /// ```
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
@@ -111,17 +137,34 @@ impl ServerAuth {
     }
 
     /// Whether an API key is shorter than the 32 bytes the spec recommends (A.60).
+    ///
+    /// ```
+    /// assert!(oxp_runtime::server::ServerAuth::default().api_key("short").has_short_api_key());
+    /// ```
     pub fn has_short_api_key(&self) -> bool {
         self.api_keys.iter().any(|k| k.len() < 32)
     }
 
     /// Whether any method is configured.
+    ///
+    /// ```
+    /// assert!(!oxp_runtime::server::ServerAuth::default().is_enabled());
+    /// ```
     pub fn is_enabled(&self) -> bool {
         self.jwt.is_some() || !self.api_keys.is_empty()
     }
 
     /// Checks a request's headers. With authentication off, every request is
     /// [`Principal::Anonymous`] and the `Authorization` header is ignored (MUST, §1 A.59).
+    ///
+    /// ```
+    /// use axum::http::{HeaderMap, HeaderValue};
+    /// use oxp_runtime::server::{Principal, ServerAuth};
+    /// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("authorization", HeaderValue::from_static("Bearer wrong"));
+    /// assert!(auth.authenticate(&headers).is_err());
+    /// ```
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         if !self.is_enabled() {
             return Ok(Principal::Anonymous);
@@ -216,6 +259,14 @@ impl Jwt {
 
 /// Why a request was not authenticated: answered `401` with `{"message"}` and
 /// `WWW-Authenticate: Bearer`. The message never repeats the credential.
+///
+/// ```
+/// use axum::http::{HeaderMap, HeaderValue};
+/// use oxp_runtime::server::{Principal, ServerAuth};
+/// use axum::response::IntoResponse;
+/// let error = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef").authenticate(&HeaderMap::new()).unwrap_err();
+/// assert_eq!(error.into_response().status(), 401);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AuthError(&'static str);
 

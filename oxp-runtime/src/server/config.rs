@@ -9,9 +9,20 @@ use crate::idempotency::InMemoryIdempotency;
 use crate::registry::Registry;
 
 /// The default address: loopback only, so nothing is exposed by accident.
+///
+/// ```
+/// let config = oxp_runtime::server::ServerConfig::from_lookup(|_| None).unwrap();
+/// assert_eq!(config.addr.to_string(), oxp_runtime::server::DEFAULT_ADDR);
+/// ```
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8000";
 
 /// How logs are written.
+///
+/// ```
+/// use oxp_runtime::server::{LogFormat, ServerConfig};
+/// let config = ServerConfig::from_lookup(|name| (name == "OXP_LOG_FORMAT").then(|| "json".to_owned())).unwrap();
+/// assert_eq!(config.log_format, LogFormat::Json);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -91,6 +102,11 @@ pub struct ServerConfig {
 }
 
 /// An environment variable with a value the server cannot use.
+///
+/// ```
+/// let error = oxp_runtime::server::ServerConfig::from_lookup(|name| (name == "OXP_ADDR").then(|| "nowhere".to_owned())).unwrap_err();
+/// assert_eq!(error.variable, "OXP_ADDR");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// The variable.
@@ -109,11 +125,23 @@ impl std::error::Error for ConfigError {}
 
 impl ServerConfig {
     /// Reads the process environment.
+    ///
+    /// ```
+    /// let config = oxp_runtime::server::ServerConfig::from_env().expect("the environment's OXP_* settings");
+    /// # let _ = config;
+    /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
         ServerConfig::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// Reads variables through `lookup` (for tests, or another source of settings).
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// let env = HashMap::from([("OXP_ADDR", "127.0.0.1:9000"), ("OXP_TOOL_TIMEOUT_MS", "5000")]);
+    /// let config = oxp_runtime::server::ServerConfig::from_lookup(|name| env.get(name).map(|v| v.to_string())).unwrap();
+    /// assert_eq!(config.tool_timeout, Some(std::time::Duration::from_secs(5)));
+    /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let get = |name: &str| {
             lookup(name)
@@ -247,6 +275,16 @@ impl ServerConfig {
 
     /// Applies the settings to a server. Connecting to Redis (with `OXP_REDIS_URL`) is the one
     /// part that can fail.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use oxp_runtime::server::{Server, ServerConfig};
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let config = ServerConfig::from_lookup(|_| None).unwrap();
+    /// let server = config.apply(Server::new(registry)).await.unwrap();
+    /// # let _ = server;
+    /// # });
+    /// ```
     pub async fn apply(&self, server: Server) -> Result<Server, ConfigError> {
         let mut server = server
             .auth(self.auth.clone())
@@ -281,6 +319,11 @@ impl ServerConfig {
     }
 
     /// Installs the global log subscriber (once; later calls do nothing).
+    ///
+    /// ```
+    /// let config = oxp_runtime::server::ServerConfig::from_lookup(|_| None).unwrap();
+    /// config.init_logging();
+    /// ```
     pub fn init_logging(&self) {
         let filter = tracing_subscriber::EnvFilter::try_new(&self.log)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -11,8 +11,16 @@ use serde_json::{Map, Value};
 use crate::protocol::{CallToolRequest, ServerErrorResponse};
 
 /// The `$schema` a response carries when the request did not say.
+///
+/// ```
+/// assert_eq!(oxp_runtime::server::dialect::DEFAULT_SCHEMA, "urn:oxp:1.0");
+/// ```
 pub const DEFAULT_SCHEMA: &str = "urn:oxp:1.0";
 /// The `OXP-Version` every response carries.
+///
+/// ```
+/// assert_eq!(oxp_runtime::server::dialect::OXP_VERSION, "1.0");
+/// ```
 pub const OXP_VERSION: &str = "1.0";
 
 /// The header that carries [`OXP_VERSION`] (a `HeaderName` made once, not parsed per lookup).
@@ -21,6 +29,13 @@ pub(crate) const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-v
 const MAJOR: u64 = 1;
 
 /// How a call was sent, and so how it is answered.
+///
+/// ```
+/// use oxp_runtime::server::dialect::{read_call, Dialect};
+/// let body = br#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#;
+/// let (dialect, _) = read_call(&Default::default(), body, false).unwrap();
+/// assert_eq!(dialect, Dialect::Bare);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// `{"$schema", "request"}`; the `$schema` to echo.
@@ -40,6 +55,13 @@ fn bad_request(message: &str, developer_message: impl Into<String>) -> ServerErr
 
 /// The major version a `$schema` value names: `urn:oxp:M.m`, `otc://M.m`, or an http(s) URL of
 /// the spec ending in `/http/M.m/openapi.json`.
+///
+/// ```
+/// use oxp_runtime::server::dialect::schema_major;
+/// assert_eq!(schema_major("urn:oxp:1.0"), Some(1));
+/// assert_eq!(schema_major("otc://2.0"), Some(2));
+/// assert_eq!(schema_major("whatever"), None);
+/// ```
 pub fn schema_major(schema: &str) -> Option<u64> {
     let version = if let Some(v) = schema.strip_prefix("urn:oxp:") {
         v
@@ -75,6 +97,13 @@ fn header_major(value: &str) -> Option<u64> {
 }
 
 /// Checks the `OXP-Version` header, if sent; returns its major version.
+///
+/// ```
+/// use axum::http::{HeaderMap, HeaderValue};
+/// let mut headers = HeaderMap::new();
+/// headers.insert("oxp-version", HeaderValue::from_static("2.0"));
+/// assert!(oxp_runtime::server::dialect::check_version_header(&headers).is_err());
+/// ```
 pub fn check_version_header(headers: &HeaderMap) -> Result<Option<u64>, ServerErrorResponse> {
     let Some(value) = headers.get(OXP_VERSION_HEADER) else {
         return Ok(None);
@@ -99,6 +128,12 @@ fn unsupported(what: &str) -> ServerErrorResponse {
 }
 
 /// Checks a `$schema` value and returns it, to be echoed.
+///
+/// ```
+/// use oxp_runtime::server::dialect::check_schema;
+/// assert_eq!(check_schema(&"urn:oxp:1.1".into()).unwrap(), "urn:oxp:1.1");
+/// assert!(check_schema(&"urn:oxp:2.0".into()).is_err());
+/// ```
 pub fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
     let Value::String(schema) = value else {
         return Err(bad_request(
@@ -143,6 +178,15 @@ fn echo(schema: Option<Cow<'_, str>>) -> Cow<'static, str> {
 /// `lenient` is the LangChain compatibility of oxp-notes §3.11–§3.12: a request-level `user_id`
 /// moves into `context`, `inputs` is read as `input`, and other unknown fields are dropped
 /// (and logged) instead of refused.
+///
+/// ```
+/// use oxp_runtime::server::dialect::{read_call, Dialect};
+/// let body = br#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "input": {"a": 1}}}"#;
+/// let (dialect, request) = read_call(&Default::default(), body, false).unwrap();
+/// assert!(matches!(dialect, Dialect::Envelope(_)));
+/// assert_eq!(request.tool_id, "Calculator.Add");
+/// assert!(read_call(&Default::default(), b"[]", false).is_err());
+/// ```
 pub fn read_call(
     headers: &HeaderMap,
     body: &[u8],
@@ -261,6 +305,11 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
 }
 
 /// Adds `$schema` to a top-level body (an error body, a list, an envelope).
+///
+/// ```
+/// let body = oxp_runtime::server::dialect::with_schema(serde_json::json!({"message": "no"}), Some("urn:oxp:1.0"));
+/// assert_eq!(body["$schema"], "urn:oxp:1.0");
+/// ```
 pub fn with_schema(body: Value, schema: Option<&str>) -> Value {
     match (body, schema) {
         (Value::Object(fields), Some(schema)) => {

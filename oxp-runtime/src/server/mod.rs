@@ -37,7 +37,7 @@ use serde_json::{json, Value};
 use tower_http::set_header::SetResponseHeader;
 
 pub use auth::{AuthError, Principal, ServerAuth};
-pub use config::{serve, ConfigError, LogFormat, ServerConfig};
+pub use config::{serve, ConfigError, LogFormat, ServerConfig, DEFAULT_ADDR};
 
 use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
@@ -46,6 +46,13 @@ use crate::registry::Registry;
 use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION, OXP_VERSION_HEADER};
 
 /// The default cap on a request body.
+///
+/// ```
+/// use oxp_runtime::server::{Server, DEFAULT_MAX_BODY_BYTES};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let server = Server::new(registry).max_body_bytes(4 * DEFAULT_MAX_BODY_BYTES);
+/// # let _ = server;
+/// ```
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// User agents of LangChain's OXP clients, which expect a bare array from `GET /tools`
@@ -80,6 +87,12 @@ const PLAYGROUND: &str = include_str!("playground.html");
 
 impl Server {
     /// A server for every tool of `registry`, with authentication off and the default limits.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let server = oxp_runtime::server::Server::new(registry);
+    /// # let _ = server;
+    /// ```
     pub fn new(registry: Registry) -> Self {
         Server::from_pipeline(Pipeline::new(registry))
     }
@@ -311,6 +324,16 @@ impl Server {
     }
 
     /// The axum router, to serve or to nest into an app.
+    ///
+    /// ```
+    /// use tower::ServiceExt;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let app = axum::Router::new().nest("/oxp", oxp_runtime::server::Server::new(registry).router());
+    /// let request = axum::http::Request::get("/oxp/health").body(axum::body::Body::empty()).unwrap();
+    /// assert_eq!(app.oneshot(request).await.unwrap().status(), 200);
+    /// # });
+    /// ```
     pub fn router(self) -> Router {
         let list = list_bodies(self.pipeline.registry());
         let playground = self.playground;
@@ -358,6 +381,19 @@ impl Server {
 }
 
 /// How [`Server::serve`] ended.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// use oxp_runtime::server::{Server, Shutdown};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+/// let stop = async { tokio::signal::ctrl_c().await.unwrap() };
+/// match Server::new(registry).serve(listener, stop, std::time::Duration::from_secs(10)).await? {
+///     Shutdown::Drained => {}
+///     Shutdown::GraceExpired { active } => eprintln!("{active} calls were cut off"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shutdown {
     /// Every call was answered.
