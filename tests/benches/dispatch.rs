@@ -6,6 +6,9 @@
 //! cargo bench -p oxp-tests --bench dispatch
 //! ```
 
+#[path = "../harness/router.rs"]
+mod router;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,7 +17,6 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use oxp_runtime::call::{CallOutcome, Pipeline};
 use oxp_runtime::server::{dialect, Server};
 use serde_json::json;
-use tower::ServiceExt;
 
 struct Counting;
 
@@ -89,19 +91,6 @@ fn measure<F: std::future::Future>(
     });
 }
 
-/// A `POST /tools/call` through `router` in process (no socket), to the response's bytes.
-async fn through(router: &axum::Router, body: Vec<u8>) -> axum::body::Bytes {
-    let request = axum::http::Request::post("/tools/call")
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap()
-}
-
 fn bench(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -149,7 +138,7 @@ fn bench(c: &mut Criterion) {
             &runtime,
             name,
             || add.to_vec(),
-            |body| through(router, body),
+            |body| router::post_call(router, body),
         );
     }
 }

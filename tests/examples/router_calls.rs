@@ -9,23 +9,13 @@
 //! server's router or the bare handler of the load benchmark, with the same log subscriber as
 //! `serve()` at `warn`, and the time per call on stderr.
 
+#[path = "../harness/router.rs"]
+mod router;
+
 use oxp_runtime::server::Server;
-use tower::ServiceExt;
 
 const ADD: &[u8] =
     br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
-
-async fn call(router: &axum::Router) -> axum::body::Bytes {
-    let request = axum::http::Request::post("/tools/call")
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(ADD))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    assert_eq!(response.status(), 200);
-    axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap()
-}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -48,7 +38,7 @@ fn main() {
     runtime.block_on(async {
         let started = std::time::Instant::now();
         for _ in 0..calls {
-            std::hint::black_box(call(&router).await);
+            std::hint::black_box(router::post_call(&router, ADD).await);
         }
         let per_call = started.elapsed().as_nanos() as f64 / calls as f64;
         eprintln!("{which}: {calls} calls, {per_call:.0} ns per call");
