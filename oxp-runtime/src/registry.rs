@@ -295,11 +295,11 @@ impl Registry {
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::registry::ResolveError;
 ///
 /// /// Add two integers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: i64, b: i64) -> i64 { a + b }
-/// use oxp_runtime::registry::ResolveError;
 ///
 /// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
 /// let Err(ResolveError::VersionUnavailable { available, .. }) = registry.resolve("Calculator.Add@2") else { panic!() };

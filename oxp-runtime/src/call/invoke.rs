@@ -84,20 +84,13 @@ pub(super) fn execute(
             Either::Right(blocking(glue, context, input, gate.clone()).boxed())
         }
     };
-    let run = match timeout {
-        None => Either::Left(run),
-        // Boxed: the timer is large, and only calls with a time limit should carry it.
-        Some(limit) => Either::Right(
-            tokio::time::timeout(limit, run)
-                .map(move |ran| ran.unwrap_or_else(|_| Ok(Err(timed_out(limit)))))
-                .boxed(),
-        ),
-    };
     Execution {
         descriptor,
         call_id,
         redactor,
         run,
+        limit: timeout,
+        deadline: None,
         gate,
         started: None,
     }
@@ -123,7 +116,11 @@ pub(super) struct Execution {
     descriptor: &'static ToolDescriptor,
     call_id: String,
     redactor: Redactor,
-    run: Either<Run, BoxFuture<'static, Result<InvokeResult, Panic>>>,
+    run: Run,
+    /// The time limit, and its timer: made on the first poll, since the limit counts from the
+    /// start (and a timer needs the runtime, which a caller may enter only to poll).
+    limit: Option<Duration>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     gate: Arc<Gate>,
     /// Set when first polled, which counts the run as started; a run the idempotency store
     /// drops unpolled never started.
@@ -135,14 +132,27 @@ impl Future for Execution {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
         let this = &mut *self;
-        let started = *this.started.get_or_insert_with(|| {
+        if this.started.is_none() {
             this.gate.run_started();
-            Instant::now()
-        });
-        let ran = std::task::ready!(this.run.poll_unpin(cx));
-        let duration = started.elapsed().as_secs_f64() * 1000.0;
-        let outcome = this.shape(ran, duration);
-        this.started = None;
+            this.started = Some(Instant::now());
+            this.deadline = this.limit.map(|limit| Box::pin(tokio::time::sleep(limit)));
+        }
+        let ran = match this.run.poll_unpin(cx) {
+            Poll::Ready(ran) => ran,
+            Poll::Pending => {
+                let expired = this
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
+                match this.limit {
+                    // Out of time: the tool's future is dropped with this one.
+                    Some(limit) if expired => Ok(Err(timed_out(limit))),
+                    _ => return Poll::Pending,
+                }
+            }
+        };
+        let started = this.started.take().unwrap_or_else(Instant::now);
+        let outcome = this.shape(ran, started.elapsed().as_secs_f64() * 1000.0);
         this.gate.run_finished();
         Poll::Ready(outcome)
     }

@@ -43,11 +43,11 @@ pub const RETRY_AFTER_MS: u64 = 1000;
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::call::{CallOutcome, Pipeline};
 ///
 /// /// Add two integers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: i64, b: i64) -> i64 { a + b }
-/// use oxp_runtime::call::{CallOutcome, Pipeline};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
@@ -356,11 +356,11 @@ impl Pipeline {
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
+    /// use oxp_runtime::call::{CallOutcome, Pipeline};
     ///
     /// /// Add two integers.
     /// #[tool(toolkit = "Calculator", version = "1.0.0")]
     /// async fn add(a: i64, b: i64) -> i64 { a + b }
-    /// use oxp_runtime::call::{CallOutcome, Pipeline};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
@@ -383,11 +383,11 @@ impl Pipeline {
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
+    /// use oxp_runtime::call::{CallMeta, CallOutcome, Pipeline};
     ///
     /// /// Add two integers.
     /// #[tool(toolkit = "Calculator", version = "1.0.0")]
     /// async fn add(a: i64, b: i64) -> i64 { a + b }
-    /// use oxp_runtime::call::{CallMeta, CallOutcome, Pipeline};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
@@ -406,10 +406,15 @@ impl Pipeline {
         let span = call
             .as_ref()
             .map_or_else(tracing::Span::none, |(span, _)| span.clone());
-        let started = Instant::now();
+        // A call whose span nobody listens to (a server logging at `warn`) is not timed: its
+        // end would not be logged.
+        let started = call
+            .as_ref()
+            .filter(|(span, _)| !span.is_disabled())
+            .map(|_| Instant::now());
         run.instrument(span).map(move |outcome| {
             // The admission drops with this closure: when the call is answered, or abandoned.
-            if let Some((span, _admission)) = call {
+            if let (Some((span, _admission)), Some(started)) = (call, started) {
                 span.in_scope(|| finished(&outcome, started));
             }
             outcome
@@ -446,7 +451,7 @@ impl Pipeline {
                 .unwrap_or_else(|| "anonymous".to_owned()),
             call_id,
         });
-        let call_id = client_call_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let call_id = client_call_id.unwrap_or_else(new_call_id);
 
         let tool = match self.resolve(&request.tool_id, meta) {
             Ok(tool) => tool,
@@ -532,6 +537,15 @@ struct Started<'a> {
     call: Option<(tracing::Span, gate::Admission<'a>)>,
 }
 
+/// A fresh `call_id`: a v4 UUID, written without the formatting machinery of `to_string`.
+fn new_call_id() -> String {
+    let mut buffer = uuid::Uuid::encode_buffer();
+    uuid::Uuid::new_v4()
+        .hyphenated()
+        .encode_lower(&mut buffer)
+        .to_owned()
+}
+
 /// Logs a call's end in its span: successes at debug (a log line per call costs more than the
 /// call), everything else at info, where operators look.
 fn finished(outcome: &CallOutcome, started: Instant) {
@@ -575,6 +589,33 @@ mod tests {
     #[crate::tool(toolkit = "Z")]
     async fn echo(a: i64) -> i64 {
         a
+    }
+
+    /// A call's future may be made outside the runtime and polled inside it: the time limit's
+    /// timer is made on the first poll.
+    #[test]
+    fn a_call_made_outside_the_runtime_runs_inside_it() {
+        let pipeline = Pipeline::new(Registry::builder().tool(echo::TOOL).build().unwrap())
+            .default_timeout(Duration::from_secs(5));
+        let request = CallToolRequest {
+            tool_id: "Z.Echo".into(),
+            input: Some(serde_json::json!({"a": 7})),
+            ..Default::default()
+        };
+        let call = pipeline.call(request);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let CallOutcome::Completed(response) = runtime.block_on(call) else {
+            panic!("the call ran")
+        };
+        assert_eq!(
+            response.result,
+            CallResult::Success {
+                value: Some(7.into())
+            }
+        );
     }
 
     /// Every front moves a call's future into tasks and boxes, paying a copy of its whole size

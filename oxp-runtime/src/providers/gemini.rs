@@ -346,11 +346,11 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::{call::Pipeline, providers::{gemini, Dispatcher}};
 ///
 /// /// Add two numbers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: f64, b: f64) -> f64 { a + b }
-/// use oxp_runtime::{call::Pipeline, providers::{gemini, Dispatcher}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));

@@ -292,11 +292,11 @@ pub(crate) fn object_arguments(value: Option<&Value>, field: &str) -> Result<Val
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
 ///
 /// /// Add two integers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: i64, b: i64) -> i64 { a + b }
-/// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
@@ -502,11 +502,11 @@ impl Dispatcher {
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
+    /// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
     ///
     /// /// Add two integers.
     /// #[tool(toolkit = "Calculator", version = "1.0.0")]
     /// async fn add(a: i64, b: i64) -> i64 { a + b }
-    /// use oxp_runtime::{call::Pipeline, providers::{anthropic, Dispatcher}};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));

@@ -313,11 +313,11 @@ fn string(value: &Value, pointer: &str) -> Result<String, DispatchError> {
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
 ///
 /// /// Add two numbers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: f64, b: f64) -> f64 { a + b }
-/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
@@ -343,11 +343,11 @@ pub async fn dispatch_chat(
 ///
 /// ```
 /// use oxp_runtime::{tool, Registry};
+/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
 ///
 /// /// Add two numbers.
 /// #[tool(toolkit = "Calculator", version = "1.0.0")]
 /// async fn add(a: f64, b: f64) -> f64 { a + b }
-/// use oxp_runtime::{call::Pipeline, providers::{openai, Dispatcher}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
