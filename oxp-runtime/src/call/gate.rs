@@ -35,9 +35,7 @@ pub struct CallStats {
 }
 
 pub(crate) struct Gate {
-    /// At most this many calls at once, and how many are in: a counter, not a semaphore,
-    /// since a full server never queues (and releasing a semaphore permit takes a lock).
-    calls: Option<(usize, AtomicUsize)>,
+    calls: Option<Limit>,
     pub(super) blocking: Semaphore,
     draining: AtomicBool,
     active: Striped,
@@ -49,6 +47,13 @@ pub(crate) struct Gate {
     waiting: AtomicU64,
 }
 
+/// At most `max` calls at once, and how many are in: a counter, not a semaphore, since a full
+/// server never queues (and releasing a semaphore permit takes a lock).
+struct Limit {
+    max: usize,
+    taken: AtomicUsize,
+}
+
 /// Why a call was not admitted.
 pub(crate) enum Refusal {
     Full,
@@ -58,7 +63,10 @@ pub(crate) enum Refusal {
 impl Gate {
     pub(crate) fn new(max_calls: Option<usize>, max_blocking: usize) -> Self {
         Gate {
-            calls: max_calls.map(|max| (max, AtomicUsize::new(0))),
+            calls: max_calls.map(|max| Limit {
+                max,
+                taken: AtomicUsize::new(0),
+            }),
             blocking: Semaphore::new(max_blocking.max(1)),
             draining: AtomicBool::new(false),
             active: Striped::default(),
@@ -74,9 +82,9 @@ impl Gate {
         if self.draining.load(Ordering::Acquire) {
             return Err(Refusal::Draining);
         }
-        if let Some((max, calls)) = &self.calls {
-            if calls.fetch_add(1, Ordering::AcqRel) >= *max {
-                calls.fetch_sub(1, Ordering::AcqRel);
+        if let Some(limit) = &self.calls {
+            if limit.taken.fetch_add(1, Ordering::AcqRel) >= limit.max {
+                limit.taken.fetch_sub(1, Ordering::AcqRel);
                 return Err(Refusal::Full);
             }
         }
@@ -157,8 +165,8 @@ pub(crate) struct Admission<'a> {
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
-        if let Some((_, calls)) = &self.gate.calls {
-            calls.fetch_sub(1, Ordering::AcqRel);
+        if let Some(limit) = &self.gate.calls {
+            limit.taken.fetch_sub(1, Ordering::AcqRel);
         }
         self.gate.active.add(u64::MAX); // −1, wrapping
         self.gate.ended();

@@ -284,14 +284,18 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
     };
     let media = value.to_str().unwrap_or_default();
     let media = media.split(';').next().unwrap_or_default().trim();
-    let is = |prefix: &str, suffix: &str| {
-        media.len() >= prefix.len() + suffix.len()
-            && media.is_char_boundary(prefix.len())
-            && media.is_char_boundary(media.len() - suffix.len())
-            && media[..prefix.len()].eq_ignore_ascii_case(prefix)
-            && media[media.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+    // Compared without case and without allocating (`to_str` guarantees visible ASCII).
+    let starts = |prefix: &str| {
+        media
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
     };
-    if media.eq_ignore_ascii_case("application/json") || is("application/", "+json") {
+    let ends = |suffix: &str| {
+        media
+            .get(media.len().saturating_sub(suffix.len())..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix))
+    };
+    if media.eq_ignore_ascii_case("application/json") || (starts("application/") && ends("+json")) {
         Ok(())
     } else {
         Err(bad_request(

@@ -342,7 +342,7 @@ impl Server {
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
             langchain_compat: self.langchain_compat,
-            public_url: self.public_url,
+            public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
             list,
         });
         let protected = Router::new()
@@ -410,7 +410,8 @@ struct AppState {
     auth: ServerAuth,
     max_body_bytes: usize,
     langchain_compat: bool,
-    public_url: Option<String>,
+    /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
+    public_check_url: Option<String>,
     list: ListBodies,
 }
 
@@ -444,10 +445,6 @@ async fn authenticate(
     }
 }
 
-// `OXP-Version` is on every response, whatever the dialect (oxp-notes §3.6): every response is
-// built by `json_bytes` (or the playground page), and the MCP service is wrapped on its own. A
-// router-wide layer would say the same in one line, but axum re-boxes every route under a
-// layer: ~2,000 instructions per call, more than validating the input.
 fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
     let mut bytes = Vec::with_capacity(256);
     serde_json::to_writer(&mut bytes, body).expect("wire types serialize");
@@ -455,22 +452,25 @@ fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
 }
 
 fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
-    let mut response = Response::new(Body::from(bytes.into()));
+    response(status, "application/json", bytes.into())
+}
+
+/// Every response the server builds itself goes through here, which gives it `OXP-Version`
+/// whatever the dialect (oxp-notes §3.6); the MCP service is wrapped on its own. A router-wide
+/// layer would say the same in one line, but axum re-boxes every route under a layer: ~2,000
+/// instructions per call, more than validating the input.
+fn response(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
     response
 }
 
 async fn playground_page() -> Response {
-    let mut response = Response::new(Body::from(PLAYGROUND));
+    let mut response = response(StatusCode::OK, "text/html; charset=utf-8", PLAYGROUND);
     let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    headers.insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
     // Everything the page needs is inline; it talks only to this server.
     headers.insert(
         "content-security-policy",
@@ -673,22 +673,19 @@ fn answer(dialect: &Dialect, status: StatusCode, body: &impl Serialize, compat: 
 /// Where `check_url`s point: the configured public URL, or this request's own origin and the
 /// prefix the router is nested under.
 fn check_url_base(state: &AppState, headers: &HeaderMap, original: &Uri, uri: &Uri) -> String {
+    if let Some(base) = &state.public_check_url {
+        return base.clone();
+    }
     let prefix = original.path().strip_suffix(uri.path()).unwrap_or_default();
-    let root = match &state.public_url {
-        Some(url) => url.clone(),
-        None => {
-            let host = headers
-                .get(HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("localhost");
-            let scheme = headers
-                .get("x-forwarded-proto")
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("http");
-            format!("{scheme}://{host}{prefix}")
-        }
-    };
-    format!("{root}/authorization/")
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    format!("{scheme}://{host}{prefix}/authorization/")
 }
 
 /// §1 R.56: `GET check_url` → `{"status": "pending"|"completed"|"failed"}`; unknown → 404.
