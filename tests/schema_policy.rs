@@ -216,3 +216,98 @@ fn recursive_types_are_a_clear_registration_error() {
     assert!(text.contains("`Tree` is recursive"), "{text}");
     assert!(text.contains("schema_policy::tree"), "{text}");
 }
+
+// ---- Plain parameters: a table in the expansion, the derive's schema at run time ----------
+
+/// Every kind of plain parameter, described by the runtime from the expansion's table.
+#[tool(toolkit = "Policy", version = "1.0.0")]
+#[allow(clippy::too_many_arguments)] // a tool with many parameters is ordinary
+pub async fn plain_kinds(
+    /// A small unsigned integer.
+    small: u8,
+    /// # A title
+    ///
+    /// And a description over
+    ///   two lines, the second indented.
+    titled: i64,
+    undocumented: f64,
+    /// An optional nested struct.
+    billing: Option<Address>,
+    /// An optional list.
+    tags: Option<Vec<String>>,
+    /// A map.
+    counts: BTreeMap<String, u32>,
+    /// An enum.
+    priority: Priority,
+    /// Anything at all.
+    anything: serde_json::Value,
+    /// A keyword.
+    r#type: String,
+) {
+    let _ = (
+        small,
+        titled,
+        undocumented,
+        billing,
+        tags,
+        counts,
+        priority,
+        anything,
+        r#type,
+    );
+}
+
+// What `#[derive(JsonSchema)]` makes of the same parameters as a struct's fields.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct PlainKinds {
+    /// A small unsigned integer.
+    small: u8,
+    /// # A title
+    ///
+    /// And a description over
+    ///   two lines, the second indented.
+    titled: i64,
+    undocumented: f64,
+    /// An optional nested struct.
+    billing: Option<Address>,
+    /// An optional list.
+    tags: Option<Vec<String>>,
+    /// A map.
+    counts: BTreeMap<String, u32>,
+    /// An enum.
+    priority: Priority,
+    /// Anything at all.
+    anything: serde_json::Value,
+    /// A keyword.
+    r#type: String,
+}
+
+#[test]
+fn plain_parameters_get_the_schema_a_derived_struct_would() {
+    use oxp_runtime::schema::{finalize_input, input_schema};
+    let (input, _) = definition(plain_kinds::TOOL);
+    assert_eq!(input, finalize_input(input_schema::<PlainKinds>()).unwrap());
+    // The doc comment's parts land where the derive puts them.
+    assert_eq!(input["properties"]["titled"]["title"], "A title");
+    assert_eq!(
+        input["properties"]["titled"]["description"],
+        "And a description over\n  two lines, the second indented."
+    );
+    assert!(input["properties"]["undocumented"]
+        .get("description")
+        .is_none());
+    assert_eq!(
+        input["required"],
+        json!([
+            "small",
+            "titled",
+            "undocumented",
+            "counts",
+            "priority",
+            "anything",
+            "type"
+        ])
+    );
+}

@@ -1,5 +1,5 @@
-//! Writes the glue: a generated input struct, one small invoke fn, and the descriptor that
-//! `inventory` collects. All generic work is done by `oxp_runtime::__private` helpers.
+//! Writes the glue: the input's schema (a table of the parameters), one small invoke fn, and
+//! the descriptor that `inventory` collects. All generic work is done by `oxp_runtime::__private` helpers.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -41,8 +41,6 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
     let oxp = quote!(::oxp_runtime::__private);
     let fn_name = &tool.fn_name;
     let vis = &item.vis;
-    let crate_serde = format!("{oxp}::serde").replace(' ', "");
-    let crate_schemars = format!("{oxp}::schemars").replace(' ', "");
 
     // The arguments the glue passes to the fn, in the fn's order.
     let mut call_args: Vec<(usize, TokenStream)> = Vec::new();
@@ -55,61 +53,31 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
         call_args.push((position, context));
     }
     let mut checks = Vec::new();
-    let (input_type, input_struct, decode) = match &tool.inputs {
+    // Items the glue needs, the input schema's fn, and the statements that read the input.
+    let (input_items, input_schema, decode) = match &tool.inputs {
         Inputs::Params(params) => {
-            let fields = params.iter().map(|p| {
-                let (name, ty, docs, passthrough) = (&p.name, &p.ty, &p.docs, &p.passthrough);
-                quote!(#(#[doc = #docs])* #(#passthrough)* #name: #ty)
-            });
             let locals: Vec<_> = (0..params.len())
                 .map(|i| format_ident!("__oxp_arg{i}"))
                 .collect();
             for (param, local) in params.iter().zip(&locals) {
                 call_args.push((param.position, quote!(#local)));
-                let ty = &param.ty;
-                checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
             }
-            // Plain parameters are read one by one through the runtime's `Fields`, generic
-            // only over each parameter's type; a derived `Deserialize` (a visitor per tool) is
-            // only for parameters whose `#[serde]` attributes it must interpret.
-            let plain = params.iter().all(|p| p.passthrough.is_empty());
-            let (derives, decode) = if plain {
-                let names: Vec<String> =
-                    params.iter().map(|p| p.name.unraw().to_string()).collect();
-                let types = params.iter().map(|p| &p.ty);
-                (
-                    // The struct only describes the input: its fields are never read.
-                    quote!(#[derive(#oxp::schemars::JsonSchema)] #[allow(dead_code)]),
-                    quote! {
-                        let mut __oxp_fields = #oxp::Fields::new(__oxp_input, &[#(#names),*])?;
-                        #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
-                        __oxp_fields.finish()?;
-                    },
-                )
+            if params.iter().all(|p| p.passthrough.is_empty()) {
+                // `param::<T>` in the table asks what `assert_parameter` would, in our words.
+                plain_params(&oxp, params, &locals)
             } else {
-                let names = params.iter().map(|p| &p.name);
-                (
-                    quote!(#[derive(#oxp::serde::Deserialize, #oxp::schemars::JsonSchema)]),
-                    quote!(let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;),
-                )
-            };
-            (
-                quote!(__OxpInput),
-                quote! {
-                    #derives
-                    #[serde(crate = #crate_serde, deny_unknown_fields)]
-                    #[schemars(crate = #crate_schemars)]
-                    struct __OxpInput { #(#fields,)* }
-                },
-                decode,
-            )
+                for ty in params.iter().map(|p| &p.ty) {
+                    checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
+                }
+                serde_params(&oxp, params, &locals)
+            }
         }
         Inputs::Whole { ty, position } => {
             call_args.push((*position, quote!(#oxp::Input(__oxp_whole))));
             checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
             (
-                quote!(#ty),
                 quote!(),
+                quote!(#oxp::input_schema::<#ty>),
                 quote!(let __oxp_whole = #oxp::decode::<#ty>(__oxp_input)?;),
             )
         }
@@ -203,7 +171,7 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
         #vis struct #fn_name {}
 
         const _: () = {
-            #input_struct
+            #input_items
 
             #[allow(dead_code)]
             fn __oxp_checks() { #(#checks)* }
@@ -217,7 +185,7 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
                 secrets: &[#(#secrets),*],
                 authorization: &[#(#authorization),*],
                 timeout_ms: #timeout_ms,
-                input_schema: #oxp::input_schema::<#input_type>,
+                input_schema: #input_schema,
                 output_schema: #output_schema,
                 invoke: { #invoke },
                 module_path: ::core::module_path!(),
@@ -233,5 +201,85 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
 
             #oxp::inventory::submit! { __OXP_TOOL }
         };
+    }
+}
+
+/// Plain parameters (no `#[serde]`/`#[schemars]`): described by a table the runtime turns into
+/// the schema, and read one by one through the runtime's `Fields`. Both are generic only over
+/// each parameter's type, so every `i64` parameter of every tool shares one instance; a derived
+/// `JsonSchema` and `Deserialize` per tool would compile (and, at start-up, run) code per tool.
+fn plain_params(
+    oxp: &TokenStream,
+    params: &[model::Param],
+    locals: &[syn::Ident],
+) -> (TokenStream, TokenStream, TokenStream) {
+    let names: Vec<String> = params.iter().map(|p| p.name.unraw().to_string()).collect();
+    let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
+    let table = params.iter().zip(&names).map(|(param, name)| {
+        let (title, description) = title_and_description(&param.docs);
+        let ty = &param.ty;
+        quote! {
+            #oxp::Param {
+                name: #name,
+                title: #title,
+                description: #description,
+                schema: #oxp::param::<#ty>,
+            }
+        }
+    });
+    let items = quote! {
+        fn __oxp_input_schema() -> #oxp::schemars::Schema {
+            #oxp::params_schema(&[#(#table),*])
+        }
+    };
+    let decode = quote! {
+        let mut __oxp_fields = #oxp::Fields::new(__oxp_input, &[#(#names),*])?;
+        #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
+        __oxp_fields.finish()?;
+    };
+    (items, quote!(__oxp_input_schema), decode)
+}
+
+/// Parameters with `#[serde]`/`#[schemars]` attributes: fields of a generated struct whose
+/// derives interpret them.
+fn serde_params(
+    oxp: &TokenStream,
+    params: &[model::Param],
+    locals: &[syn::Ident],
+) -> (TokenStream, TokenStream, TokenStream) {
+    let crate_serde = format!("{oxp}::serde").replace(' ', "");
+    let crate_schemars = format!("{oxp}::schemars").replace(' ', "");
+    let fields = params.iter().map(|p| {
+        let (name, ty, passthrough) = (&p.name, &p.ty, &p.passthrough);
+        // The space `///` leaves, which the derive takes off again.
+        let docs = p.docs.iter().map(|line| format!(" {line}"));
+        quote!(#(#[doc = #docs])* #(#passthrough)* #name: #ty)
+    });
+    let names = params.iter().map(|p| &p.name);
+    let items = quote! {
+        #[derive(#oxp::serde::Deserialize, #oxp::schemars::JsonSchema)]
+        #[serde(crate = #crate_serde, deny_unknown_fields)]
+        #[schemars(crate = #crate_schemars)]
+        struct __OxpInput { #(#fields,)* }
+    };
+    let decode = quote! {
+        let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;
+    };
+    (items, quote!(#oxp::input_schema::<__OxpInput>), decode)
+}
+
+/// A parameter's doc lines (each without the space after `///`) as `#[derive(JsonSchema)]`
+/// reads a field's: a first line starting with `#` is the title, the rest the description.
+fn title_and_description(docs: &[String]) -> (String, String) {
+    let doc = docs.join("\n");
+    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
+    match doc.strip_prefix('#') {
+        Some(_) => {
+            let (first, rest) = doc.split_once('\n').unwrap_or((doc, ""));
+            let title = first.trim_start_matches('#');
+            let trim = |s: &str| s.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned();
+            (trim(title), trim(rest))
+        }
+        None => (String::new(), doc.to_owned()),
     }
 }

@@ -14,6 +14,7 @@ pub use crate::descriptor::{
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
 
+use schemars::{json_schema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -83,6 +84,54 @@ pub fn unit_result<E: Into<ToolError>>(result: Result<(), E>) -> InvokeResult {
     result
         .map(|()| None)
         .map_err(|e| InvokeError::Tool(e.into()))
+}
+
+/// One plain parameter of a `#[tool]` fn: its part of the input schema. The expansion lists a
+/// tool's parameters in a constant table, so no schema code is compiled (or run) per tool.
+pub struct Param {
+    /// The parameter's name, as the input object has it.
+    pub name: &'static str,
+    /// Its doc's `# Title` line, or empty.
+    pub title: &'static str,
+    /// Its doc, or empty.
+    pub description: &'static str,
+    /// [`param::<T>`](param) for the parameter's type.
+    pub schema: fn(&mut SchemaGenerator) -> (Schema, bool),
+}
+
+/// The schema of a parameter of type `T`, and whether it may be left out: exactly when reading
+/// it from an absent field succeeds, as [`Fields::take`] does (`Option<T>`, or an alias of one).
+pub fn param<T: ToolParameter>(generator: &mut SchemaGenerator) -> (Schema, bool) {
+    let optional = T::deserialize(Missing("")).is_ok();
+    (generator.subschema_for::<T>(), optional)
+}
+
+/// The input schema of a tool with plain parameters: what `#[derive(JsonSchema)]` makes of a
+/// struct of them with `deny_unknown_fields` (kept equal by a test in `tests/registry.rs`).
+pub fn params_schema(params: &[Param]) -> Schema {
+    let mut generator = crate::schema::input_generator();
+    let mut schema = json_schema!({"type": "object", "additionalProperties": false});
+    let mut properties = serde_json::Map::new();
+    let mut required = Vec::new();
+    for param in params {
+        let (mut property, optional) = (param.schema)(&mut generator);
+        for (key, text) in [("title", param.title), ("description", param.description)] {
+            if !text.is_empty() {
+                property.insert(key.to_owned(), text.into());
+            }
+        }
+        properties.insert(param.name.to_owned(), property.to_value());
+        if !optional {
+            required.push(Value::from(param.name));
+        }
+    }
+    if !properties.is_empty() {
+        schema.insert("properties".to_owned(), properties.into());
+    }
+    if !required.is_empty() {
+        schema.insert("required".to_owned(), required.into());
+    }
+    crate::schema::finish_root(generator, schema)
 }
 
 /// A tool's input object, read one parameter at a time.

@@ -25,7 +25,7 @@
 
 use std::fmt;
 
-use schemars::generate::{Contract, SchemaSettings};
+use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::transform::{transform_subschemas, RestrictFormats, Transform};
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
@@ -51,6 +51,28 @@ pub fn input_schema<T: JsonSchema>() -> Schema {
         .for_deserialize()
         .into_generator()
         .into_root_schema_for::<T>()
+}
+
+/// The generator [`input_schema`] uses, for a root schema built by hand (`#[tool]`'s plain
+/// parameters); [`finish_root`] does the rest of what `into_root_schema_for` does.
+pub(crate) fn input_generator() -> SchemaGenerator {
+    settings().for_deserialize().into_generator()
+}
+
+/// What schemars does to a root schema once its own part is made: the meta-schema (which the
+/// format policy reads), the definitions collected on the way, the transforms.
+pub(crate) fn finish_root(mut generator: SchemaGenerator, mut schema: Schema) -> Schema {
+    if let Some(meta_schema) = generator.settings().meta_schema.clone() {
+        schema.insert("$schema".to_owned(), meta_schema.into());
+    }
+    let definitions = generator.take_definitions(false);
+    if !definitions.is_empty() {
+        schema.insert("$defs".to_owned(), definitions.into());
+    }
+    for transform in generator.transforms_mut() {
+        transform.transform(&mut schema);
+    }
+    schema
 }
 
 /// The schema of `T` as a tool output (serde's serialize contract), before [`finalize_output`].
