@@ -130,6 +130,11 @@ oxp-runtime = { path = "$root/oxp-runtime" }
 tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
 
 [workspace]
+
+# The release profile README recommends (and the example is measured with).
+[profile.release]
+lto = "fat"
+codegen-units = 1
 TOML
   {
     [ "$kind" = tools ] && echo "use oxp_runtime::tool;"

@@ -327,21 +327,18 @@ pub enum CallResult {
     },
 }
 
-#[derive(Serialize, Deserialize)]
+/// The wire shape of a [`CallToolResponse`], read.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCallToolResponse {
     call_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     duration: Option<f64>,
     success: bool,
     // `Some(Value::Null)` is an explicit null value; `None` is no value at all.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
-    )]
+    #[serde(default, deserialize_with = "present")]
     value: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     error: Option<ToolError>,
 }
 
@@ -349,14 +346,27 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
+/// [`RawCallToolResponse`] borrowed: every answer is written through it, so nothing is copied.
+#[derive(Serialize)]
+struct RawCallToolResponseRef<'a> {
+    call_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration: Option<f64>,
+    success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ToolError>,
+}
+
 impl Serialize for CallToolResponse {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (success, value, error) = match &self.result {
-            CallResult::Success { value } => (true, value.clone(), None),
-            CallResult::Failure { error } => (false, None, Some(error.clone())),
+            CallResult::Success { value } => (true, value.as_ref(), None),
+            CallResult::Failure { error } => (false, None, Some(error)),
         };
-        RawCallToolResponse {
-            call_id: self.call_id.clone(),
+        RawCallToolResponseRef {
+            call_id: &self.call_id,
             duration: self.duration,
             success,
             value,

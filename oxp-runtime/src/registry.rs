@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::sync::OnceLock;
 
 use crate::descriptor::ToolDescriptor;
 use crate::protocol::{
@@ -25,6 +26,11 @@ pub const MAX_NAME_LEN: usize = 64;
 /// ```
 pub const MAX_DESCRIPTION_LEN: usize = 1024;
 
+/// A lookup table keyed by id, path or wire name. Built once and only read after, so a fast
+/// hash serves (no key a caller sends is ever inserted); std's SipHash took a tenth of a
+/// call's registry work.
+type Index<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 /// A tool that passed every registration check.
 ///
 /// ```
@@ -43,7 +49,10 @@ pub struct RegisteredTool {
     descriptor: &'static ToolDescriptor,
     version: ToolVersion,
     definition: ToolDefinition,
-    validator: jsonschema::Validator,
+    /// Compiled at registration to check the schema, then dropped, and kept from the first
+    /// call on: a compiled validator is ~3 KB, and most tools of a large server are never
+    /// called by a given process.
+    validator: OnceLock<jsonschema::Validator>,
 }
 
 impl RegisteredTool {
@@ -111,7 +120,7 @@ impl RegisteredTool {
         &self.definition
     }
 
-    /// The input validator, compiled once at registration.
+    /// The input validator: checked at registration, compiled for keeps on first use.
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
@@ -124,7 +133,10 @@ impl RegisteredTool {
     /// assert!(registry.tools()[0].validator().is_valid(&serde_json::json!({})));
     /// ```
     pub fn validator(&self) -> &jsonschema::Validator {
-        &self.validator
+        self.validator.get_or_init(|| {
+            compile(&self.definition.input_schema)
+                .expect("the input schema compiled at registration, and compiling is deterministic")
+        })
     }
 }
 
@@ -160,11 +172,11 @@ pub struct Registry {
     tools: Vec<RegisteredTool>,
     /// `Toolkit.Name@x.y.z` → index into `tools`: the exact ids clients send most, found
     /// without parsing.
-    by_id: HashMap<String, usize>,
+    by_id: Index<usize>,
     /// `Toolkit.Name` → indexes into `tools`, in ascending version order.
-    by_path: HashMap<String, Vec<usize>>,
+    by_path: Index<Vec<usize>>,
     /// `Toolkit_Name` → `Toolkit.Name`.
-    by_wire_name: HashMap<String, String>,
+    by_wire_name: Index<String>,
 }
 
 impl Registry {
@@ -443,8 +455,8 @@ impl RegistryBuilder {
             }
         }
 
-        let mut by_path: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut by_wire_name: HashMap<String, String> = HashMap::new();
+        let mut by_path: Index<Vec<usize>> = Index::default();
+        let mut by_wire_name: Index<String> = Index::default();
         for (i, tool) in tools.iter().enumerate() {
             let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
             let owner = by_wire_name
@@ -529,9 +541,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         Some(output) => schema::finalize_output(output()).map_err(schema_problem)?,
         None => None,
     };
-    let validator = jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(&input_schema)
+    compile(&input_schema)
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
 
     let requirements = ToolRequirements {
@@ -566,8 +576,15 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
             output_schema,
             requirements: (!requirements.is_empty()).then_some(requirements),
         },
-        validator,
+        validator: OnceLock::new(),
     })
+}
+
+fn compile(input_schema: &serde_json::Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(input_schema)
+        .map_err(|e| e.to_string())
 }
 
 /// Everything wrong with the tools given to a [`RegistryBuilder`].

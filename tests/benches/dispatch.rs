@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::http::HeaderMap;
 use criterion::{criterion_group, criterion_main, Criterion};
 use oxp_runtime::call::{CallOutcome, Pipeline};
-use oxp_runtime::server::{dialect, Server};
+use oxp_runtime::server::dialect;
 use serde_json::json;
 
 struct Counting;
@@ -130,7 +130,7 @@ fn bench(c: &mut Criterion) {
     // the bare axum handler of the load benchmark (`bench/bare`). The difference is what routing,
     // layers and the pipeline cost over hand-written JSON work.
     let add = br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
-    let oxp = Server::new(oxp_tests::all_tools().build().unwrap()).router();
+    let oxp = router::oxp_router();
     let bare = bare::router();
     for (name, router) in [("router: oxp add", &oxp), ("router: bare add", &bare)] {
         measure(

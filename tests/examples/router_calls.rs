@@ -12,8 +12,6 @@
 #[path = "../harness/router.rs"]
 mod router;
 
-use oxp_runtime::server::Server;
-
 const ADD: &[u8] =
     br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
 
@@ -28,7 +26,7 @@ fn main() {
         .init();
     let router = match which.as_str() {
         "bare" => bare::router(),
-        "oxp" => Server::new(oxp_tests::all_tools().build().unwrap()).router(),
+        "oxp" => router::oxp_router(),
         other => panic!("oxp or bare, not {other}"),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

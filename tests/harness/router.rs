@@ -1,6 +1,31 @@
 //! A `POST /tools/call` through a router in process (no socket), for the benchmarks.
 
+use oxp_runtime::server::Server;
+use oxp_runtime::{tool, Registry};
 use tower::ServiceExt;
+
+/// The example's `Calculator.Add@1.0.0`: integers, as the bare handler adds them, so both
+/// routers do the same JSON work (the fixtures' `Calculator.Add` takes floats).
+#[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]
+async fn add_integers(
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+) -> i64 {
+    a + b
+}
+
+/// The OXP server's router over the example's add.
+pub fn oxp_router() -> axum::Router {
+    Server::new(
+        Registry::builder()
+            .tool(add_integers::TOOL)
+            .build()
+            .unwrap(),
+    )
+    .router()
+}
 
 /// Sends `body` to `router`'s `/tools/call` and returns the `200` answer's bytes.
 pub async fn post_call(
