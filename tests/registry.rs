@@ -185,6 +185,18 @@ fn invalid_versions_names_and_descriptions_are_caught_at_build_time() {
 }
 
 #[test]
+fn a_definition_kept_as_json_reads_back_exactly() {
+    // The registry keeps each definition as the JSON `GET /tools` sends and parses it on
+    // demand: the parsed form must write the same JSON again, byte for byte.
+    let registry = fixtures::all_tools().build().unwrap();
+    for tool in registry.tools() {
+        let written = serde_json::to_string(tool.definition()).unwrap();
+        assert_eq!(written, tool.definition_json(), "{}", tool.id());
+        assert_eq!(tool.definition().name, tool.name());
+    }
+}
+
+#[test]
 fn from_inventory_collects_every_tool_in_the_binary() {
     let error = Registry::from_inventory().unwrap_err();
     // This binary deliberately links a duplicate pair and a colliding pair.

@@ -195,16 +195,14 @@ fn tools(registry: &Registry) -> Vec<Tool> {
     all.iter()
         .enumerate()
         .map(|(i, tool)| {
-            let latest = all
-                .get(i + 1)
-                .is_none_or(|next| next.definition().name != tool.definition().name);
+            let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
             let name = if latest {
-                tool.definition().name.clone()
+                tool.name().to_owned()
             } else {
                 let v = tool.version();
                 format!(
                     "{}{VERSION_MARK}{}_{}_{}",
-                    tool.definition().name,
+                    tool.name(),
                     v.major,
                     v.minor,
                     v.patch

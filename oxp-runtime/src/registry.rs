@@ -48,10 +48,19 @@ type Index<V> = HashMap<String, V, foldhash::fast::RandomState>;
 pub struct RegisteredTool {
     descriptor: &'static ToolDescriptor,
     version: ToolVersion,
-    definition: ToolDefinition,
-    /// Compiled at registration to check the schema, then dropped, and kept from the first
-    /// call on: a compiled validator is ~3 KB, and most tools of a large server are never
-    /// called by a given process.
+    /// `Toolkit.Name@x.y.z`.
+    id: String,
+    /// `Toolkit_Name`.
+    name: String,
+    /// The definition as `GET /tools` sends it. Between uses, this is all a tool keeps of it:
+    /// as a `Value`, a small tool's schemas take ~4 KB (a map is a 600-byte B-tree node even
+    /// with one key), as JSON ~0.5 KB — for a server of 1,000 tools, most of its heap.
+    json: Box<str>,
+    /// Parsed from `json` when first asked for (the providers' and MCP's tool lists).
+    definition: OnceLock<ToolDefinition>,
+    /// Compiled at registration to check the schema, then dropped, and compiled for keeps on
+    /// the first call: a compiled validator is ~3 KB, and most tools of a large server are
+    /// never called by a given process.
     validator: OnceLock<jsonschema::Validator>,
 }
 
@@ -85,7 +94,23 @@ impl RegisteredTool {
     /// assert_eq!(registry.tools()[0].id(), "Greeter.Hi@1.2.0");
     /// ```
     pub fn id(&self) -> &str {
-        &self.definition.id
+        &self.id
+    }
+
+    /// The wire name, `Toolkit_Name`: what models and MCP clients call the tool.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].name(), "Greeter_Hi");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The tool's version.
@@ -117,7 +142,26 @@ impl RegisteredTool {
     /// assert_eq!(registry.tools()[0].definition().version, "1.2.0");
     /// ```
     pub fn definition(&self) -> &ToolDefinition {
-        &self.definition
+        self.definition.get_or_init(|| {
+            serde_json::from_str(&self.json).expect("the registry wrote this definition")
+        })
+    }
+
+    /// The definition as JSON, exactly as `GET /tools` lists it.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hi.
+    /// #[tool(toolkit = "Greeter", version = "1.2.0")]
+    /// fn hi() -> String { "hi".into() }
+    ///
+    /// let registry = Registry::builder().tool(hi::TOOL).build().unwrap();
+    /// let json: serde_json::Value = serde_json::from_str(registry.tools()[0].definition_json()).unwrap();
+    /// assert_eq!(json["id"], "Greeter.Hi@1.2.0");
+    /// ```
+    pub fn definition_json(&self) -> &str {
+        &self.json
     }
 
     /// The input validator: checked at registration, compiled for keeps on first use.
@@ -133,8 +177,16 @@ impl RegisteredTool {
     /// assert!(registry.tools()[0].validator().is_valid(&serde_json::json!({})));
     /// ```
     pub fn validator(&self) -> &jsonschema::Validator {
+        /// Only the input schema, read from the definition's JSON: a call's first use should
+        /// not keep the whole definition parsed.
+        #[derive(serde::Deserialize)]
+        struct InputSchema {
+            input_schema: serde_json::Value,
+        }
         self.validator.get_or_init(|| {
-            compile(&self.definition.input_schema)
+            let definition = serde_json::from_str::<InputSchema>(&self.json)
+                .expect("the registry wrote this definition");
+            compile(&definition.input_schema)
                 .expect("the input schema compiled at registration, and compiling is deterministic")
         })
     }
@@ -143,7 +195,7 @@ impl RegisteredTool {
 impl fmt::Debug for RegisteredTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegisteredTool")
-            .field("id", &self.definition.id)
+            .field("id", &self.id)
             .field("at", &self.descriptor.location())
             .finish_non_exhaustive()
     }
@@ -271,11 +323,11 @@ impl Registry {
         found.map(|&i| &self.tools[i]).ok_or_else(|| {
             let first = &self.tools[versions[0]];
             ResolveError::VersionUnavailable {
-                wire_name: first.definition.name.clone(),
+                wire_name: first.name.clone(),
                 tool_id: tool_id.to_owned(),
                 available: versions
                     .iter()
-                    .map(|&i| self.tools[i].definition.version.clone())
+                    .map(|&i| self.tools[i].version.to_string())
                     .collect(),
             }
         })
@@ -446,9 +498,9 @@ impl RegistryBuilder {
             ))
         });
         for pair in tools.windows(2) {
-            if pair[0].definition.id == pair[1].definition.id {
+            if pair[0].id == pair[1].id {
                 problems.push(RegistryProblem::DuplicateId {
-                    id: pair[0].definition.id.clone(),
+                    id: pair[0].id.clone(),
                     first: pair[0].descriptor.location(),
                     second: pair[1].descriptor.location(),
                 });
@@ -460,11 +512,11 @@ impl RegistryBuilder {
         for (i, tool) in tools.iter().enumerate() {
             let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
             let owner = by_wire_name
-                .entry(tool.definition.name.clone())
+                .entry(tool.name.clone())
                 .or_insert_with(|| path.clone());
             if *owner != path {
                 problems.push(RegistryProblem::WireNameCollision {
-                    wire_name: tool.definition.name.clone(),
+                    wire_name: tool.name.clone(),
                     first: owner.clone(),
                     second: path.clone(),
                     at: tool.descriptor.location(),
@@ -564,18 +616,23 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
             .collect(),
         user_id: descriptor.user_id,
     };
+    let definition = ToolDefinition {
+        id,
+        name: wire_name,
+        description: description.to_owned(),
+        version: version.to_string(),
+        input_schema,
+        output_schema,
+        requirements: (!requirements.is_empty()).then_some(requirements),
+    };
+    let json = serde_json::to_string(&definition).expect("a tool definition serializes");
     Ok(RegisteredTool {
         descriptor,
         version,
-        definition: ToolDefinition {
-            id: id.clone(),
-            name: wire_name,
-            description: description.to_owned(),
-            version: version.to_string(),
-            input_schema,
-            output_schema,
-            requirements: (!requirements.is_empty()).then_some(requirements),
-        },
+        id: definition.id,
+        name: definition.name,
+        json: json.into_boxed_str(),
+        definition: OnceLock::new(),
         validator: OnceLock::new(),
     })
 }

@@ -60,7 +60,7 @@ impl Pipeline {
         ServerErrorResponse {
             message: format!(
                 "Tool '{}' cannot run without {}",
-                tool.definition().name,
+                tool.name(),
                 lacking.join(" and ")
             ),
             developer_message: Some(format!(

@@ -56,7 +56,7 @@ pub(super) fn validate(tool: &RegisteredTool, input: &Value) -> Option<Validatio
     if parameter_errors.is_empty() && general.is_empty() {
         return None;
     }
-    let mut message = format!("Invalid input for tool '{}'", tool.definition().name);
+    let mut message = format!("Invalid input for tool '{}'", tool.name());
     if !general.is_empty() {
         message.push_str(": ");
         message.push_str(&general.join("; "));

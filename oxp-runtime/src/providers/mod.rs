@@ -186,7 +186,7 @@ pub(crate) fn exported_tools<'r>(
     for tool in registry.tools() {
         // `tools()` is ordered by version within a name: the last one wins.
         match tools.last() {
-            Some(previous) if previous.definition().name == tool.definition().name => {
+            Some(previous) if previous.name() == tool.name() => {
                 *tools.last_mut().expect("just matched") = tool;
             }
             _ => tools.push(tool),
@@ -556,8 +556,9 @@ impl Dispatcher {
             let mut names: Vec<&str> = self
                 .pipeline
                 .registry()
-                .definitions()
-                .map(|d| d.name.as_str())
+                .tools()
+                .iter()
+                .map(RegisteredTool::name)
                 .collect();
             names.dedup();
             return error(format!(

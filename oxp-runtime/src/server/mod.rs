@@ -335,7 +335,6 @@ impl Server {
     /// # });
     /// ```
     pub fn router(self) -> Router {
-        let list = list_bodies(self.pipeline.registry());
         let playground = self.playground;
         let state = Arc::new(AppState {
             pipeline: self.pipeline,
@@ -343,7 +342,6 @@ impl Server {
             max_body_bytes: self.max_body_bytes,
             langchain_compat: self.langchain_compat,
             public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
-            list,
         });
         let protected = Router::new()
             .route("/tools", get(list_tools))
@@ -412,23 +410,28 @@ struct AppState {
     langchain_compat: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
-    list: ListBodies,
 }
 
-/// The tool list, serialized once at start-up: only the `$schema` around it varies.
-struct ListBodies {
-    /// The JSON array of every tool definition (boxed: no spare capacity, which for 1,000
-    /// tools would be half a megabyte).
-    items: Box<str>,
-}
-
-fn list_bodies(registry: &Registry) -> ListBodies {
-    let items: Vec<_> = registry.definitions().collect();
-    ListBodies {
-        items: serde_json::to_string(&items)
-            .expect("tool definitions serialize")
-            .into_boxed_str(),
+/// The JSON array of every tool definition, from the JSON the registry keeps of each: the
+/// list is written per request (it is asked for rarely, and only the `$schema` around it
+/// varies), not kept whole beside the registry.
+fn list_items(registry: &Registry) -> String {
+    let tools = registry.tools();
+    let size = tools
+        .iter()
+        .map(|t| t.definition_json().len() + 1)
+        .sum::<usize>()
+        + 1;
+    let mut items = String::with_capacity(size);
+    items.push('[');
+    for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+            items.push(',');
+        }
+        items.push_str(tool.definition_json());
     }
+    items.push(']');
+    items
 }
 
 async fn authenticate(
@@ -507,10 +510,10 @@ async fn list_tools(
         .ok()
         .and_then(|b| b.get("$schema").cloned())
         .and_then(|s| dialect::check_schema(&s).ok());
+    let items = list_items(state.pipeline.registry());
     if state.langchain_compat && is_langchain(&headers) {
-        return json_bytes(StatusCode::OK, state.list.items.clone().into_boxed_bytes());
+        return json_bytes(StatusCode::OK, items);
     }
-    let items = &state.list.items;
     let echo = schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
     let echo = serde_json::to_string(echo).expect("a string serializes");
     // The OTC drafts called the list `tools`; a client that says `otc://` gets both keys.
