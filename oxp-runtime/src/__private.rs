@@ -107,7 +107,7 @@ pub fn param<T: ToolParameter>(generator: &mut SchemaGenerator) -> (Schema, bool
 }
 
 /// The input schema of a tool with plain parameters: what `#[derive(JsonSchema)]` makes of a
-/// struct of them with `deny_unknown_fields` (kept equal by a test in `tests/registry.rs`).
+/// struct of them with `deny_unknown_fields` (kept equal by a test in `tests/schema_policy.rs`).
 pub fn params_schema(params: &[Param]) -> Schema {
     let mut generator = crate::schema::input_generator();
     let mut schema = json_schema!({"type": "object", "additionalProperties": false});

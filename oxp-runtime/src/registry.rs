@@ -186,7 +186,7 @@ impl RegisteredTool {
         self.validator.get_or_init(|| {
             let definition = serde_json::from_str::<InputSchema>(&self.json)
                 .expect("the registry wrote this definition");
-            compile(&definition.input_schema)
+            compile(definition.input_schema)
                 .expect("the input schema compiled at registration, and compiling is deterministic")
         })
     }
@@ -593,7 +593,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         Some(output) => schema::finalize_output(output()).map_err(schema_problem)?,
         None => None,
     };
-    compile(&input_schema)
+    compile(input_schema.clone())
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
 
     let requirements = ToolRequirements {
@@ -637,10 +637,10 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     })
 }
 
-fn compile(input_schema: &serde_json::Value) -> Result<jsonschema::Validator, String> {
+fn compile(input_schema: serde_json::Value) -> Result<jsonschema::Validator, String> {
     jsonschema::draft202012::options()
         .should_validate_formats(true)
-        .build(input_schema)
+        .build(&schema::for_validation(input_schema))
         .map_err(|e| e.to_string())
 }
 
