@@ -145,13 +145,19 @@ pub struct Fields {
     object: serde_json::Map<String, Value>,
     /// The parameter names, for the error about one the tool does not have.
     expected: &'static [&'static str],
+    /// How many parameters were read in place (left in `object`) rather than taken out.
+    read_in_place: usize,
 }
 
 impl Fields {
     /// The input, which must be an object.
     pub fn new(input: Value, expected: &'static [&'static str]) -> Result<Fields, InvokeError> {
         match input {
-            Value::Object(object) => Ok(Fields { object, expected }),
+            Value::Object(object) => Ok(Fields {
+                object,
+                expected,
+                read_in_place: 0,
+            }),
             other => Err(InvokeError::Input(serde::de::Error::invalid_type(
                 unexpected(&other),
                 &"an object of the tool's parameters",
@@ -162,22 +168,37 @@ impl Fields {
     /// The parameter `name`: absent is `None` for an `Option`, and "missing field" otherwise,
     /// as a derived `Deserialize` has it.
     pub fn take<T: ToolParameter>(&mut self, name: &'static str) -> Result<T, InvokeError> {
-        let read = match self.object.remove(name) {
-            // Named, as the derived `Deserialize` of a struct does not.
-            Some(value) => T::deserialize(value)
-                .map_err(|e| serde::de::Error::custom(format_args!("`{name}`: {e}"))),
-            None => T::deserialize(Missing(name)),
+        let read = match self.object.get(name) {
+            None => return T::deserialize(Missing(name)).map_err(InvokeError::Input),
+            // A number, a bool or null owns nothing worth moving: read it where it is, which
+            // spares taking it out of the map (most of this fn's cost for an `i64`).
+            Some(value @ (Value::Number(_) | Value::Bool(_) | Value::Null)) => {
+                self.read_in_place += 1;
+                T::deserialize(value)
+            }
+            // Strings, arrays and objects are moved into the parameter, not copied.
+            Some(_) => T::deserialize(self.object.remove(name).expect("just found")),
         };
-        read.map_err(InvokeError::Input)
+        // Named, as the derived `Deserialize` of a struct does not.
+        read.map_err(|e| {
+            InvokeError::Input(serde::de::Error::custom(format_args!("`{name}`: {e}")))
+        })
     }
 
     /// Refuses parameters the tool does not have (the input schema is closed, so a validated
     /// input has none; this keeps a direct call honest too).
     pub fn finish(self) -> Result<(), InvokeError> {
-        match self.object.keys().next() {
+        if self.object.len() == self.read_in_place {
+            return Ok(()); // all that is left was read in place
+        }
+        match self
+            .object
+            .keys()
+            .find(|key| !self.expected.contains(&key.as_str()))
+        {
             None => Ok(()),
-            Some(name) => Err(InvokeError::Input(serde::de::Error::unknown_field(
-                name,
+            Some(unknown) => Err(InvokeError::Input(serde::de::Error::unknown_field(
+                unknown,
                 self.expected,
             ))),
         }
