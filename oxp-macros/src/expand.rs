@@ -1,5 +1,6 @@
 //! Writes the glue: the input's schema (a table of the parameters), one small invoke fn, and
-//! the descriptor that `inventory` collects. All generic work is done by `oxp_runtime::__private` helpers.
+//! the descriptor that `inventory` collects. All generic work is done by
+//! `oxp_runtime::__private` helpers.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -53,8 +54,11 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
         call_args.push((position, context));
     }
     let mut checks = Vec::new();
-    // Items the glue needs, the input schema's fn, and the statements that read the input.
-    let (input_items, input_schema, decode) = match &tool.inputs {
+    let InputGlue {
+        items: input_items,
+        schema: input_schema,
+        decode,
+    } = match &tool.inputs {
         Inputs::Params(params) => {
             let locals: Vec<_> = (0..params.len())
                 .map(|i| format_ident!("__oxp_arg{i}"))
@@ -75,11 +79,11 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
         Inputs::Whole { ty, position } => {
             call_args.push((*position, quote!(#oxp::Input(__oxp_whole))));
             checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
-            (
-                quote!(),
-                quote!(#oxp::input_schema::<#ty>),
-                quote!(let __oxp_whole = #oxp::decode::<#ty>(__oxp_input)?;),
-            )
+            InputGlue {
+                items: quote!(),
+                schema: quote!(#oxp::input_schema::<#ty>),
+                decode: quote!(let __oxp_whole = #oxp::decode::<#ty>(__oxp_input)?;),
+            }
         }
     };
     call_args.sort_by_key(|(position, _)| *position);
@@ -204,15 +208,21 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
     }
 }
 
+/// How the glue gets at the input.
+struct InputGlue {
+    /// Items it needs (a fn, a struct), beside the descriptor.
+    items: TokenStream,
+    /// The descriptor's `input_schema`: a `fn() -> Schema`.
+    schema: TokenStream,
+    /// Statements that read `__oxp_input` into the fn's arguments.
+    decode: TokenStream,
+}
+
 /// Plain parameters (no `#[serde]`/`#[schemars]`): described by a table the runtime turns into
 /// the schema, and read one by one through the runtime's `Fields`. Both are generic only over
 /// each parameter's type, so every `i64` parameter of every tool shares one instance; a derived
 /// `JsonSchema` and `Deserialize` per tool would compile (and, at start-up, run) code per tool.
-fn plain_params(
-    oxp: &TokenStream,
-    params: &[model::Param],
-    locals: &[syn::Ident],
-) -> (TokenStream, TokenStream, TokenStream) {
+fn plain_params(oxp: &TokenStream, params: &[model::Param], locals: &[syn::Ident]) -> InputGlue {
     let names: Vec<String> = params.iter().map(|p| p.name.unraw().to_string()).collect();
     let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
     let table = params.iter().zip(&names).map(|(param, name)| {
@@ -237,16 +247,16 @@ fn plain_params(
         #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
         __oxp_fields.finish()?;
     };
-    (items, quote!(__oxp_input_schema), decode)
+    InputGlue {
+        items,
+        schema: quote!(__oxp_input_schema),
+        decode,
+    }
 }
 
 /// Parameters with `#[serde]`/`#[schemars]` attributes: fields of a generated struct whose
 /// derives interpret them.
-fn serde_params(
-    oxp: &TokenStream,
-    params: &[model::Param],
-    locals: &[syn::Ident],
-) -> (TokenStream, TokenStream, TokenStream) {
+fn serde_params(oxp: &TokenStream, params: &[model::Param], locals: &[syn::Ident]) -> InputGlue {
     let crate_serde = format!("{oxp}::serde").replace(' ', "");
     let crate_schemars = format!("{oxp}::schemars").replace(' ', "");
     let fields = params.iter().map(|p| {
@@ -265,21 +275,21 @@ fn serde_params(
     let decode = quote! {
         let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;
     };
-    (items, quote!(#oxp::input_schema::<__OxpInput>), decode)
+    InputGlue {
+        items,
+        schema: quote!(#oxp::input_schema::<__OxpInput>),
+        decode,
+    }
 }
 
 /// A parameter's doc lines (each without the space after `///`) as `#[derive(JsonSchema)]`
 /// reads a field's: a first line starting with `#` is the title, the rest the description.
 fn title_and_description(docs: &[String]) -> (String, String) {
-    let doc = docs.join("\n");
-    let doc = doc.trim_matches(|c: char| c.is_ascii_whitespace());
-    match doc.strip_prefix('#') {
-        Some(_) => {
-            let (first, rest) = doc.split_once('\n').unwrap_or((doc, ""));
-            let title = first.trim_start_matches('#');
-            let trim = |s: &str| s.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned();
-            (trim(title), trim(rest))
-        }
-        None => (String::new(), doc.to_owned()),
+    let trim = |s: &str| s.trim_matches(|c: char| c.is_ascii_whitespace()).to_owned();
+    let doc = trim(&docs.join("\n"));
+    if !doc.starts_with('#') {
+        return (String::new(), doc);
     }
+    let (first, rest) = doc.split_once('\n').unwrap_or((&doc, ""));
+    (trim(first.trim_start_matches('#')), trim(rest))
 }
