@@ -7,7 +7,8 @@
 #                          with the median and range of the rounds' throughput ratios (this
 #                          machine's speed swings by a quarter within a minute: many short
 #                          alternating rounds average that out)
-#   bench/run.sh startup   a server with 1,000 tools: process start → /health 200, and idle RSS
+#   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
+#                          process start → /health 200, idle RSS, and RSS once every tool was called
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
 #                          clean build and rebuild after editing one body (dev profile)
 #   bench/run.sh instructions  the same call through oxp's router and the bare handler, in process,
