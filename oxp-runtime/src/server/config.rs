@@ -191,6 +191,16 @@ impl ServerConfig {
             auth = auth.api_key(key);
         }
 
+        let log = get("OXP_LOG").unwrap_or_else(|| "info".to_owned());
+        if let Err(error) = tracing_subscriber::EnvFilter::try_new(&log) {
+            return Err(ConfigError {
+                variable: "OXP_LOG",
+                problem: format!(
+                    "`{log}` is not a log filter ({error}); write a level (`info`) or \
+                     directives (`oxp_runtime=debug,info`)"
+                ),
+            });
+        }
         let log_format = match get("OXP_LOG_FORMAT").as_deref() {
             None | Some("pretty") => LogFormat::Pretty,
             Some("json") => LogFormat::Json,
@@ -268,7 +278,7 @@ impl ServerConfig {
             public_url: get("OXP_PUBLIC_URL"),
             langchain_compat,
             playground,
-            log: get("OXP_LOG").unwrap_or_else(|| "info".to_owned()),
+            log,
             log_format,
         })
     }
@@ -325,13 +335,23 @@ impl ServerConfig {
     /// config.init_logging();
     /// ```
     pub fn init_logging(&self) {
-        let filter = tracing_subscriber::EnvFilter::try_new(&self.log)
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-        let builder = tracing_subscriber::fmt().with_env_filter(filter);
+        let builder = tracing_subscriber::fmt().with_env_filter(self.log_filter());
         let _ = match self.log_format {
             LogFormat::Pretty => builder.try_init(),
             LogFormat::Json => builder.json().try_init(),
         };
+    }
+
+    /// `log` as a filter. [`from_lookup`](Self::from_lookup) refuses a bad one; a config built
+    /// by hand with one logs at `info`, and says so on stderr rather than quietly.
+    fn log_filter(&self) -> tracing_subscriber::EnvFilter {
+        tracing_subscriber::EnvFilter::try_new(&self.log).unwrap_or_else(|error| {
+            eprintln!(
+                "the log filter `{}` is invalid ({error}); logging at info",
+                self.log
+            );
+            tracing_subscriber::EnvFilter::new("info")
+        })
     }
 }
 
@@ -421,10 +441,8 @@ async fn run_subcommand(command: crate::cli::Command) -> i32 {
             // stdout carries the protocol: logs go to stderr.
             let config = ServerConfig::from_env()
                 .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
-            let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
             let _ = tracing_subscriber::fmt()
-                .with_env_filter(filter)
+                .with_env_filter(config.log_filter())
                 .with_writer(std::io::stderr)
                 .with_ansi(false)
                 .try_init();
@@ -494,5 +512,31 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(not(unix))]
     async {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerConfig;
+
+    #[test]
+    fn a_bad_log_filter_is_a_configuration_error_not_a_quiet_default() {
+        let with_log = |filter: &str| {
+            let filter = filter.to_owned();
+            ServerConfig::from_lookup(move |n| (n == "OXP_LOG").then(|| filter.clone()))
+        };
+        let error = with_log("oxp_runtime=loud").unwrap_err();
+        assert_eq!(error.variable, "OXP_LOG");
+        assert!(
+            error
+                .to_string()
+                .contains("`oxp_runtime=loud` is not a log filter"),
+            "{error}"
+        );
+        assert_eq!(
+            with_log("oxp_runtime=debug,warn").unwrap().log,
+            "oxp_runtime=debug,warn"
+        );
+        assert_eq!(ServerConfig::from_lookup(|_| None).unwrap().log, "info");
     }
 }
