@@ -327,36 +327,31 @@ pub enum CallResult {
     },
 }
 
-/// The wire shape of a [`CallToolResponse`], read.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCallToolResponse {
-    call_id: String,
-    #[serde(default)]
+/// The wire shape of a [`CallToolResponse`]: owned when read, borrowed when written (every
+/// answer is written through it, so nothing is copied).
+#[derive(Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    bound(deserialize = "S: Deserialize<'de>, V: Deserialize<'de>, E: Deserialize<'de>")
+)]
+struct RawCallToolResponse<S = String, V = Value, E = ToolError> {
+    call_id: S,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     duration: Option<f64>,
     success: bool,
     // `Some(Value::Null)` is an explicit null value; `None` is no value at all.
-    #[serde(default, deserialize_with = "present")]
-    value: Option<Value>,
-    #[serde(default)]
-    error: Option<ToolError>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    value: Option<V>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<E>,
 }
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
-/// [`RawCallToolResponse`] borrowed: every answer is written through it, so nothing is copied.
-#[derive(Serialize)]
-struct RawCallToolResponseRef<'a> {
-    call_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    duration: Option<f64>,
-    success: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ToolError>,
+fn present<'de, D: Deserializer<'de>, V: Deserialize<'de>>(d: D) -> Result<Option<V>, D::Error> {
+    V::deserialize(d).map(Some)
 }
 
 impl Serialize for CallToolResponse {
@@ -365,7 +360,7 @@ impl Serialize for CallToolResponse {
             CallResult::Success { value } => (true, value.as_ref(), None),
             CallResult::Failure { error } => (false, None, Some(error)),
         };
-        RawCallToolResponseRef {
+        RawCallToolResponse::<&str, &Value, &ToolError> {
             call_id: &self.call_id,
             duration: self.duration,
             success,
@@ -378,7 +373,7 @@ impl Serialize for CallToolResponse {
 
 impl<'de> Deserialize<'de> for CallToolResponse {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = RawCallToolResponse::deserialize(deserializer)?;
+        let raw: RawCallToolResponse = RawCallToolResponse::deserialize(deserializer)?;
         let result = match (raw.success, raw.value, raw.error) {
             (true, value, None) => CallResult::Success { value },
             (false, None, Some(error)) => CallResult::Failure { error },

@@ -412,26 +412,26 @@ struct AppState {
     public_check_url: Option<String>,
 }
 
-/// The JSON array of every tool definition, from the JSON the registry keeps of each: the
-/// list is written per request (it is asked for rarely, and only the `$schema` around it
+/// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
+/// the list is written per request (it is asked for rarely, and only the `$schema` around it
 /// varies), not kept whole beside the registry.
-fn list_items(registry: &Registry) -> String {
+fn push_items(registry: &Registry, body: &mut String) {
     let tools = registry.tools();
-    let size = tools
-        .iter()
-        .map(|t| t.definition_json().len() + 1)
-        .sum::<usize>()
-        + 1;
-    let mut items = String::with_capacity(size);
-    items.push('[');
+    body.reserve(
+        tools
+            .iter()
+            .map(|t| t.definition_json().len() + 1)
+            .sum::<usize>()
+            + 1,
+    );
+    body.push('[');
     for (i, tool) in tools.iter().enumerate() {
         if i > 0 {
-            items.push(',');
+            body.push(',');
         }
-        items.push_str(tool.definition_json());
+        body.push_str(tool.definition_json());
     }
-    items.push(']');
-    items
+    body.push(']');
 }
 
 async fn authenticate(
@@ -510,18 +510,22 @@ async fn list_tools(
         .ok()
         .and_then(|b| b.get("$schema").cloned())
         .and_then(|s| dialect::check_schema(&s).ok());
-    let items = list_items(state.pipeline.registry());
+    let registry = state.pipeline.registry();
+    let mut body = String::new();
     if state.langchain_compat && is_langchain(&headers) {
-        return json_bytes(StatusCode::OK, items);
+        push_items(registry, &mut body);
+        return json_bytes(StatusCode::OK, body);
     }
     let echo = schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
     let echo = serde_json::to_string(echo).expect("a string serializes");
+    body.push_str(&format!(r#"{{"$schema":{echo},"items":"#));
+    push_items(registry, &mut body);
     // The OTC drafts called the list `tools`; a client that says `otc://` gets both keys.
-    let body = if schema.as_deref().is_some_and(|s| s.starts_with("otc://")) {
-        format!(r#"{{"$schema":{echo},"items":{items},"tools":{items}}}"#)
-    } else {
-        format!(r#"{{"$schema":{echo},"items":{items}}}"#)
-    };
+    if schema.as_deref().is_some_and(|s| s.starts_with("otc://")) {
+        body.push_str(r#","tools":"#);
+        push_items(registry, &mut body);
+    }
+    body.push('}');
     json_bytes(StatusCode::OK, body)
 }
 
