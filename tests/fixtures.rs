@@ -25,6 +25,9 @@ pub fn all_tools() -> RegistryBuilder {
         record::TOOL,
         fifty::TOOL,
         flaky::TOOL,
+        hold::TOOL,
+        hold_thread::TOOL,
+        big_text::TOOL,
     ]
     .into_iter()
     .fold(Registry::builder(), RegistryBuilder::tool)
@@ -293,4 +296,94 @@ pub async fn flaky(ctx: &ToolContext) -> Result<u32, ToolError> {
     } else {
         Ok(count)
     }
+}
+
+/// A gauge of runs in progress, with the most seen at once: what a test of the limits observes
+/// from inside the tools.
+pub struct Gauge {
+    live: std::sync::atomic::AtomicU64,
+    peak: std::sync::atomic::AtomicU64,
+    finished: std::sync::atomic::AtomicU64,
+}
+
+impl Gauge {
+    const fn new() -> Self {
+        use std::sync::atomic::AtomicU64;
+        Gauge {
+            live: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a run in until the returned guard drops (also when its future is dropped).
+    pub fn enter(&'static self) -> impl Drop {
+        use std::sync::atomic::Ordering::SeqCst;
+        struct Out(&'static Gauge);
+        impl Drop for Out {
+            fn drop(&mut self) {
+                self.0.live.fetch_sub(1, SeqCst);
+                self.0.finished.fetch_add(1, SeqCst);
+            }
+        }
+        let now = self.live.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        Out(self)
+    }
+
+    /// Runs in progress now.
+    pub fn live(&self) -> u64 {
+        self.live.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The most runs seen in progress at once.
+    pub fn peak(&self) -> u64 {
+        self.peak.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Runs that ended (finished, failed or dropped).
+    pub fn finished(&self) -> u64 {
+        self.finished.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Runs of `Gauge.Hold`.
+pub static HOLDS: Gauge = Gauge::new();
+/// Runs of `Gauge.HoldThread` (threads, for a sync tool).
+pub static THREADS: Gauge = Gauge::new();
+
+/// Hold a place for a while (async), counted in [`HOLDS`].
+#[tool(toolkit = "Gauge", name = "Hold", version = "1.0.0")]
+pub async fn hold(
+    /// How long, in milliseconds.
+    ms: u64,
+) -> u64 {
+    let _in = HOLDS.enter();
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    ms
+}
+
+/// Hold a blocking thread for a while (sync, time limit 100 ms), counted in [`THREADS`].
+#[tool(
+    toolkit = "Gauge",
+    name = "HoldThread",
+    version = "1.0.0",
+    timeout_ms = 100
+)]
+pub fn hold_thread(
+    /// How long, in milliseconds.
+    ms: u64,
+) -> u64 {
+    let _in = THREADS.enter();
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    ms
+}
+
+/// Return a string of `n` bytes.
+#[tool(toolkit = "Util", name = "BigText", version = "1.0.0")]
+pub async fn big_text(
+    /// How many bytes.
+    n: usize,
+) -> String {
+    "x".repeat(n)
 }

@@ -496,10 +496,13 @@ async fn gemini_function_calls_get_generated_ids_and_function_responses() {
         "{}",
         calls[0].id
     );
+    assert!(calls[1].id.ends_with("_Calculator_Add"), "{}", calls[1].id);
+    assert_ne!(calls[0].id, calls[1].id, "unique within a response");
+    // …and across responses parsed in the same millisecond (ids are idempotency keys).
+    let again = gemini::parse_calls(&response).unwrap();
     assert!(
-        calls[1].id.ends_with("_Calculator_Add_2"),
-        "unique ids: {}",
-        calls[1].id
+        calls.iter().all(|c| again.iter().all(|a| a.id != c.id)),
+        "unique across responses"
     );
     let content = gemini::dispatch(&dispatcher(), &response)
         .await
@@ -573,4 +576,36 @@ fn the_cli_prints_definitions_or_incompatibilities() {
     assert_eq!(tools(&registry(&[area::TOOL]), Format::Gemini, false), 2);
     assert_eq!(tools(&registry(&[area::TOOL]), Format::OpenAi, true), 2);
     assert_eq!(tools(&registry(&[area::TOOL]), Format::Anthropic, false), 0);
+}
+
+/// Issue #13: a model's call id is an idempotency key, but only within one dispatcher (one
+/// conversation): two conversations that reuse `toolu_1` each get the answer to their own call,
+/// and one conversation that reuses it for another request is told so instead of being handed
+/// the first answer.
+#[tokio::test]
+async fn two_conversations_reusing_a_model_call_id_each_get_their_own_result() {
+    let pipeline = dispatcher().pipeline().clone();
+    let (first, second) = (Dispatcher::new(pipeline.clone()), Dispatcher::new(pipeline));
+    let add = |a: i64| {
+        json!({"content": [{"type": "tool_use", "id": "toolu_1", "name": "Calculator_Add",
+                            "input": {"a": a, "b": 2}}]})
+    };
+    let result = |reply: Option<Value>| reply.unwrap()["content"][0].clone();
+    let first_answer = result(anthropic::dispatch(&first, &add(1)).await.unwrap());
+    let second_answer = result(anthropic::dispatch(&second, &add(40)).await.unwrap());
+    assert_eq!(first_answer["content"], "3.0", "{first_answer}");
+    assert_eq!(second_answer["content"], "42.0", "{second_answer}");
+    // The same conversation replaying its id for another request is refused, not answered 3.
+    let reused = result(anthropic::dispatch(&first, &add(7)).await.unwrap());
+    assert_eq!(reused["is_error"], true, "{reused}");
+    assert!(
+        reused["content"]
+            .as_str()
+            .unwrap()
+            .contains("call_id was already used"),
+        "{reused}"
+    );
+    // A true retry (same id, same request) gets the first answer.
+    let retried = result(anthropic::dispatch(&first, &add(1)).await.unwrap());
+    assert_eq!(retried["content"], "3.0");
 }

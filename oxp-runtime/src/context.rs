@@ -151,6 +151,15 @@ impl ToolContext {
 
 impl ToolContext {
     /// Every secret and token value, for scrubbing them out of errors and logs.
+    /// The ids of the secrets and authorization tokens it carries (never their values).
+    pub(crate) fn requirement_ids(&self) -> Vec<&str> {
+        self.secrets
+            .keys()
+            .chain(self.authorization.keys())
+            .map(String::as_str)
+            .collect()
+    }
+
     pub(crate) fn sensitive_values(&self) -> impl Iterator<Item = &str> {
         self.secrets
             .values()

@@ -2,6 +2,7 @@
 //! was lost (every tool started also finished).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
@@ -26,7 +27,9 @@ pub const DEFAULT_MAX_BLOCKING: usize = 64;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallStats {
-    /// Calls admitted and not yet answered.
+    /// Calls admitted whose work has not ended: a call holds its place until its tool run
+    /// ends, answered or not (a client that hangs up does not free it; a sync tool's place is
+    /// free only when its thread returns).
     pub active: u64,
     /// Tool runs started.
     pub started: u64,
@@ -36,7 +39,9 @@ pub struct CallStats {
 
 pub(crate) struct Gate {
     calls: Option<Limit>,
-    pub(super) blocking: Semaphore,
+    /// Places for sync tools on blocking threads; a permit moves into the thread and is given
+    /// back when the thread returns, not when the call is answered.
+    pub(super) blocking: Arc<Semaphore>,
     draining: AtomicBool,
     active: Striped,
     started: Striped,
@@ -67,7 +72,9 @@ impl Gate {
                 max,
                 taken: AtomicUsize::new(0),
             }),
-            blocking: Semaphore::new(max_blocking.max(1)),
+            blocking: Arc::new(Semaphore::new(
+                max_blocking.clamp(1, Semaphore::MAX_PERMITS),
+            )),
             draining: AtomicBool::new(false),
             active: Striped::default(),
             started: Striped::default(),
@@ -78,7 +85,9 @@ impl Gate {
     }
 
     /// Admits a call now or refuses it now: a full server answers at once, it never queues.
-    pub(crate) fn admit(&self) -> Result<Admission<'_>, Refusal> {
+    /// The admission is owned, so that it can move with the call's run into a task or onto a
+    /// blocking thread and stay taken for as long as the run goes on.
+    pub(crate) fn admit(self: &Arc<Self>) -> Result<Admission, Refusal> {
         if self.draining.load(Ordering::Acquire) {
             return Err(Refusal::Draining);
         }
@@ -89,7 +98,7 @@ impl Gate {
             }
         }
         self.active.add(1);
-        Ok(Admission { gate: self })
+        Ok(Admission { gate: self.clone() })
     }
 
     /// Counts a tool run as started; [`run_finished`](Self::run_finished) must follow.
@@ -158,12 +167,14 @@ impl Gate {
     }
 }
 
-/// A call in the pipeline; dropping it (answered, or the client went away) lets another in.
-pub(crate) struct Admission<'a> {
-    gate: &'a Gate,
+/// A call's place in the pipeline. It lives as long as the call's work: with the answer for a
+/// call that never reaches a tool, with the run for one that does (in a task that outlives a
+/// client's hang-up, or on the blocking thread of a sync tool). Dropping it lets another in.
+pub(crate) struct Admission {
+    gate: Arc<Gate>,
 }
 
-impl Drop for Admission<'_> {
+impl Drop for Admission {
     fn drop(&mut self) {
         if let Some(limit) = &self.gate.calls {
             limit.taken.fetch_sub(1, Ordering::AcqRel);

@@ -12,13 +12,14 @@ use std::time::{Duration, Instant};
 use futures_util::future::{BoxFuture, Either};
 use futures_util::FutureExt;
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::context::ToolContext;
 use crate::descriptor::{Invoke, InvokeError, InvokeResult, ToolDescriptor};
 use crate::error::ToolError;
 use crate::protocol::{CallResult, CallToolResponse, ValidationErrorResponse};
 
-use super::gate::Gate;
+use super::gate::{Admission, Gate};
 use super::CallOutcome;
 
 /// Scrubs a call's secret and token values out of text that leaves the tool: error messages
@@ -63,26 +64,40 @@ impl Redactor {
     }
 }
 
+/// A place on a blocking thread for a sync tool: taken before the call (when the tool has no
+/// time limit to wait within), or waited for by the run.
+pub(super) enum BlockingPlace {
+    Taken(OwnedSemaphorePermit),
+    WaitFor(Arc<Semaphore>),
+}
+
 /// A tool run, ready to start: the tool's future is made here, and nothing runs until it is
 /// polled. Owns everything it needs, so it can run as a task of its own that a client's
-/// disconnect does not cancel.
+/// disconnect does not cancel; owns the call's admission too, so that the concurrency limit
+/// counts the run for as long as it goes on.
 pub(super) fn execute(
     descriptor: &'static ToolDescriptor,
     context: ToolContext,
     input: Value,
     timeout: Option<Duration>,
+    admission: Admission,
     gate: Arc<Gate>,
+    blocking_place: BlockingPlace,
 ) -> Execution {
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
-    let run = match descriptor.invoke {
+    let (run, admission) = match descriptor.invoke {
         // The glue boxes the tool's future without running any of it.
-        Invoke::Async(glue) => {
-            Either::Left(AssertUnwindSafe(InTool(glue(context, input))).catch_unwind())
-        }
-        Invoke::Blocking(glue) => {
-            Either::Right(blocking(glue, context, input, gate.clone()).boxed())
-        }
+        Invoke::Async(glue) => (
+            Either::Left(AssertUnwindSafe(InTool(glue(context, input))).catch_unwind()),
+            Some(admission),
+        ),
+        // A sync tool's thread cannot be stopped: the admission goes with it, and is given
+        // back when the thread returns, whatever became of the call.
+        Invoke::Blocking(glue) => (
+            Either::Right(blocking(glue, context, input, blocking_place, admission).boxed()),
+            None,
+        ),
     };
     Execution {
         descriptor,
@@ -92,6 +107,7 @@ pub(super) fn execute(
         limit: timeout,
         deadline: None,
         gate,
+        _admission: admission,
         started: None,
     }
 }
@@ -122,6 +138,9 @@ pub(super) struct Execution {
     limit: Option<Duration>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     gate: Arc<Gate>,
+    /// The call's place, for an async tool: given back when the run ends or is dropped (a
+    /// sync tool's thread holds it instead).
+    _admission: Option<Admission>,
     /// Set when first polled, which counts the run as started; a run the idempotency store
     /// drops unpolled never started.
     started: Option<Instant>,
@@ -205,20 +224,31 @@ fn timed_out(limit: Duration) -> InvokeError {
     )
 }
 
-/// A sync tool on the blocking pool, within a bounded share of it: a stuck sync tool holds its
-/// permit, so stuck tools can never take every thread.
+/// A sync tool on the blocking pool, within a bounded share of it. The thread itself holds the
+/// permit and the call's admission until it returns: a tool that timed out (or whose caller
+/// hung up) still occupies its place, so stuck tools can never take more threads than the cap,
+/// and a drain waits for them.
 async fn blocking(
     glue: fn(ToolContext, Value) -> InvokeResult,
     context: ToolContext,
     input: Value,
-    gate: Arc<Gate>,
+    place: BlockingPlace,
+    admission: Admission,
 ) -> Result<InvokeResult, Panic> {
-    let Ok(_permit) = gate.blocking.acquire().await else {
-        return Ok(Err(InvokeError::Tool(ToolError::new(
-            "The server is shutting down.",
-        ))));
+    let permit = match place {
+        BlockingPlace::Taken(permit) => permit,
+        // Waited for within the run's time limit, which the `Execution` enforces.
+        BlockingPlace::WaitFor(places) => match places.acquire_owned().await {
+            Ok(permit) => permit,
+            Err(_) => {
+                return Ok(Err(InvokeError::Tool(ToolError::new(
+                    "The server is shutting down.",
+                ))))
+            }
+        },
     };
     let run = move || {
+        let _held = (permit, admission);
         let _in_tool = InToolGuard::enter();
         glue(context, input)
     };

@@ -23,7 +23,7 @@ pub use gate::{CallStats, DEFAULT_MAX_BLOCKING};
 pub use invoke::install_panic_hook;
 
 use crate::authorization::AuthorizationProvider;
-use crate::idempotency::{IdempotencyKey, IdempotencyStore, InMemoryIdempotency};
+use crate::idempotency::{Fingerprint, IdempotencyKey, IdempotencyStore, InMemoryIdempotency};
 use crate::protocol::{
     CallResult, CallToolRequest, CallToolResponse, ServerErrorResponse, ValidationErrorResponse,
 };
@@ -38,6 +38,15 @@ use gate::{Gate, Refusal};
 /// assert_eq!(retry_after_ms, RETRY_AFTER_MS);
 /// ```
 pub const RETRY_AFTER_MS: u64 = 1000;
+
+/// The time limit of a tool that sets no `timeout_ms` of its own, unless the pipeline is told
+/// otherwise ([`Pipeline::default_timeout`], `OXP_TOOL_TIMEOUT_MS`): no tool runs forever by
+/// accident.
+///
+/// ```
+/// assert_eq!(oxp_runtime::call::DEFAULT_TOOL_TIMEOUT.as_secs(), 60);
+/// ```
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What came of a call, one variant per class of answer OXP distinguishes.
 ///
@@ -200,8 +209,8 @@ impl std::fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline over `registry`: no timeout unless a tool sets its own, no concurrency limit,
-    /// and in-memory idempotency by `call_id`.
+    /// A pipeline over `registry`: a time limit of [`DEFAULT_TOOL_TIMEOUT`] for tools that set
+    /// none, no concurrency limit, and in-memory idempotency by `call_id`.
     ///
     /// ```
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
@@ -211,14 +220,15 @@ impl Pipeline {
     pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
         Pipeline {
             registry: registry.into(),
-            default_timeout: None,
+            default_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             authorization: None,
             idempotency: Some(Arc::new(InMemoryIdempotency::default())),
             gate: Arc::new(Gate::new(None, DEFAULT_MAX_BLOCKING)),
         }
     }
 
-    /// The timeout for tools that do not set `timeout_ms` themselves.
+    /// The time limit for tools that do not set `timeout_ms` themselves; `Duration::ZERO` for
+    /// none (such tools may then run for as long as they like).
     ///
     /// ```
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
@@ -228,7 +238,7 @@ impl Pipeline {
     /// ```
     #[must_use]
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = Some(timeout);
+        self.default_timeout = (!timeout.is_zero()).then_some(timeout);
         self
     }
 
@@ -402,23 +412,20 @@ impl Pipeline {
         request: CallToolRequest,
         meta: &'a CallMeta,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
-        let Started { run, call } = self.start(request, meta);
-        let span = call
-            .as_ref()
-            .map_or_else(tracing::Span::none, |(span, _)| span.clone());
+        let Started { run, span } = self.start(request, meta);
         // A call whose span nobody listens to (a server logging at `warn`) is not timed: its
         // end would not be logged.
-        let started = call
+        let started = span
             .as_ref()
-            .filter(|(span, _)| !span.is_disabled())
+            .filter(|span| !span.is_disabled())
             .map(|_| Instant::now());
-        run.instrument(span).map(move |outcome| {
-            // The admission drops with this closure: when the call is answered, or abandoned.
-            if let (Some((span, _admission)), Some(started)) = (call, started) {
-                span.in_scope(|| finished(&outcome, started));
-            }
-            outcome
-        })
+        run.instrument(span.clone().unwrap_or_else(tracing::Span::none))
+            .map(move |outcome| {
+                if let (Some(span), Some(started)) = (span, started) {
+                    span.in_scope(|| finished(&outcome, started));
+                }
+                outcome
+            })
     }
 
     /// The synchronous steps: admit → resolve → requirements → validate, up to the tool's run.
@@ -429,7 +436,7 @@ impl Pipeline {
     fn start<'a>(&'a self, mut request: CallToolRequest, meta: &'a CallMeta) -> Started<'a> {
         let answered = |outcome| Started {
             run: Either::Left(future::ready(outcome).boxed()),
-            call: None,
+            span: None,
         };
         let admission = match self.gate.admit() {
             Ok(admission) => admission,
@@ -444,12 +451,10 @@ impl Pipeline {
         };
         // Only a client's own `call_id` is an idempotency key; a generated one is unique anyway.
         let client_call_id = request.call_id.take();
-        let idempotency_key = client_call_id.clone().map(|call_id| IdempotencyKey {
-            principal: meta
-                .principal
-                .clone()
-                .unwrap_or_else(|| "anonymous".to_owned()),
-            call_id,
+        let idempotency_key = client_call_id.clone().map(|call_id| {
+            let user = request.context.as_ref().and_then(|c| c.user_id.clone());
+            let principal = meta.principal.as_deref().unwrap_or("anonymous");
+            IdempotencyKey::new(principal, user, call_id)
         });
         let call_id = client_call_id.unwrap_or_else(new_call_id);
 
@@ -466,10 +471,11 @@ impl Pipeline {
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
         );
-        let run = span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta));
+        let run =
+            span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta, admission));
         Started {
             run,
-            call: Some((span, admission)),
+            span: Some(span),
         }
     }
 
@@ -490,6 +496,7 @@ impl Pipeline {
         call_id: String,
         idempotency_key: Option<IdempotencyKey>,
         meta: &'a CallMeta,
+        admission: gate::Admission,
     ) -> Either<BoxFuture<'a, CallOutcome>, invoke::Execution> {
         let context =
             match requirements::requirements(tool, request.context.unwrap_or_default(), call_id) {
@@ -511,30 +518,61 @@ impl Pipeline {
             return Either::Left(future::ready(CallOutcome::Invalid(invalid)).boxed());
         }
 
-        let timeout = tool
-            .descriptor()
-            .timeout_ms
-            .map(Duration::from_millis)
-            .or(self.default_timeout);
+        // What was asked, for telling a retry from another request under the same call_id.
+        let once = self
+            .idempotency
+            .as_ref()
+            .zip(idempotency_key)
+            .map(|(store, key)| {
+                let fingerprint = Fingerprint::of(tool.id(), &input, &context.requirement_ids());
+                (store, key, fingerprint)
+            });
+        let descriptor = tool.descriptor();
+        let timeout = match descriptor.timeout_ms {
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => self.default_timeout,
+        };
+        // A sync tool with a time limit may wait for a blocking thread within it; one without
+        // must find a place now, or be refused: it may never wait without bound.
+        let blocking_place = match (descriptor.invoke, timeout) {
+            (crate::Invoke::Blocking(_), None) => {
+                match self.gate.blocking.clone().try_acquire_owned() {
+                    Ok(permit) => invoke::BlockingPlace::Taken(permit),
+                    Err(_) => {
+                        return Either::Left(
+                            future::ready(CallOutcome::unavailable(
+                                "every blocking thread for sync tools is taken",
+                            ))
+                            .boxed(),
+                        )
+                    }
+                }
+            }
+            _ => invoke::BlockingPlace::WaitFor(self.gate.blocking.clone()),
+        };
         let execution = invoke::execute(
-            tool.descriptor(),
+            descriptor,
             context,
             input,
             timeout,
+            admission,
             self.gate.clone(),
+            blocking_place,
         );
-        match (&self.idempotency, idempotency_key) {
-            (Some(store), Some(key)) => Either::Left(store.once(key, execution.boxed())),
-            _ => Either::Right(execution),
+        match once {
+            Some((store, key, fingerprint)) => {
+                Either::Left(store.once(key, fingerprint, execution.boxed()))
+            }
+            None => Either::Right(execution),
         }
     }
 }
 
-/// A call after its synchronous steps: what is left to await, and — when it was admitted and
-/// resolved — its span and its place in the gate.
+/// A call after its synchronous steps: what is left to await (which holds the call's place in
+/// the gate), and — when it was admitted and resolved — its span.
 struct Started<'a> {
     run: Either<BoxFuture<'a, CallOutcome>, invoke::Execution>,
-    call: Option<(tracing::Span, gate::Admission<'a>)>,
+    span: Option<tracing::Span>,
 }
 
 /// A fresh `call_id`: a v4 UUID, written without the formatting machinery of `to_string`.

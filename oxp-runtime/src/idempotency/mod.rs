@@ -1,6 +1,8 @@
 //! `call_id` as an idempotency key: a call repeated with the same `call_id` (by the same
-//! principal) returns the first answer without running the tool again, and a duplicate that
-//! arrives while the first still runs waits for it.
+//! principal, for the same user) and the same request returns the first answer without running
+//! the tool again, and a duplicate that arrives while the first still runs waits for it. The
+//! same `call_id` with another request — another tool, another input — is refused: a `call_id`
+//! names one request, and never returns the answer to a different one.
 //!
 //! A store decides, per key, whether a tool run happens at all: [`IdempotencyStore::once`] is
 //! handed the run as a future and either drives it (the first time) or answers from what the
@@ -10,54 +12,203 @@
 //! One outcome is not kept: a tool failure with `can_retry: true` (a timeout, say). The tool asked
 //! to be tried again, so the retry runs it again.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use futures_util::future::{BoxFuture, FutureExt, Shared};
+use futures_util::future::{self, FutureExt, Shared};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::call::CallOutcome;
+use crate::protocol::ServerErrorResponse;
 
-/// Who sent a call and which `call_id` it carried: duplicates are only duplicates within one
-/// principal, so two tenants cannot read each other's answers by guessing ids.
+/// The boxed future [`IdempotencyStore::once`] takes and returns, so that a store's author needs
+/// nothing but this crate.
+pub use futures_util::future::BoxFuture;
+
+/// Who sent a call, for which user, and which `call_id` it carried: duplicates are only
+/// duplicates within one principal and one user, so neither two tenants nor two end users
+/// behind one API key can read each other's answers by reusing ids.
 ///
 /// ```
 /// use oxp_runtime::idempotency::IdempotencyKey;
-/// let key = IdempotencyKey { principal: "jwt:ada".into(), call_id: "send-42".into() };
-/// # let _ = key;
+/// let key = IdempotencyKey::new("jwt:ada", Some("ada@example.com".into()), "send-42");
+/// assert_eq!(key.to_string(), "7:jwt:ada:15:ada@example.com:send-42");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct IdempotencyKey {
     /// The authenticated principal (`anonymous` when authentication is off).
     pub principal: String,
+    /// The `user_id` of the call's context, if it had one.
+    pub user: Option<String>,
     /// The client's `call_id`.
     pub call_id: String,
 }
 
-impl fmt::Display for IdempotencyKey {
-    /// A flat form that cannot be confused across principals (`7:tenant-a:c1`).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}",
-            self.principal.len(),
-            self.principal,
-            self.call_id
-        )
+impl IdempotencyKey {
+    /// The key of `call_id`, sent by `principal` for `user`.
+    ///
+    /// ```
+    /// let key = oxp_runtime::idempotency::IdempotencyKey::new("anonymous", None, "c1");
+    /// assert_eq!(key.call_id, "c1");
+    /// ```
+    pub fn new(
+        principal: impl Into<String>,
+        user: Option<String>,
+        call_id: impl Into<String>,
+    ) -> Self {
+        IdempotencyKey {
+            principal: principal.into(),
+            user,
+            call_id: call_id.into(),
+        }
     }
+}
+
+impl fmt::Display for IdempotencyKey {
+    /// A flat form that cannot be confused across principals or users: each part before the
+    /// `call_id` is prefixed with its length (`-` for no user).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:", self.principal.len(), self.principal)?;
+        match &self.user {
+            Some(user) => write!(f, "{}:{user}:", user.len())?,
+            None => f.write_str("-:")?,
+        }
+        f.write_str(&self.call_id)
+    }
+}
+
+/// What a call asked for, reduced to 32 bytes: the tool as resolved, its input, and which
+/// requirement values came with it. Two calls with one `call_id` are the same request exactly
+/// when their fingerprints are equal (SHA-256, so a different request cannot be made to match).
+///
+/// ```
+/// use oxp_runtime::idempotency::Fingerprint;
+/// use serde_json::json;
+/// let a = Fingerprint::of("Calculator.Add@1.0.0", &json!({"a": 1, "b": 2}), &[]);
+/// let same = Fingerprint::of("Calculator.Add@1.0.0", &json!({"b": 2, "a": 1}), &[]);
+/// let other = Fingerprint::of("Calculator.Add@1.0.0", &json!({"a": 40, "b": 2}), &[]);
+/// assert_eq!(a, same);
+/// assert_ne!(a, other);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// The fingerprint of a call of `tool_id` with `input`, carrying the requirement values
+    /// named in `present` (secret and authorization ids; their values are not part of it). Object
+    /// keys are taken in sorted order, so the order a client wrote them in does not matter.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::Fingerprint;
+    /// let input = serde_json::json!({});
+    /// assert_ne!(Fingerprint::of("A.B@1.0.0", &input, &[]), Fingerprint::of("A.C@1.0.0", &input, &[]));
+    /// ```
+    pub fn of(tool_id: &str, input: &Value, present: &[&str]) -> Self {
+        let mut hasher = Sha256::new();
+        write_str(&mut hasher, tool_id);
+        write_value(&mut hasher, input);
+        let mut present = present.to_vec();
+        present.sort_unstable();
+        for id in present {
+            write_str(&mut hasher, id);
+        }
+        Fingerprint(hasher.finalize().into())
+    }
+
+    /// Lowercase hex, as stores that keep text write it.
+    ///
+    /// ```
+    /// let fingerprint = oxp_runtime::idempotency::Fingerprint::of("A.B@1.0.0", &serde_json::json!({}), &[]);
+    /// assert_eq!(fingerprint.to_hex().len(), 64);
+    /// ```
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", &self.to_hex()[..12])
+    }
+}
+
+/// Length-prefixed, so that no two sequences of strings hash alike.
+fn write_str(hasher: &mut Sha256, s: &str) {
+    hasher.update((s.len() as u64).to_le_bytes());
+    hasher.update(s.as_bytes());
+}
+
+/// A canonical walk: a tag per kind, numbers as JSON writes them, object keys sorted.
+fn write_value(hasher: &mut Sha256, value: &Value) {
+    match value {
+        Value::Null => hasher.update([0]),
+        Value::Bool(b) => hasher.update([1, u8::from(*b)]),
+        Value::Number(n) => {
+            hasher.update([2]);
+            write_str(hasher, &n.to_string());
+        }
+        Value::String(s) => {
+            hasher.update([3]);
+            write_str(hasher, s);
+        }
+        Value::Array(items) => {
+            hasher.update([4]);
+            hasher.update((items.len() as u64).to_le_bytes());
+            items.iter().for_each(|item| write_value(hasher, item));
+        }
+        Value::Object(fields) => {
+            hasher.update([5]);
+            hasher.update((fields.len() as u64).to_le_bytes());
+            let mut sorted: Vec<_> = fields.iter().collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            for (key, value) in sorted {
+                write_str(hasher, key);
+                write_value(hasher, value);
+            }
+        }
+    }
+}
+
+/// The answer to a `call_id` reused for another request: a `400` that says so, the tool not run.
+///
+/// ```
+/// let outcome = oxp_runtime::idempotency::reused_call_id();
+/// assert_eq!(outcome.status(), 400);
+/// ```
+pub fn reused_call_id() -> CallOutcome {
+    CallOutcome::Rejected(ServerErrorResponse {
+        message: "The call_id was already used for another request; send a new call_id for a \
+                  new request."
+            .into(),
+        developer_message: Some(
+            "a call_id names one request: the same tool and input (a retry) get the first \
+             answer, anything else is refused"
+                .into(),
+        ),
+        missing_requirements: None,
+    })
 }
 
 /// Runs each key's call at most once within the store's time-to-live.
 ///
 /// ```
 /// use oxp_runtime::call::CallOutcome;
-/// use oxp_runtime::idempotency::{IdempotencyKey, IdempotencyStore};
-/// use oxp_runtime::__private::BoxFuture;
+/// use oxp_runtime::idempotency::{BoxFuture, Fingerprint, IdempotencyKey, IdempotencyStore};
 ///
 /// /// Keeps nothing: every call runs (what `Pipeline::idempotency(None)` does, as a store).
 /// struct Forgetful;
 ///
 /// impl IdempotencyStore for Forgetful {
-///     fn once<'a>(&'a self, _key: IdempotencyKey, run: BoxFuture<'static, CallOutcome>) -> BoxFuture<'a, CallOutcome> {
+///     fn once<'a>(
+///         &'a self,
+///         _key: IdempotencyKey,
+///         _fingerprint: Fingerprint,
+///         run: BoxFuture<'static, CallOutcome>,
+///     ) -> BoxFuture<'a, CallOutcome> {
 ///         run
 ///     }
 /// }
@@ -66,36 +217,18 @@ impl fmt::Display for IdempotencyKey {
 /// # let _ = pipeline;
 /// ```
 pub trait IdempotencyStore: Send + Sync + 'static {
-    /// Drives `run` if `key` is new, or answers as the first run with that key did (waiting for
-    /// it if it is still running). `run` is dropped unpolled when it is not needed.
+    /// Drives `run` if `key` is new; answers as the first run with `key` did if `fingerprint`
+    /// matches its (waiting for it if it is still running); answers [`reused_call_id`] if it
+    /// does not. `run` is dropped unpolled when it is not needed.
     fn once<'a>(
         &'a self,
         key: IdempotencyKey,
+        fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome>;
 }
 
-/// The default store: in memory, bounded in entries and time.
-///
-/// ```
-/// use oxp_runtime::idempotency::InMemoryIdempotency;
-///
-/// let store = InMemoryIdempotency::new(10_000, std::time::Duration::from_secs(600));
-/// # let _ = store;
-/// ```
-pub struct InMemoryIdempotency {
-    runs: moka::future::Cache<IdempotencyKey, Shared<BoxFuture<'static, CallOutcome>>>,
-}
-
-impl fmt::Debug for InMemoryIdempotency {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InMemoryIdempotency")
-            .field("entries", &self.runs.entry_count())
-            .finish()
-    }
-}
-
-/// Entries kept by default.
+/// Answers kept by default.
 ///
 /// ```
 /// use oxp_runtime::idempotency::{InMemoryIdempotency, DEFAULT_CAPACITY, DEFAULT_TTL};
@@ -109,6 +242,71 @@ pub const DEFAULT_CAPACITY: u64 = 10_000;
 /// assert_eq!(oxp_runtime::idempotency::DEFAULT_TTL.as_secs(), 600);
 /// ```
 pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+/// The bytes of answers kept by default (as their JSON), 64 MiB.
+///
+/// ```
+/// use oxp_runtime::idempotency::{InMemoryIdempotency, DEFAULT_MAX_BYTES};
+/// let store = InMemoryIdempotency::default().max_bytes(DEFAULT_MAX_BYTES / 4);
+/// # let _ = store;
+/// ```
+pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The default store: in memory, bounded by count, by bytes and in time. When full, the oldest
+/// finished answer goes first; a run still in flight is never evicted (so a duplicate can never
+/// run the tool again while the first run goes on). An answer larger than the whole byte budget
+/// is not kept at all.
+///
+/// ```
+/// use oxp_runtime::idempotency::InMemoryIdempotency;
+///
+/// let store = InMemoryIdempotency::new(10_000, std::time::Duration::from_secs(600))
+///     .max_bytes(16 * 1024 * 1024);
+/// assert_eq!(store.len(), 0);
+/// ```
+#[derive(Clone)]
+pub struct InMemoryIdempotency {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    capacity: usize,
+    max_bytes: usize,
+    ttl: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    entries: HashMap<IdempotencyKey, Entry>,
+    /// Finished answers, oldest first (all live equally long, so this is also expiry order);
+    /// a generation tells a stale line from the entry now under its key.
+    finished: VecDeque<(Instant, IdempotencyKey, u64)>,
+    finished_bytes: usize,
+    next_generation: u64,
+}
+
+struct Entry {
+    fingerprint: Fingerprint,
+    generation: u64,
+    answer: Answer,
+}
+
+enum Answer {
+    Running(Shared<BoxFuture<'static, CallOutcome>>),
+    Done { outcome: CallOutcome, bytes: usize },
+}
+
+impl fmt::Debug for InMemoryIdempotency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.lock();
+        f.debug_struct("InMemoryIdempotency")
+            .field("entries", &state.entries.len())
+            .field("bytes", &state.finished_bytes)
+            .field("capacity", &self.inner.capacity)
+            .field("max_bytes", &self.inner.max_bytes)
+            .finish()
+    }
+}
 
 impl Default for InMemoryIdempotency {
     fn default() -> Self {
@@ -117,30 +315,148 @@ impl Default for InMemoryIdempotency {
 }
 
 impl InMemoryIdempotency {
-    /// Keeps at most `capacity` answers, each for `ttl`.
+    /// Keeps at most `capacity` answers, each for `ttl`, within [`DEFAULT_MAX_BYTES`].
     ///
     /// ```
     /// let store = oxp_runtime::idempotency::InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600));
     /// # let _ = store;
     /// ```
     pub fn new(capacity: u64, ttl: Duration) -> Self {
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         InMemoryIdempotency {
-            runs: moka::future::Cache::builder()
-                .max_capacity(capacity)
-                .time_to_live(ttl)
-                .build(),
+            inner: Arc::new(Inner {
+                state: Mutex::default(),
+                capacity: size(capacity),
+                max_bytes: size(DEFAULT_MAX_BYTES),
+                ttl,
+            }),
+        }
+    }
+
+    /// At most `bytes` of answers (counted as their JSON) kept at once.
+    ///
+    /// ```
+    /// let store = oxp_runtime::idempotency::InMemoryIdempotency::default().max_bytes(1 << 20);
+    /// # let _ = store;
+    /// ```
+    #[must_use]
+    pub fn max_bytes(self, bytes: u64) -> Self {
+        let inner = Inner {
+            state: Mutex::default(),
+            capacity: self.inner.capacity,
+            max_bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+            ttl: self.inner.ttl,
+        };
+        InMemoryIdempotency {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// How many entries it holds now, running and finished.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::idempotency::InMemoryIdempotency::default().is_empty());
+    /// ```
+    pub fn len(&self) -> usize {
+        self.inner.lock().entries.len()
+    }
+
+    /// Whether it holds nothing.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::idempotency::InMemoryIdempotency::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes of the finished answers it holds, as their JSON.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::idempotency::InMemoryIdempotency::default().bytes(), 0);
+    /// ```
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().finished_bytes
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a run's outcome under its key, unless the entry there is no longer this run's.
+    fn finish(&self, key: &IdempotencyKey, generation: u64, outcome: &CallOutcome) {
+        let mut state = self.lock();
+        let Some(entry) = state.entries.get_mut(key) else {
+            return;
+        };
+        if entry.generation != generation {
+            return;
+        }
+        // A failure the tool calls retryable is not an answer to keep: the retry it asks for
+        // must run the tool again. An answer larger than the whole budget cannot be kept.
+        let bytes = json_len(outcome);
+        if outcome.is_retryable_failure() || bytes > self.max_bytes {
+            state.entries.remove(key);
+            return;
+        }
+        entry.answer = Answer::Done {
+            outcome: outcome.clone(),
+            bytes,
+        };
+        state.finished_bytes += bytes;
+        state
+            .finished
+            .push_back((Instant::now() + self.ttl, key.clone(), generation));
+        while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
+            state.pop_oldest();
         }
     }
 }
 
-/// Spawns `run` and shares its outcome with every waiter.
-pub(crate) fn spawn_shared(
-    run: BoxFuture<'static, CallOutcome>,
-) -> Shared<BoxFuture<'static, CallOutcome>> {
-    let task = tokio::spawn(run);
-    async move { task.await.unwrap_or_else(task_ended) }
-        .boxed()
-        .shared()
+impl State {
+    /// Forgets the oldest finished answer (a line whose entry has since changed is skipped).
+    fn pop_oldest(&mut self) {
+        let Some((_, key, generation)) = self.finished.pop_front() else {
+            return;
+        };
+        if let Some(entry) = self.entries.get(&key) {
+            if let (true, Answer::Done { bytes, .. }) =
+                (entry.generation == generation, &entry.answer)
+            {
+                self.finished_bytes -= bytes;
+                self.entries.remove(&key);
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while self
+            .finished
+            .front()
+            .is_some_and(|(expires, ..)| *expires <= now)
+        {
+            self.pop_oldest();
+        }
+    }
+}
+
+/// The length of an outcome's JSON, counted without building it.
+fn json_len(outcome: &CallOutcome) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, outcome);
+    count.0
 }
 
 /// A run's task ended without an outcome. The run contains panics itself, so this means the
@@ -153,28 +469,43 @@ impl IdempotencyStore for InMemoryIdempotency {
     fn once<'a>(
         &'a self,
         key: IdempotencyKey,
+        fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
-        // The init future *returns* the shared run rather than awaiting it: awaiting inside
-        // `or_insert_with` would make the run cancellable with its first caller.
-        #[allow(clippy::async_yields_async)]
-        Box::pin(async move {
-            // `or_insert_with` inserts atomically: of concurrent first callers, one spawns the
-            // run and the rest wait for it. The init has no await point, so it cannot be cancelled
-            // half-way (which would let a second caller spawn the run again).
-            let entry = self
-                .runs
-                .entry(key)
-                .or_insert_with(async move { spawn_shared(run) })
-                .await;
-            let outcome = entry.value().clone().await;
-            // A failure the tool calls retryable is not an answer to keep: the retry it asks
-            // for must run the tool again. Only the caller that started the run forgets it.
-            if entry.is_fresh() && outcome.is_retryable_failure() {
-                self.runs.invalidate(entry.key()).await;
+        let mut state = self.inner.lock();
+        state.expire(Instant::now());
+        if let Some(entry) = state.entries.get(&key) {
+            if entry.fingerprint != fingerprint {
+                return future::ready(reused_call_id()).boxed();
             }
+            return match &entry.answer {
+                Answer::Done { outcome, .. } => future::ready(outcome.clone()).boxed(),
+                Answer::Running(shared) => shared.clone().boxed(),
+            };
+        }
+        // The first call with this key: its run goes into a task of its own, which records the
+        // outcome itself, so neither depends on this caller staying.
+        let generation = state.next_generation;
+        state.next_generation += 1;
+        let inner = self.inner.clone();
+        let recorded_key = key.clone();
+        let task = tokio::spawn(async move {
+            let outcome = run.await;
+            inner.finish(&recorded_key, generation, &outcome);
             outcome
-        })
+        });
+        let shared = async move { task.await.unwrap_or_else(task_ended) }
+            .boxed()
+            .shared();
+        state.entries.insert(
+            key,
+            Entry {
+                fingerprint,
+                generation,
+                answer: Answer::Running(shared.clone()),
+            },
+        );
+        shared.boxed()
     }
 }
 
@@ -182,3 +513,158 @@ impl IdempotencyStore for InMemoryIdempotency {
 mod redis_store;
 #[cfg(feature = "redis")]
 pub use redis_store::RedisIdempotency;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{CallResult, CallToolResponse};
+
+    fn answer(text: &str) -> CallOutcome {
+        CallOutcome::Completed(CallToolResponse {
+            call_id: "c".into(),
+            duration: None,
+            result: CallResult::Success {
+                value: Some(Value::String(text.into())),
+            },
+        })
+    }
+
+    fn key(call_id: &str) -> IdempotencyKey {
+        IdempotencyKey::new("anonymous", None, call_id)
+    }
+
+    fn fingerprint(n: i64) -> Fingerprint {
+        Fingerprint::of("T.T@1.0.0", &serde_json::json!({ "n": n }), &[])
+    }
+
+    #[tokio::test]
+    async fn a_store_over_its_capacity_forgets_the_oldest_answers() {
+        let store = InMemoryIdempotency::new(3, DEFAULT_TTL);
+        for i in 0..10 {
+            let outcome = store
+                .once(
+                    key(&i.to_string()),
+                    fingerprint(i),
+                    future::ready(answer("x")).boxed(),
+                )
+                .await;
+            assert_eq!(outcome, answer("x"));
+        }
+        assert_eq!(store.len(), 3, "{store:?}");
+        // The newest is kept: a retry is answered without running.
+        let kept = store
+            .once(key("9"), fingerprint(9), future::pending().boxed())
+            .await;
+        assert_eq!(kept, answer("x"));
+    }
+
+    #[tokio::test]
+    async fn a_store_over_its_bytes_forgets_the_oldest_answers() {
+        let big = "y".repeat(1000);
+        let store = InMemoryIdempotency::new(1_000, DEFAULT_TTL).max_bytes(5_000);
+        for i in 0..20 {
+            let run = future::ready(answer(&big)).boxed();
+            store.once(key(&i.to_string()), fingerprint(i), run).await;
+            assert!(store.bytes() <= 5_000, "{store:?}");
+        }
+        assert!((3..=4).contains(&store.len()), "{store:?}");
+        // An answer over the whole budget is not kept: the next call runs again.
+        let huge = "z".repeat(10_000);
+        store
+            .once(
+                key("huge"),
+                fingerprint(1),
+                future::ready(answer(&huge)).boxed(),
+            )
+            .await;
+        let again = store
+            .once(
+                key("huge"),
+                fingerprint(1),
+                future::ready(answer("ran")).boxed(),
+            )
+            .await;
+        assert_eq!(again, answer("ran"));
+    }
+
+    #[tokio::test]
+    async fn a_running_entry_is_never_evicted() {
+        let store = InMemoryIdempotency::new(1, DEFAULT_TTL);
+        let (release, wait) = tokio::sync::oneshot::channel::<()>();
+        let run = async move {
+            let _ = wait.await;
+            answer("long")
+        };
+        let first = tokio::spawn({
+            let store = store.clone();
+            async move { store.once(key("long"), fingerprint(0), run.boxed()).await }
+        });
+        tokio::task::yield_now().await;
+        // Far more finished answers than the capacity while "long" runs.
+        for i in 1..20 {
+            store
+                .once(
+                    key(&i.to_string()),
+                    fingerprint(i),
+                    future::ready(answer("x")).boxed(),
+                )
+                .await;
+        }
+        // A duplicate waits for the first run instead of starting its own.
+        let duplicate = store.once(
+            key("long"),
+            fingerprint(0),
+            future::ready(answer("ran twice")).boxed(),
+        );
+        release.send(()).unwrap();
+        assert_eq!(duplicate.await, answer("long"));
+        assert_eq!(first.await.unwrap(), answer("long"));
+    }
+
+    #[tokio::test]
+    async fn the_same_call_id_with_another_request_is_refused() {
+        let store = InMemoryIdempotency::default();
+        store
+            .once(
+                key("c"),
+                fingerprint(1),
+                future::ready(answer("one")).boxed(),
+            )
+            .await;
+        let other = store
+            .once(
+                key("c"),
+                fingerprint(2),
+                future::ready(answer("two")).boxed(),
+            )
+            .await;
+        assert_eq!(other, reused_call_id());
+        // Another user's same call_id is another key.
+        let mine = IdempotencyKey::new("anonymous", Some("bob".into()), "c");
+        let bobs = store
+            .once(mine, fingerprint(2), future::ready(answer("bob's")).boxed())
+            .await;
+        assert_eq!(bobs, answer("bob's"));
+    }
+
+    #[tokio::test]
+    async fn answers_expire_after_the_ttl() {
+        let store = InMemoryIdempotency::new(10, Duration::from_millis(30));
+        store
+            .once(
+                key("c"),
+                fingerprint(1),
+                future::ready(answer("one")).boxed(),
+            )
+            .await;
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let again = store
+            .once(
+                key("c"),
+                fingerprint(1),
+                future::ready(answer("again")).boxed(),
+            )
+            .await;
+        assert_eq!(again, answer("again"));
+    }
+}

@@ -1,9 +1,10 @@
 //! The Redis store: replicas behind a load balancer share it, so a retry that lands on another
 //! replica still does not run the tool twice.
 //!
-//! Per key: `SET key pending NX PX <pending ttl>` claims the run. The claimer runs the tool and
-//! stores the outcome (`SET key <json> PX <ttl>`); everyone else polls until it is there. A
-//! claimer that dies leaves `pending` to expire, after which the next caller claims the run.
+//! Per key: `SET key pending:<fingerprint> NX PX <pending ttl>` claims the run. The claimer runs
+//! the tool and stores the outcome (`SET key <fingerprint>:<json> PX <ttl>`); everyone else polls
+//! until it is there, and is refused at once if its request's fingerprint is not the one stored.
+//! A claimer that dies leaves `pending` to expire, after which the next caller claims the run.
 //! When Redis cannot be reached, the call is refused as temporarily unavailable rather than run
 //! without the guarantee.
 
@@ -12,7 +13,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 
-use super::{IdempotencyKey, IdempotencyStore};
+use super::{Fingerprint, IdempotencyKey, IdempotencyStore};
 use crate::call::CallOutcome;
 
 const PENDING: &str = "pending";
@@ -115,10 +116,10 @@ impl RedisIdempotency {
         self
     }
 
-    async fn claim(&self, key: &str) -> redis::RedisResult<bool> {
+    async fn claim(&self, key: &str, fingerprint: &str) -> redis::RedisResult<bool> {
         let claimed: Option<String> = redis::cmd("SET")
             .arg(key)
-            .arg(PENDING)
+            .arg(format!("{PENDING}:{fingerprint}"))
             .arg("NX")
             .arg("PX")
             .arg(millis(self.pending_ttl))
@@ -134,11 +135,16 @@ impl RedisIdempotency {
             .await
     }
 
-    async fn store(&self, key: &str, outcome: &CallOutcome) -> redis::RedisResult<()> {
+    async fn store(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        outcome: &CallOutcome,
+    ) -> redis::RedisResult<()> {
         let json = serde_json::to_string(outcome).expect("outcomes serialize");
         redis::cmd("SET")
             .arg(key)
-            .arg(json)
+            .arg(format!("{fingerprint}:{json}"))
             .arg("PX")
             .arg(millis(self.ttl))
             .query_async(&mut self.connection.clone())
@@ -155,21 +161,25 @@ impl RedisIdempotency {
     async fn once_inner(
         &self,
         key: String,
+        fingerprint: Fingerprint,
         mut run: Option<BoxFuture<'static, CallOutcome>>,
     ) -> redis::RedisResult<CallOutcome> {
+        let fingerprint = fingerprint.to_hex();
         loop {
-            if self.claim(&key).await? {
+            if self.claim(&key, &fingerprint).await? {
                 let run = run.take().expect("a key is claimed once per call");
                 // One task runs the tool and stores its outcome, so both happen even if this
                 // caller goes away mid-call (else the claim would expire and a retry run again).
                 let store = self.clone();
-                let stored_key = key.clone();
+                let (stored_key, stored_fingerprint) = (key.clone(), fingerprint.clone());
                 let task = tokio::spawn(async move {
                     let outcome = run.await;
                     let kept = if outcome.is_retryable_failure() {
                         store.forget(&stored_key).await
                     } else {
-                        store.store(&stored_key, &outcome).await
+                        store
+                            .store(&stored_key, &stored_fingerprint, &outcome)
+                            .await
                     };
                     if let Err(error) = kept {
                         tracing::error!(%error, "could not record an idempotent outcome in Redis");
@@ -178,16 +188,25 @@ impl RedisIdempotency {
                 });
                 return Ok(task.await.unwrap_or_else(super::task_ended));
             }
-            match self.get(&key).await? {
-                Some(value) if value == PENDING => tokio::time::sleep(POLL).await,
-                Some(value) => {
-                    return Ok(serde_json::from_str(&value).unwrap_or_else(|e| {
-                        CallOutcome::unavailable(format!("a stored outcome is unreadable: {e}"))
-                    }))
-                }
+            let Some(value) = self.get(&key).await? else {
                 // The claim expired between our SET and GET: try to claim it ourselves.
-                None => {}
+                continue;
+            };
+            let (pending, rest) = match value.strip_prefix(PENDING) {
+                Some(rest) => (true, rest.strip_prefix(':').unwrap_or(rest)),
+                None => (false, value.as_str()),
+            };
+            let (stored, json) = rest.split_once(':').unwrap_or((rest, ""));
+            if stored != fingerprint {
+                return Ok(super::reused_call_id());
             }
+            if pending {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            return Ok(serde_json::from_str(json).unwrap_or_else(|e| {
+                CallOutcome::unavailable(format!("a stored outcome is unreadable: {e}"))
+            }));
         }
     }
 }
@@ -202,11 +221,12 @@ impl IdempotencyStore for RedisIdempotency {
     fn once<'a>(
         &'a self,
         key: IdempotencyKey,
+        fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
         Box::pin(async move {
             let key = format!("{}{key}", self.prefix);
-            self.once_inner(key, Some(run)).await.unwrap_or_else(|error| {
+            self.once_inner(key, fingerprint, Some(run)).await.unwrap_or_else(|error| {
                 tracing::error!(%error, "Redis is unreachable; refusing the call rather than risk running it twice");
                 CallOutcome::unavailable(format!("the idempotency store is unreachable: {error}"))
             })

@@ -287,9 +287,9 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
 }
 
 /// Reads `functionCall` parts from a response (the first candidate) or a bare `content`.
-/// Gemini's calls carry no id (unless the API adds one); one is generated as seed 003 §3.2
-/// says, `call_{timestamp}_{name}`, with `_2`, `_3`, … for repeated names in one response so
-/// that ids stay unique (they are the calls' idempotency keys).
+/// Gemini's calls carry no id (unless the API adds one); one is generated after seed 003 §3.2's
+/// `call_{timestamp}_{name}`, with a random part after the timestamp: the ids are the calls'
+/// idempotency keys, so two responses parsed in the same millisecond must not share one.
 ///
 /// ```
 /// let response = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [
@@ -310,7 +310,6 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    let mut seen: Vec<String> = Vec::new();
     parts
         .iter()
         .filter_map(|part| part.get("functionCall"))
@@ -320,12 +319,12 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| DispatchError::Malformed("a functionCall lacks `name`".into()))?
                 .to_owned();
-            let repeat = seen.iter().filter(|n| **n == name).count();
-            seen.push(name.clone());
             let id = match call.get("id").and_then(Value::as_str) {
                 Some(id) => id.to_owned(),
-                None if repeat == 0 => format!("call_{timestamp}_{name}"),
-                None => format!("call_{timestamp}_{name}_{}", repeat + 1),
+                None => {
+                    let unique = uuid::Uuid::new_v4().simple().to_string();
+                    format!("call_{timestamp}_{}_{name}", &unique[..16])
+                }
             };
             // A call without `args` takes no arguments.
             let arguments = match call.get("args") {

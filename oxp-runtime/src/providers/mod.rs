@@ -349,6 +349,10 @@ pub struct Dispatcher {
     pipeline: Pipeline,
     limits: Limits,
     context: CallContext,
+    /// The principal its calls' idempotency keys are scoped to: its own, made when it is, so
+    /// that a model's call id can never fetch another dispatcher's (another conversation's)
+    /// answer. Clones share it: a clone is the same conversation.
+    meta: CallMeta,
 }
 
 /// Why a model response could not be dispatched at all (as opposed to one call failing, which
@@ -396,10 +400,15 @@ impl Dispatcher {
     /// # let _ = dispatcher;
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
+        let principal = format!("dispatch:{}", uuid::Uuid::new_v4().simple());
         Dispatcher {
             pipeline,
             limits: Limits::default(),
             context: CallContext::default(),
+            meta: CallMeta {
+                principal: Some(principal),
+                ..CallMeta::default()
+            },
         }
     }
 
@@ -575,7 +584,7 @@ impl Dispatcher {
             input: Some(arguments),
             context: Some(self.context.clone()),
         };
-        let outcome = self.pipeline.call_with(request, &CallMeta::default()).await;
+        let outcome = self.pipeline.call_with(request, &self.meta).await;
         let mut result = match outcome {
             CallOutcome::Completed(response) => match response.result {
                 CallResult::Success { value } => ToolResult {
