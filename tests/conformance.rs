@@ -240,19 +240,19 @@ async fn a61_jwt_bearer_rules() {
     assert_eq!(status(oxp.list(list(good)).await), 200);
     // Vector 11: wrong key.
     let wrong = jwt(
-        json!({"exp": now() + 300}),
+        json!({"sub": "agent", "exp": now() + 300}),
         "another-secret-another-secret-another",
     );
     assert_eq!(status(oxp.list(list(wrong)).await), 401);
     // Vector 12: expired (beyond the 60 s leeway).
-    let expired = jwt(json!({"exp": now() - 120}), JWT_SECRET);
+    let expired = jwt(json!({"sub": "agent", "exp": now() - 120}), JWT_SECRET);
     assert_eq!(status(oxp.list(list(expired)).await), 401);
     // Vector 13: no `exp`.
     let no_exp = jwt(json!({"sub": "agent"}), JWT_SECRET);
     assert_eq!(status(oxp.list(list(no_exp)).await), 401);
     // Vector 14: `alg: none`, and RS256.
     use base64_url as b64;
-    let payload = b64(&json!({"exp": now() + 300}).to_string());
+    let payload = b64(&json!({"sub": "agent", "exp": now() + 300}).to_string());
     let none = format!("{}.{payload}.", b64(r#"{"alg":"none","typ":"JWT"}"#));
     assert_eq!(status(oxp.list(list(none)).await), 401);
     let rs256 = format!(
@@ -262,17 +262,20 @@ async fn a61_jwt_bearer_rules() {
     assert_eq!(status(oxp.list(list(rs256)).await), 401);
     // Vector 15: `aud` must be allowed when present; absent is fine.
     let foreign = jwt(
-        json!({"exp": now() + 300, "aud": "someone-else"}),
+        json!({"sub": "agent", "exp": now() + 300, "aud": "someone-else"}),
         JWT_SECRET,
     );
     assert_eq!(status(oxp.list(list(foreign)).await), 401);
     let allowed = jwt(
-        json!({"exp": now() + 300, "aud": ["x", "agent-1"]}),
+        json!({"sub": "agent", "exp": now() + 300, "aud": ["x", "agent-1"]}),
         JWT_SECRET,
     );
     assert_eq!(status(oxp.list(list(allowed)).await), 200);
     // A `nbf` in the future is refused.
-    let early = jwt(json!({"exp": now() + 600, "nbf": now() + 300}), JWT_SECRET);
+    let early = jwt(
+        json!({"sub": "agent", "exp": now() + 600, "nbf": now() + 300}),
+        JWT_SECRET,
+    );
     assert_eq!(status(oxp.list(list(early)).await), 401);
 }
 
@@ -558,12 +561,14 @@ async fn e42_malformed_requests_are_400() {
         )
         .await;
     assert_eq!(reply.status, 400);
-    // §3.14: a missing Content-Type is tolerated; `application/*+json` accepted.
+    // §3.14 tolerated a missing Content-Type; issue #13 refuses it (a browser's no-cors POST
+    // sends none). `application/*+json` is accepted.
     let body = json!({"request": add("c1", json!(1), json!(2))}).to_string();
     let reply = oxp
         .call_with(oxp.request(Method::POST, "/tools/call").body(body.clone()))
         .await;
-    assert_eq!(reply.status, 200);
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.body["message"], "The request body must be JSON.");
     let reply = oxp
         .call_with(
             oxp.request(Method::POST, "/tools/call")

@@ -60,7 +60,7 @@ async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_ret
     let oxp = Oxp::start(server).await;
     let started = std::time::Instant::now();
     let calls =
-        (0..6).map(|_| oxp.call(json!({"tool_id": "Gauge.HoldThread", "input": {"ms": 700}})));
+        (0..6).map(|_| oxp.call(json!({"tool_id": "Gauge.HoldThread", "input": {"ms": 1500}})));
     for reply in futures_util::future::join_all(calls).await {
         // Answered within the tool's limit of 100 ms (waiting for a place counts in it).
         assert_eq!(reply.status, 200);
@@ -133,4 +133,260 @@ async fn two_users_behind_one_principal_never_share_an_answer() {
         "bob's call ran for bob: {:?}",
         bob.body
     );
+}
+
+/// A server started the way `serve()` starts it: `Server::serve` on a loopback listener.
+async fn served(server: Server) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve(listener, std::future::pending(), Duration::from_secs(1)));
+    base
+}
+
+/// Browsers cannot drive the server: a call must say it is JSON, a foreign `Origin` is a 403 on
+/// every route (MCP's `initialize` included, and CORS preflights), and a loopback server answers
+/// only to loopback names (DNS rebinding). The tool's run counter shows nothing ran. (Before:
+/// every one of these calls ran and answered 200.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_cannot_drive_the_server() {
+    let base = served(server().allowed_origins(["https://agent.example.com"])).await;
+    let client = reqwest::Client::new();
+    let record = |call_id: &str| {
+        json!({"tool_id": "Once.Record", "call_id": call_id, "input": {"ms": 0}}).to_string()
+    };
+    let post = |path: &str| client.post(format!("{base}{path}"));
+    // What `fetch(url, {mode: "no-cors", body: new Blob([...])})` sends: no Content-Type.
+    let typeless = post("/tools/call")
+        .body(record("csrf-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(typeless.status(), 400);
+    let plain = post("/tools/call")
+        .header("content-type", "text/plain")
+        .body(record("csrf-2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 400);
+    for (method, path) in [
+        (reqwest::Method::POST, "/tools/call"),
+        (reqwest::Method::GET, "/tools"),
+        (reqwest::Method::GET, "/health"),
+        (reqwest::Method::POST, "/mcp"),
+        (reqwest::Method::OPTIONS, "/tools/call"),
+    ] {
+        let reply = client
+            .request(method.clone(), format!("{base}{path}"))
+            .header("origin", "https://evil.example")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(if path == "/mcp" {
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "evil", "version": "1"}}})
+                .to_string()
+            } else {
+                record("csrf-3")
+            })
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 403, "{method} {path} from a foreign origin");
+        assert_eq!(reply.headers()["oxp-version"], "1.0");
+        assert!(reply.headers().get("access-control-allow-origin").is_none());
+        let body: serde_json::Value = reply.json().await.unwrap();
+        harness::assert_valid(harness::SERVER_ERROR, &body);
+    }
+    // A foreign Host on a loopback server: a rebound name.
+    let rebound = post("/tools/call")
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .body(record("csrf-4"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status(), 403);
+    for call_id in ["csrf-1", "csrf-2", "csrf-3", "csrf-4"] {
+        assert_eq!(oxp_tests::runs(call_id), 0, "{call_id} ran");
+    }
+    // The server's own origin (the playground's) and a listed one are served.
+    let own = base.clone();
+    for origin in [own.as_str(), "https://agent.example.com"] {
+        let reply = post("/tools/call")
+            .header("origin", origin)
+            .header("content-type", "application/json")
+            .body(json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200, "{origin}");
+    }
+    let localhost = base.replace("127.0.0.1", "localhost");
+    let reply = client
+        .get(format!("{localhost}/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200, "localhost is a loopback name");
+}
+
+/// Sends raw bytes on a fresh connection and returns what comes back within `wait` (the
+/// status line and headers, at least).
+async fn raw(base: &str, request: &[u8], wait: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    socket.write_all(request).await.unwrap();
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(wait, socket.read(&mut answer)).await;
+    match read {
+        Ok(Ok(n)) => String::from_utf8_lossy(&answer[..n]).into_owned(),
+        Ok(Err(e)) => format!("error: {e}"),
+        Err(_) => "no answer".to_owned(),
+    }
+}
+
+/// Every route honours the body cap (413 with OXP-Version, at once when the declared length is
+/// over it), and a body that does not arrive in time is a 400, not a 413. (Before: `GET /tools`
+/// read 2 MB, `/mcp` 4 MiB, and a declared 100 MB was waited for.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_honours_the_body_cap_and_deadline() {
+    let server = server()
+        .max_body_bytes(64 * 1024)
+        .body_timeout(Duration::from_millis(300));
+    let oxp = Oxp::start(server).await;
+    let big = "x".repeat(200 * 1024);
+    for (method, path) in [
+        (reqwest::Method::GET, "/tools"),
+        (reqwest::Method::POST, "/tools/call"),
+        (reqwest::Method::POST, "/mcp"),
+    ] {
+        let reply = oxp
+            .send(
+                oxp.request(method.clone(), path)
+                    .header("content-type", "application/json")
+                    .body(big.clone()),
+            )
+            .await;
+        assert_eq!(reply.status, 413, "{method} {path}");
+    }
+    // Streamed without a length (chunked): cut off at the cap.
+    let addr = oxp.base.trim_start_matches("http://").to_owned();
+    let mut chunked = format!("POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n").into_bytes();
+    for _ in 0..20 {
+        chunked.extend_from_slice(format!("{:x}\r\n", 16 * 1024).as_bytes());
+        chunked.extend(std::iter::repeat_n(b' ', 16 * 1024));
+        chunked.extend_from_slice(b"\r\n");
+    }
+    let answer = raw(&oxp.base, &chunked, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // A declared 100 MB with no body: refused at once, not waited for.
+    let answer = raw(
+        &oxp.base,
+        format!("POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\n\r\n").as_bytes(),
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("oxp-version: 1.0"),
+        "{answer}"
+    );
+    // Half a body, then silence: a 400 once the body's deadline passes.
+    let answer = raw(
+        &oxp.base,
+        format!("POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"tool_id\":").as_bytes(),
+        Duration::from_secs(3),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("did not arrive in time"), "{answer}");
+}
+
+fn jwt(claims: serde_json::Value, header: jsonwebtoken::Header) -> String {
+    jsonwebtoken::encode(
+        &header,
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
+    )
+    .unwrap()
+}
+
+const JWT_SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
+const API_KEY: &str = "k_0123456789abcdef0123456789abcdef";
+
+/// A principal is someone, and a request carries one credential: JWTs without a string `sub`,
+/// with a `crit` header, and requests with two credentials are 401s. (Before: tokens without a
+/// usable `sub` shared the principal `-`, `crit` was ignored, and the first header won.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_name_someone_and_requests_carry_one_credential() {
+    let auth = oxp_runtime::server::ServerAuth::default()
+        .jwt_secret(JWT_SECRET)
+        .api_key(API_KEY);
+    let oxp = Oxp::start(server().auth(auth)).await;
+    let exp = 4_000_000_000u64;
+    let call = json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}});
+    let with = |token: String| {
+        oxp.request(reqwest::Method::POST, "/tools/call")
+            .bearer_auth(token)
+            .json(&call)
+    };
+    let good = oxp
+        .call_with(with(jwt(
+            json!({"sub": "ada", "exp": exp}),
+            Default::default(),
+        )))
+        .await;
+    assert_eq!(good.status, 200);
+    for claims in [
+        json!({"exp": exp}),
+        json!({"sub": 42, "exp": exp}),
+        json!({"sub": "", "exp": exp}),
+        json!({"sub": ["ada"], "exp": exp}),
+    ] {
+        let reply = oxp
+            .call_with(with(jwt(claims.clone(), Default::default())))
+            .await;
+        assert_eq!(reply.status, 401, "{claims}");
+    }
+    let critical = jsonwebtoken::Header {
+        crit: Some(vec!["urn:example:unknown".into()]),
+        ..Default::default()
+    };
+    let reply = oxp
+        .call_with(with(jwt(json!({"sub": "ada", "exp": exp}), critical)))
+        .await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.body["message"].as_str().unwrap().contains("critical"));
+    // Two credentials, of one kind or two: refused, whichever would have been valid.
+    let ada = jwt(json!({"sub": "ada", "exp": exp}), Default::default());
+    let twice = oxp
+        .call_with(
+            oxp.request(reqwest::Method::POST, "/tools/call")
+                .header("authorization", format!("Bearer {ada}"))
+                .header("authorization", "Bearer wrong")
+                .json(&call),
+        )
+        .await;
+    assert_eq!(twice.status, 401);
+    let keys = oxp
+        .call_with(
+            oxp.request(reqwest::Method::POST, "/tools/call")
+                .header("oxp-api-key", API_KEY)
+                .header("x-api-key", "another")
+                .json(&call),
+        )
+        .await;
+    assert_eq!(keys.status, 401);
+    let mixed = oxp
+        .call_with(
+            oxp.request(reqwest::Method::POST, "/tools/call")
+                .header("oxp-api-key", API_KEY)
+                .bearer_auth(&ada)
+                .json(&call),
+        )
+        .await;
+    assert_eq!(mixed.status, 401);
 }

@@ -97,7 +97,8 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let pipeline = Pipeline::new(oxp_tests::all_tools().build().unwrap());
-    let headers = HeaderMap::new();
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", "application/json".parse().unwrap());
     let cases = [
         (
             "add (no call_id)",

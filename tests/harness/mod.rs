@@ -187,7 +187,7 @@ pub fn check_call_reply(reply: &Reply) {
     match reply.status.as_u16() {
         200 if reply.body.get("result").is_some() => assert_valid(CALL_200, &reply.body),
         200 => assert_valid(CALL_RESPONSE, &reply.body),
-        400 | 413 => assert_valid(SERVER_ERROR, &reply.body),
+        400 | 403 | 413 => assert_valid(SERVER_ERROR, &reply.body),
         422 => assert_valid(VALIDATION_ERROR, &reply.body),
         401 => assert!(reply.body["message"].is_string(), "{:?}", reply.body),
         other => panic!("unexpected status {other}: {}", reply.body),

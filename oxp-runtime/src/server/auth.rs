@@ -54,7 +54,7 @@ struct Jwt {
 pub enum Principal {
     /// Authentication is off.
     Anonymous,
-    /// A JWT's `sub` (or `-` when it has none).
+    /// A JWT's `sub` (a token without a string `sub` is refused).
     Jwt(String),
     /// The index of the API key that matched.
     ApiKey(usize),
@@ -169,6 +169,18 @@ impl ServerAuth {
         if !self.is_enabled() {
             return Ok(Principal::Anonymous);
         }
+        // One credential per request: with two, which one counts would be a proxy's or a
+        // parser's guess, and one of them could be smuggled past the other.
+        let credentials = API_KEY_HEADERS
+            .iter()
+            .chain([&AUTHORIZATION.as_str()])
+            .map(|name| headers.get_all(*name).iter().count())
+            .sum::<usize>();
+        if credentials > 1 {
+            return Err(AuthError(
+                "Send one credential: a single Authorization or API key header.",
+            ));
+        }
         for name in API_KEY_HEADERS {
             if let Some(value) = headers.get(name) {
                 return self
@@ -234,6 +246,13 @@ impl Jwt {
                 }
                 _ => AuthError("The token is not valid."),
             })?;
+        // RFC 7515 §4.1.11: a `crit` header names extensions the recipient MUST understand,
+        // and this server understands none.
+        if data.header.crit.is_some() {
+            return Err(AuthError(
+                "The token names critical header extensions this server does not support.",
+            ));
+        }
         let claims = data.claims;
         let audiences: Vec<&str> = match claims.get("aud") {
             None => Vec::new(),
@@ -248,12 +267,16 @@ impl Jwt {
         {
             return Err(AuthError("The token's audience is not allowed."));
         }
-        let subject = claims
-            .get("sub")
-            .and_then(Value::as_str)
-            .unwrap_or("-")
-            .to_owned();
-        Ok(Principal::Jwt(subject))
+        // The subject is who the caller is: idempotency and MCP users are scoped by it, so a
+        // token that names no one cannot be let in as a shared anyone.
+        match claims.get("sub") {
+            Some(Value::String(subject)) if !subject.is_empty() => {
+                Ok(Principal::Jwt(subject.clone()))
+            }
+            _ => Err(AuthError(
+                "The token must have a `sub` claim naming its subject.",
+            )),
+        }
     }
 }
 

@@ -32,8 +32,10 @@ const MAJOR: u64 = 1;
 ///
 /// ```
 /// use oxp_runtime::server::dialect::{read_call, Dialect};
+/// let mut headers = axum::http::HeaderMap::new();
+/// headers.insert("content-type", "application/json".parse().unwrap());
 /// let body = br#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#;
-/// let (dialect, _) = read_call(&Default::default(), body, false).unwrap();
+/// let (dialect, _) = read_call(&headers, body, false).unwrap();
 /// assert_eq!(dialect, Dialect::Bare);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,11 +186,15 @@ fn echo(schema: Option<Cow<'_, str>>) -> Cow<'static, str> {
 ///
 /// ```
 /// use oxp_runtime::server::dialect::{read_call, Dialect};
+/// let mut headers = axum::http::HeaderMap::new();
+/// headers.insert("content-type", "application/json".parse().unwrap());
 /// let body = br#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "input": {"a": 1}}}"#;
-/// let (dialect, request) = read_call(&Default::default(), body, false).unwrap();
+/// let (dialect, request) = read_call(&headers, body, false).unwrap();
 /// assert!(matches!(dialect, Dialect::Envelope(_)));
 /// assert_eq!(request.tool_id, "Calculator.Add");
-/// assert!(read_call(&Default::default(), b"[]", false).is_err());
+/// assert!(read_call(&headers, b"[]", false).is_err());
+/// // No Content-Type: refused, as a browser's no-cors POST would send it.
+/// assert!(read_call(&Default::default(), body, false).is_err());
 /// ```
 pub fn read_call(
     headers: &HeaderMap,
@@ -279,11 +285,16 @@ fn normalize(request: Value) -> Value {
     Value::Object(fields)
 }
 
-/// JSON or `application/*+json`, with any parameters; a missing header is tolerated
-/// (oxp-notes §3.14). Anything else is a `400`, since every pre-call error MUST be one.
+/// JSON or `application/*+json`, with any parameters. Anything else is a `400`, since every
+/// pre-call error MUST be one — and so is a missing header, which oxp-notes §3.14 tolerated:
+/// a web page's `fetch(url, {mode: "no-cors", body: blob})` sends none, and a call it could
+/// make without asking the browser first is a call any site could make (CSRF).
 fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
     let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
-        return Ok(());
+        return Err(bad_request(
+            "The request body must be JSON.",
+            "send `Content-Type: application/json`",
+        ));
     };
     if value == "application/json" {
         return Ok(()); // what nearly every call says, without taking it apart

@@ -19,6 +19,7 @@
 mod auth;
 mod config;
 pub mod dialect;
+mod guard;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +35,6 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tower_http::set_header::SetResponseHeader;
 
 pub use auth::{AuthError, Principal, ServerAuth};
 pub use config::{serve, ConfigError, LogFormat, ServerConfig, DEFAULT_ADDR};
@@ -44,6 +44,7 @@ use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
 use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION, OXP_VERSION_HEADER};
+use guard::{BodyFailure, Browsers, LOOPBACK_HOSTS};
 
 /// The default cap on a request body.
 ///
@@ -54,6 +55,16 @@ use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION, OXP_VERSION_HEADER};
 /// # let _ = server;
 /// ```
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How long a request's body may take to arrive, by default, from the request's start.
+///
+/// ```
+/// use oxp_runtime::server::{Server, DEFAULT_BODY_TIMEOUT};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let server = Server::new(registry).body_timeout(DEFAULT_BODY_TIMEOUT * 2);
+/// # let _ = server;
+/// ```
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// User agents of LangChain's OXP clients, which expect a bare array from `GET /tools`
 /// (oxp-notes §3.3).
@@ -80,6 +91,8 @@ pub struct Server {
     langchain_compat: bool,
     public_url: Option<String>,
     playground: bool,
+    browsers: Browsers,
+    body_timeout: Duration,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -114,7 +127,64 @@ impl Server {
             langchain_compat: false,
             public_url: None,
             playground: false,
+            browsers: Browsers::default(),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
         }
+    }
+
+    /// Origins whose pages may call this server from a browser, besides its own (and the
+    /// origin of [`public_url`](Self::public_url)). A request with any other `Origin` is
+    /// answered `403` on every route, `/mcp` included: a web page the user happens to visit
+    /// must not drive tools (CSRF). Written `scheme://host[:port]`.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).allowed_origins(["https://agent.example.com"]);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn allowed_origins<S: AsRef<str>>(mut self, origins: impl IntoIterator<Item = S>) -> Self {
+        self.browsers
+            .origins
+            .extend(origins.into_iter().map(|o| Browsers::origin_of(o.as_ref())));
+        self
+    }
+
+    /// Answers only requests whose `Host` is `localhost`, `127.0.0.1`, `[::1]` or one of
+    /// `hosts` (any port); others get a `403`. This is what keeps a page on a name that
+    /// resolves to 127.0.0.1 (DNS rebinding) out of a server on a developer's machine, and
+    /// [`serve`](Self::serve) turns it on by itself for a loopback listener.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).allowed_hosts(["my-laptop.local"]);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn allowed_hosts<S: AsRef<str>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
+        let listed = self
+            .browsers
+            .hosts
+            .get_or_insert_with(|| LOOPBACK_HOSTS.map(String::from).to_vec());
+        listed.extend(hosts.into_iter().map(|h| h.as_ref().to_ascii_lowercase()));
+        self
+    }
+
+    /// How long a request's body may take to arrive (from the request's start); a slower one
+    /// is answered `400`. Default [`DEFAULT_BODY_TIMEOUT`].
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).body_timeout(std::time::Duration::from_secs(5));
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
     }
 
     /// Serves the playground page at `GET /`: pick a tool, fill a form built from its input
@@ -149,7 +219,8 @@ impl Server {
         self
     }
 
-    /// The largest request body accepted; larger ones get a `413` with a JSON body.
+    /// The largest request body accepted, on every route; larger ones get a `413` with a JSON
+    /// body (at once, when the declared `Content-Length` says so).
     ///
     /// ```
     /// # use oxp_runtime::{server::*, Registry};
@@ -288,8 +359,12 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
         grace: Duration,
     ) -> std::io::Result<Shutdown> {
-        let pipeline = self.pipeline.clone();
-        let router = self.router();
+        let mut server = self;
+        if server.browsers.hosts.is_none() && listener.local_addr()?.ip().is_loopback() {
+            server = server.allowed_hosts(std::iter::empty::<&str>());
+        }
+        let pipeline = server.pipeline.clone();
+        let router = server.router();
         let outcome = Arc::new(std::sync::OnceLock::new());
         let drained = Arc::new(tokio::sync::Notify::new());
         let drain = {
@@ -336,12 +411,18 @@ impl Server {
     /// ```
     pub fn router(self) -> Router {
         let playground = self.playground;
+        let mut browsers = self.browsers;
+        if let Some(url) = &self.public_url {
+            browsers.origins.push(Browsers::origin_of(url));
+        }
         let state = Arc::new(AppState {
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
             langchain_compat: self.langchain_compat,
             public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
+            browsers,
         });
         let protected = Router::new()
             .route("/tools", get(list_tools))
@@ -351,11 +432,7 @@ impl Server {
         #[cfg(feature = "mcp")]
         let protected = protected.nest_service(
             "/mcp",
-            SetResponseHeader::overriding(
-                crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
-                OXP_VERSION_HEADER,
-                HeaderValue::from_static(OXP_VERSION),
-            ),
+            crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
         );
         let protected = protected
             .fallback(not_found)
@@ -374,6 +451,7 @@ impl Server {
         };
         open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
+            .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
             .with_state(state)
     }
 }
@@ -407,6 +485,8 @@ struct AppState {
     pipeline: Pipeline,
     auth: ServerAuth,
     max_body_bytes: usize,
+    body_timeout: Duration,
+    browsers: Browsers,
     langchain_compat: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
@@ -501,11 +581,13 @@ async fn health(State(state): State<Arc<AppState>>) -> Response {
 
 /// §1 L: the tool list. A body is allowed and ignored, except a recognized `$schema`
 /// (oxp-notes §3.4): a malformed body is never an error.
-async fn list_tools(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn list_tools(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(error) => return body_failure(&error, state.max_body_bytes),
+    };
     let schema = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|b| b.get("$schema").cloned())
@@ -549,7 +631,7 @@ fn call_tool(
     async move {
         let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
             Ok(body) => body,
-            Err(_) => return too_large(state.max_body_bytes),
+            Err(error) => return body_failure(&error, state.max_body_bytes),
         };
         let (dialect, request) =
             match dialect::read_call(&parts.headers, &body, state.langchain_compat) {
@@ -587,12 +669,35 @@ fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
 }
 
 fn too_large(limit: usize) -> Response {
-    json_response(
+    error_response(
         StatusCode::PAYLOAD_TOO_LARGE,
-        &json!({
-            "message": "The request body is too large.",
-            "developer_message": format!("the limit is {limit} bytes"),
-        }),
+        "The request body is too large.",
+        &format!("the limit is {limit} bytes"),
+    )
+}
+
+/// A body that could not be read: over the cap is a `413`; too slow or cut off, a `400`.
+fn body_failure(error: &axum::Error, limit: usize) -> Response {
+    match BodyFailure::of(error) {
+        BodyFailure::TooLarge => too_large(limit),
+        BodyFailure::TooSlow => error_response(
+            StatusCode::BAD_REQUEST,
+            "The request body did not arrive in time.",
+            "the whole body must arrive within the server's body timeout (OXP_BODY_TIMEOUT_MS)",
+        ),
+        BodyFailure::Broken => error_response(
+            StatusCode::BAD_REQUEST,
+            "The request body could not be read.",
+            "the connection failed or the body's framing was broken mid-way",
+        ),
+    }
+}
+
+/// An error the server answers before any tool is involved, in the `ServerErrorResponse` shape.
+fn error_response(status: StatusCode, message: &str, developer_message: &str) -> Response {
+    json_response(
+        status,
+        &json!({ "message": message, "developer_message": developer_message }),
     )
 }
 

@@ -1,0 +1,309 @@
+//! What every request passes before a route sees it, `/mcp` and `/health` included: browsers
+//! kept out (a foreign `Origin`, or a foreign `Host` on a loopback server: CSRF and DNS
+//! rebinding), the body capped (a declared length over the cap is refused before a byte is
+//! read; a streamed one is cut off at the cap) and given a deadline; and `OXP-Version` on every
+//! answer, axum's own rejections included.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_LENGTH, HOST, ORIGIN};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use http_body::Frame;
+use http_body_util::{LengthLimitError, Limited};
+
+use super::dialect::{OXP_VERSION, OXP_VERSION_HEADER};
+use super::AppState;
+
+/// The host names a loopback server answers to by default: a page on another name that
+/// resolves to 127.0.0.1 (DNS rebinding) is not one of them.
+pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// Who may reach the server from a browser, and under which names.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Browsers {
+    /// Origins allowed besides the server's own (`scheme://host[:port]`, lowercase).
+    pub(crate) origins: Vec<String>,
+    /// `Some`: only these host names (lowercase, without port) are answered.
+    pub(crate) hosts: Option<Vec<String>>,
+}
+
+/// Why a request was turned away before any route saw it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Origin,
+    Host,
+}
+
+impl Browsers {
+    /// The normal form an origin is compared in: lowercase, no trailing slash, no path.
+    pub(crate) fn origin_of(url: &str) -> String {
+        let url = url.trim().trim_end_matches('/').to_ascii_lowercase();
+        match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let authority = rest.split('/').next().unwrap_or_default();
+                format!("{scheme}://{authority}")
+            }
+            None => url,
+        }
+    }
+
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
+        let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+        if let (Some(allowed), Some(host)) = (&self.hosts, host) {
+            let name = host_name(host).to_ascii_lowercase();
+            if !allowed.contains(&name) {
+                return Err(Refused::Host);
+            }
+        }
+        let Some(origin) = headers.get(ORIGIN) else {
+            return Ok(()); // not a browser, or a same-origin GET
+        };
+        // Duplicate `Origin` headers are no browser's: refused rather than picked from.
+        if headers.get_all(ORIGIN).iter().nth(1).is_some() {
+            return Err(Refused::Origin);
+        }
+        let origin = origin.to_str().map_err(|_| Refused::Origin)?;
+        let origin = Browsers::origin_of(origin);
+        // The server's own origin, as the request names it (the Host check above is what makes
+        // this safe on loopback, where a rebound name is not answered at all).
+        let own = host.is_some_and(|host| {
+            let host = host.to_ascii_lowercase();
+            origin == format!("http://{host}") || origin == format!("https://{host}")
+        });
+        if own || self.origins.contains(&origin) {
+            Ok(())
+        } else {
+            Err(Refused::Origin)
+        }
+    }
+}
+
+/// `example.com` of `example.com:8000`, `[::1]` of `[::1]:8000`.
+fn host_name(host: &str) -> &str {
+    if let Some(end) = host.find(']') {
+        return &host[..=end];
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+/// The guard itself, as an axum middleware over the whole router.
+pub(crate) async fn guard(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = match refusal(&state, &request) {
+        None => {
+            let (limit, deadline) = (state.max_body_bytes, state.body_timeout);
+            let request =
+                request.map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline)));
+            next.run(request).await
+        }
+        Some(response) => response,
+    };
+    response
+        .headers_mut()
+        .insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
+    response
+}
+
+/// The answer to a request turned away at the door, if it is.
+fn refusal(state: &AppState, request: &Request) -> Option<Response> {
+    if let Err(refused) = state.browsers.check(request.headers()) {
+        let (message, detail) = match refused {
+            Refused::Origin => (
+                "Requests from this origin are not allowed.",
+                "the request's Origin is not the server's own nor in OXP_ALLOWED_ORIGINS",
+            ),
+            Refused::Host => (
+                "Requests for this host are not allowed.",
+                "a loopback server answers only to localhost, 127.0.0.1 and [::1] (and OXP_ALLOWED_HOSTS)",
+            ),
+        };
+        tracing::info!(
+            path = ?request.uri().path(),
+            reason = ?refused,
+            "refused a request from a browser context"
+        );
+        return Some(super::error_response(
+            StatusCode::FORBIDDEN,
+            message,
+            detail,
+        ));
+    }
+    let limit = state.max_body_bytes;
+    declared_length(request.headers())
+        .is_some_and(|length| length > limit as u64)
+        .then(|| super::too_large(limit))
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A body that must arrive whole within its deadline, counted from the request's start.
+struct Timed<B> {
+    inner: B,
+    limit: Duration,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<B> Timed<B> {
+    fn new(inner: B, limit: Duration) -> Self {
+        Timed {
+            inner,
+            limit,
+            deadline: None,
+        }
+    }
+}
+
+/// The body did not arrive within its deadline.
+#[derive(Debug)]
+pub(crate) struct BodyTimeout;
+
+impl std::fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body did not arrive in time")
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+impl<B> http_body::Body for Timed<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        // The timer is made only for a body that keeps a reader waiting.
+        let limit = this.limit;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Why reading a body failed: over the cap (`413`), too slow, or broken (`400`).
+pub(crate) enum BodyFailure {
+    TooLarge,
+    TooSlow,
+    Broken,
+}
+
+impl BodyFailure {
+    pub(crate) fn of(error: &axum::Error) -> Self {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(error) = cause {
+            if error.is::<LengthLimitError>() {
+                return BodyFailure::TooLarge;
+            }
+            if error.is::<BodyTimeout>() {
+                return BodyFailure::TooSlow;
+            }
+            cause = error.source();
+        }
+        BodyFailure::Broken
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn origins_and_hosts() {
+        let local = Browsers {
+            origins: vec!["https://app.example.com".into()],
+            hosts: Some(LOOPBACK_HOSTS.map(String::from).to_vec()),
+        };
+        assert_eq!(local.check(&headers(&[("host", "127.0.0.1:8000")])), Ok(()));
+        assert_eq!(local.check(&headers(&[("host", "[::1]:8000")])), Ok(()));
+        assert_eq!(local.check(&headers(&[("host", "LOCALHOST")])), Ok(()));
+        assert_eq!(
+            local.check(&headers(&[("host", "evil.example:8000")])),
+            Err(Refused::Host)
+        );
+        // Same origin as the request names it; a listed one; others not.
+        let own = [
+            ("host", "127.0.0.1:8000"),
+            ("origin", "http://127.0.0.1:8000"),
+        ];
+        assert_eq!(local.check(&headers(&own)), Ok(()));
+        let listed = [
+            ("host", "127.0.0.1:8000"),
+            ("origin", "https://app.example.com/"),
+        ];
+        assert_eq!(local.check(&headers(&listed)), Ok(()));
+        for foreign in ["https://evil.example", "null", "http://localhost:3000"] {
+            let h = headers(&[("host", "localhost:8000"), ("origin", foreign)]);
+            assert_eq!(local.check(&h), Err(Refused::Origin), "{foreign}");
+        }
+        let twice = [
+            ("host", "127.0.0.1:8000"),
+            ("origin", "http://127.0.0.1:8000"),
+            ("origin", "http://127.0.0.1:8000"),
+        ];
+        assert_eq!(local.check(&headers(&twice)), Err(Refused::Origin));
+        // No Host check off loopback; the Origin check still holds.
+        let public = Browsers::default();
+        assert_eq!(
+            public.check(&headers(&[("host", "tools.example.com")])),
+            Ok(())
+        );
+        let h = headers(&[
+            ("host", "tools.example.com"),
+            ("origin", "https://evil.example"),
+        ]);
+        assert_eq!(public.check(&h), Err(Refused::Origin));
+    }
+
+    #[test]
+    fn origin_normal_form() {
+        assert_eq!(
+            Browsers::origin_of("HTTPS://Tools.Example.com:8443/oxp/"),
+            "https://tools.example.com:8443"
+        );
+    }
+}
