@@ -390,3 +390,273 @@ async fn tokens_name_someone_and_requests_carry_one_credential() {
         .await;
     assert_eq!(mixed.status, 401);
 }
+
+/// Tests that open thousands of sockets or measure this process's memory take turns: the
+/// others' sockets would fill the caps under test, and their buffers the RSS measured.
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The resident memory of this process, in bytes (Linux; `None` elsewhere).
+fn rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn limits(
+    configure: impl FnOnce(&mut oxp_runtime::server::ConnectionLimits),
+) -> oxp_runtime::server::ConnectionLimits {
+    let mut limits = oxp_runtime::server::ConnectionLimits::default();
+    configure(&mut limits);
+    limits
+}
+
+/// Whether the server closed `socket` (EOF or reset) within `wait`; what it sent first is
+/// allowed (a 408 or 431 before closing).
+async fn closed_within(socket: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, socket.read(&mut buffer)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// Connections are bounded in time: 2,000 slowloris clients trickling header lines, and idle
+/// keep-alive sockets, are closed after the header timeout, and `/health` answers in time while
+/// they are open. (Before: no timeout at all; they stayed open indefinitely, and ~20,000 idle
+/// sockets made `/health` time out for everyone.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slowloris_and_idle_connections_are_closed_and_health_keeps_answering() {
+    let _turn = HEAVY.lock().await;
+    use tokio::io::AsyncWriteExt;
+    let server = server().connection_limits(limits(|l| {
+        l.header_timeout = Duration::from_millis(800);
+        l.max_connections = Some(4_000);
+    }));
+    let base = served(server).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let mut sockets = Vec::new();
+    for _ in 0..2_000 {
+        let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        socket
+            .write_all(format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n").as_bytes())
+            .await
+            .unwrap();
+        sockets.push(socket);
+    }
+    // Trickle a header line on each, as slowloris does, while /health is asked.
+    for socket in &mut sockets {
+        let _ = socket.write_all(b"x-slow: 1\r\n").await;
+    }
+    let started = std::time::Instant::now();
+    let health = reqwest::Client::new()
+        .get(format!("{base}/health"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .expect("/health answers while 2,000 slowloris connections are open");
+    assert_eq!(health.status(), 200);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The header timeout closes them all, trickling or not.
+    let mut closed = 0;
+    for socket in &mut sockets {
+        if closed_within(socket, Duration::from_secs(3)).await {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 2_000, "every slowloris connection was closed");
+    // An idle keep-alive connection after an answered request is closed too.
+    let mut idle = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(3)).await,
+        "idle keep-alive closed"
+    );
+}
+
+/// A cap on open connections: over it, a connection is closed at once (not queued in the
+/// backlog), and places come back as connections close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_cap_are_closed_at_once() {
+    let _turn = HEAVY.lock().await;
+    let server = server().connection_limits(limits(|l| {
+        l.header_timeout = Duration::from_millis(600);
+        l.max_connections = Some(20);
+    }));
+    let base = served(server).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        held.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut over = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    assert!(
+        closed_within(&mut over, Duration::from_millis(400)).await,
+        "closed at once"
+    );
+    // The held ones time out; then the server answers again.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let answer = raw(
+        &base,
+        format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes(),
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(held);
+}
+
+/// A request head over the cap is a 431 and costs no more than the cap: 300 connections each
+/// sending 400 KB of unfinished headers leave RSS nearly where it was. (Before: hyper's 400 KB
+/// default buffer each, 12 MB → 213 MB for 500 of them, and no 431.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_headers_are_a_431_and_cost_little_memory() {
+    let _turn = HEAVY.lock().await;
+    use tokio::io::AsyncWriteExt;
+    let base = served(server()).await;
+    let addr = base.trim_start_matches("http://").to_owned();
+    let before = rss();
+    let line = format!("x-big: {}\r\n", "y".repeat(1000));
+    let mut sockets = Vec::new();
+    let mut answered_431 = 0;
+    for _ in 0..300 {
+        let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let _ = socket
+            .write_all(format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n").as_bytes())
+            .await;
+        for _ in 0..400 {
+            if socket.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        sockets.push(socket);
+    }
+    for socket in &mut sockets {
+        use tokio::io::AsyncReadExt;
+        let mut answer = vec![0; 64];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_secs(2), socket.read(&mut answer)).await
+        {
+            if String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 431") {
+                answered_431 += 1;
+            }
+        }
+    }
+    assert!(answered_431 >= 290, "{answered_431} of 300 got a 431");
+    if let (Some(before), Some(after)) = (before, rss()) {
+        let grown = after.saturating_sub(before) / (1024 * 1024);
+        eprintln!("RSS grew {grown} MB for 300 × 400 KB of headers");
+        assert!(grown < 60, "RSS grew {grown} MB");
+    }
+}
+
+/// Results are bounded: one over `max_result_bytes` is a `success: false` tool error saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_cap_is_a_tool_error() {
+    let pipeline = oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap())
+        .max_result_bytes(100_000);
+    let oxp = Oxp::start(Server::from_pipeline(pipeline)).await;
+    let small = oxp
+        .call(json!({"tool_id": "Util.BigText", "input": {"n": 10_000}}))
+        .await;
+    assert_eq!(small.body["success"], true);
+    let big = oxp
+        .call(json!({"tool_id": "Util.BigText", "input": {"n": 1_000_000}}))
+        .await;
+    assert_eq!(big.status, 200);
+    assert_eq!(big.body["success"], false);
+    assert_eq!(
+        big.body["error"]["message"],
+        "The tool's result is too large to send."
+    );
+}
+
+/// Ids that would forge log lines or drive a terminal (CR/LF, ESC), and absurdly long ones, are
+/// refused with a 400 that does not echo them; the request is not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_characters_and_huge_ids_are_refused() {
+    let oxp = Oxp::start(server()).await;
+    for (field, value) in [
+        (
+            "tool_id",
+            "Calculator.Add\r\n2026-01-01T00:00:00Z INFO forged".to_owned(),
+        ),
+        ("call_id", "c1\u{1b}[31mred".to_owned()),
+        ("call_id", "c".repeat(1_000_000)),
+        ("trace_id", "t\nforged".to_owned()),
+    ] {
+        let mut body = json!({"tool_id": "Once.Record", "call_id": "ids-1", "input": {"ms": 0}});
+        body[field] = json!(value);
+        let reply = oxp.call(body).await;
+        assert_eq!(reply.status, 400, "{field}");
+        let text = reply.body.to_string();
+        assert!(
+            !text.contains("forged") && !text.contains("red") && text.len() < 1_000,
+            "{text}"
+        );
+    }
+    assert_eq!(oxp_tests::runs("ids-1"), 0);
+}
+
+/// A key twice in one object is a 400, whichever object it is in (`tool_id` twice ran the
+/// second tool before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_json_keys_are_refused() {
+    let oxp = Oxp::start(server()).await;
+    for body in [
+        r#"{"tool_id": "Calculator.Add", "tool_id": "Once.Record", "input": {"ms": 0}, "call_id": "dup-1"}"#,
+        r#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "call_id": "dup-1", "input": {"a": 1, "b": 2, "a": 5}}}"#,
+        r#"{"request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}, "context": {"user_id": "a", "user_id": "b"}}}"#,
+    ] {
+        let reply = oxp
+            .call_with(
+                oxp.request(reqwest::Method::POST, "/tools/call")
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await;
+        assert_eq!(reply.status, 400, "{body}");
+        assert!(
+            reply.body["message"].as_str().unwrap().contains("twice"),
+            "{:?}",
+            reply.body
+        );
+    }
+    assert_eq!(oxp_tests::runs("dup-1"), 0);
+}
+
+/// Error messages never echo a value from `context`: a malformed context's 400, and a 422 that
+/// would quote a secret pasted into the wrong parameter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_never_echo_context_values() {
+    let oxp = Oxp::start(server()).await;
+    let secret = "sk-live-0123456789-very-secret";
+    let malformed = oxp
+        .call(json!({"tool_id": "SMS.Send", "input": {}, "context": {"secrets": secret}}))
+        .await;
+    assert_eq!(malformed.status, 400);
+    assert!(
+        !malformed.body.to_string().contains(secret),
+        "{:?}",
+        malformed.body
+    );
+    // Counter.Bump takes an integer and requires COUNTER_KEY.
+    let pasted = oxp
+        .call(json!({"tool_id": "Counter.Bump", "input": {"by": secret},
+                     "context": {"secrets": [{"id": "COUNTER_KEY", "value": secret}]}}))
+        .await;
+    assert_eq!(pasted.status, 422, "{:?}", pasted.body);
+    assert!(
+        !pasted.body.to_string().contains(secret),
+        "{:?}",
+        pasted.body
+    );
+}

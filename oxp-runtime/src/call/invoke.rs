@@ -26,7 +26,7 @@ use super::CallOutcome;
 /// and log lines. A tool that puts a key into an error (a URL with `?key=…` in a transport
 /// error, say) does not leak it. Values shorter than four characters are left alone: replacing
 /// them would garble the text without protecting anything.
-struct Redactor(Vec<String>);
+pub(super) struct Redactor(Vec<String>);
 
 impl Redactor {
     const MIN_LEN: usize = 4;
@@ -39,6 +39,30 @@ impl Redactor {
                 .map(str::to_owned)
                 .collect(),
         )
+    }
+
+    /// For answers about the input (`422`s), which quote the caller's values: the user id is
+    /// scrubbed too, with the secrets and tokens.
+    pub(super) fn for_input(context: &ToolContext) -> Self {
+        let mut redactor = Redactor::new(context);
+        redactor.0.extend(
+            context
+                .user_id()
+                .filter(|u| u.len() >= Self::MIN_LEN)
+                .map(str::to_owned),
+        );
+        redactor
+    }
+
+    pub(super) fn invalid(&self, mut invalid: ValidationErrorResponse) -> ValidationErrorResponse {
+        if !self.0.is_empty() {
+            self.text(&mut invalid.message);
+            invalid
+                .parameter_errors
+                .values_mut()
+                .for_each(|e| self.text(e));
+        }
+        invalid
     }
 
     fn text(&self, text: &mut String) {
@@ -83,9 +107,11 @@ pub(super) fn execute(
     admission: Admission,
     gate: Arc<Gate>,
     blocking_place: BlockingPlace,
+    max_result_bytes: usize,
 ) -> Execution {
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
+    let input_redactor = Redactor::for_input(&context);
     let (run, admission) = match descriptor.invoke {
         // The glue boxes the tool's future without running any of it.
         Invoke::Async(glue) => (
@@ -103,12 +129,14 @@ pub(super) fn execute(
         descriptor,
         call_id,
         redactor,
+        input_redactor,
         run,
         limit: timeout,
         deadline: None,
         gate,
         _admission: admission,
         started: None,
+        max_result_bytes,
     }
 }
 
@@ -132,6 +160,7 @@ pub(super) struct Execution {
     descriptor: &'static ToolDescriptor,
     call_id: String,
     redactor: Redactor,
+    input_redactor: Redactor,
     run: Run,
     /// The time limit, and its timer: made on the first poll, since the limit counts from the
     /// start (and a timer needs the runtime, which a caller may enter only to poll).
@@ -144,6 +173,7 @@ pub(super) struct Execution {
     /// Set when first polled, which counts the run as started; a run the idempotency store
     /// drops unpolled never started.
     started: Option<Instant>,
+    max_result_bytes: usize,
 }
 
 impl Future for Execution {
@@ -190,18 +220,26 @@ impl Execution {
     fn shape(&mut self, ran: Result<InvokeResult, Panic>, duration: f64) -> CallOutcome {
         let redactor = &self.redactor;
         let result = match ran.unwrap_or_else(|panic| Err(panicked(panic.as_ref(), redactor))) {
+            Ok(Some(value)) if over(&value, self.max_result_bytes) => CallResult::Failure {
+                error: ToolError::new("The tool's result is too large to send.").developer_message(
+                    format!(
+                        "the result is over the server's limit of {} bytes (OXP_MAX_RESULT_BYTES)",
+                        self.max_result_bytes
+                    ),
+                ),
+            },
             Ok(value) => CallResult::Success { value },
             Err(InvokeError::Tool(error)) => CallResult::Failure {
                 error: redactor.tool_error(error),
             },
             Err(InvokeError::Input(e)) => {
-                return CallOutcome::Invalid(ValidationErrorResponse {
+                return CallOutcome::Invalid(self.input_redactor.invalid(ValidationErrorResponse {
                     message: format!(
                         "The input for '{}_{}' is invalid: {e}",
                         self.descriptor.toolkit, self.descriptor.name
                     ),
                     parameter_errors: BTreeMap::new(),
-                })
+                }))
             }
             Err(InvokeError::Output(e)) => CallResult::Failure {
                 error: ToolError::new("The tool produced a value that could not be sent.")
@@ -214,6 +252,32 @@ impl Execution {
             result,
         })
     }
+}
+
+/// Whether `value`'s JSON is longer than `limit`: counted, and given up on at the limit, so a
+/// huge result is never written out to be measured.
+fn over(value: &Value, limit: usize) -> bool {
+    // Most results are scalars or short strings: no need to count (a character is at most 6
+    // bytes of JSON, as `\uXXXX`).
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => return false,
+        Value::String(s) if s.len().saturating_mul(6).saturating_add(2) <= limit => return false,
+        _ => {}
+    }
+    struct Budget(usize);
+    impl std::io::Write for Budget {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self
+                .0
+                .checked_sub(buf.len())
+                .ok_or(std::io::ErrorKind::WriteZero)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Budget(limit), value).is_err()
 }
 
 fn timed_out(limit: Duration) -> InvokeError {
@@ -270,7 +334,7 @@ fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> Invoke
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a non-string panic payload".to_owned());
     redactor.text(&mut text);
-    tracing::error!(panic = %text, "tool panicked");
+    tracing::error!(panic = ?text, "tool panicked");
     InvokeError::Tool(ToolError::new("The tool failed unexpectedly."))
 }
 
@@ -338,6 +402,6 @@ pub fn install_panic_hook() {
             .copied()
             .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("a non-string panic payload");
-        tracing::error!(%location, panic = text, "a thread panicked");
+        tracing::error!(%location, panic = ?text, "a thread panicked");
     }));
 }

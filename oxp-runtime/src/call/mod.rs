@@ -48,6 +48,22 @@ pub const RETRY_AFTER_MS: u64 = 1000;
 /// ```
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The largest result a tool may return, by default, as JSON: 16 MiB. A larger one is answered
+/// as a tool error saying so (see [`Pipeline::max_result_bytes`]).
+///
+/// ```
+/// assert_eq!(oxp_runtime::call::DEFAULT_MAX_RESULT_BYTES, 16 * 1024 * 1024);
+/// ```
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The longest `call_id`, `trace_id` or `tool_id` a call may carry, in bytes. Longer ones, and
+/// ones with control characters, are refused with a `400`: they are echoed and logged.
+///
+/// ```
+/// assert_eq!(oxp_runtime::call::MAX_ID_BYTES, 256);
+/// ```
+pub const MAX_ID_BYTES: usize = 256;
+
 /// What came of a call, one variant per class of answer OXP distinguishes.
 ///
 /// ```
@@ -194,6 +210,7 @@ pub struct Pipeline {
     authorization: Option<Arc<dyn AuthorizationProvider>>,
     idempotency: Option<Arc<dyn IdempotencyStore>>,
     gate: Arc<Gate>,
+    max_result_bytes: usize,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -224,7 +241,23 @@ impl Pipeline {
             authorization: None,
             idempotency: Some(Arc::new(InMemoryIdempotency::default())),
             gate: Arc::new(Gate::new(None, DEFAULT_MAX_BLOCKING)),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
+    }
+
+    /// The largest result a tool may return, as JSON (default [`DEFAULT_MAX_RESULT_BYTES`]). A
+    /// larger one is answered `success: false` with an error that says so; it is measured, not
+    /// written out, so a huge result costs no second copy.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).max_result_bytes(1024 * 1024);
+    /// # let _ = pipeline;
+    /// ```
+    #[must_use]
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
     }
 
     /// The time limit for tools that do not set `timeout_ms` themselves; `Duration::ZERO` for
@@ -438,6 +471,10 @@ impl Pipeline {
             run: Either::Left(future::ready(outcome).boxed()),
             span: None,
         };
+        if let Some(refusal) = bad_ids(&request) {
+            tracing::info!(reason = refusal.message, "call refused");
+            return answered(CallOutcome::Rejected(refusal));
+        }
         let admission = match self.gate.admit() {
             Ok(admission) => admission,
             Err(Refusal::Full) => {
@@ -461,13 +498,13 @@ impl Pipeline {
         let tool = match self.resolve(&request.tool_id, meta) {
             Ok(tool) => tool,
             Err(error) => {
-                tracing::info!(call_id = %call_id, tool_id = %request.tool_id, reason = %error, "call refused");
+                tracing::info!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
                 return answered(CallOutcome::Rejected(rejection(&request.tool_id, &error)));
             }
         };
         let span = tracing::info_span!(
             "oxp.call",
-            call_id = %call_id,
+            call_id = ?call_id,
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
         );
@@ -515,6 +552,9 @@ impl Pipeline {
             .input
             .unwrap_or_else(|| Value::Object(Default::default()));
         if let Some(invalid) = validate::validate(tool, &input) {
+            // A 422 quotes the input, which may carry a value of the context (a secret pasted
+            // into the wrong field): scrubbed like a tool's errors.
+            let invalid = invoke::Redactor::for_input(&context).invalid(invalid);
             return Either::Left(future::ready(CallOutcome::Invalid(invalid)).boxed());
         }
 
@@ -558,6 +598,7 @@ impl Pipeline {
             admission,
             self.gate.clone(),
             blocking_place,
+            self.max_result_bytes,
         );
         match once {
             Some((store, key, fingerprint)) => {
@@ -573,6 +614,34 @@ impl Pipeline {
 struct Started<'a> {
     run: Either<BoxFuture<'a, CallOutcome>, invoke::Execution>,
     span: Option<tracing::Span>,
+}
+
+/// A `400` for ids no log line or echo should carry: over [`MAX_ID_BYTES`], or with control
+/// characters (a CR/LF would forge a log line, an ESC drive the reader's terminal). The message
+/// names the field, never its value.
+fn bad_ids(request: &CallToolRequest) -> Option<ServerErrorResponse> {
+    let fields = [
+        ("tool_id", Some(request.tool_id.as_str())),
+        ("call_id", request.call_id.as_deref()),
+        ("trace_id", request.trace_id.as_deref()),
+    ];
+    fields.into_iter().find_map(|(field, value)| {
+        let value = value?;
+        let problem = if value.len() > MAX_ID_BYTES {
+            format!("is longer than {MAX_ID_BYTES} bytes")
+        } else if value.chars().any(char::is_control) {
+            "contains control characters".to_owned()
+        } else {
+            return None;
+        };
+        Some(ServerErrorResponse {
+            message: format!("The `{field}` {problem}."),
+            developer_message: Some(format!(
+                "`{field}` must be at most {MAX_ID_BYTES} bytes of printable text"
+            )),
+            missing_requirements: None,
+        })
+    })
 }
 
 /// A fresh `call_id`: a v4 UUID, written without the formatting machinery of `to_string`.

@@ -210,6 +210,16 @@ pub fn read_call(
         ));
     }
     // serde_json's recursion limit (128) turns absurd nesting into an error, not a crash.
+    if serde_json::from_slice::<NoDuplicates>(body).is_err()
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    {
+        // Which of two values counts is a parser's choice, and a proxy that checked one of
+        // them may not be the parser that runs the other: refused, never picked from.
+        return Err(bad_request(
+            "The request body has a key twice in one object.",
+            "every key of a JSON object must be unique (RFC 8259 §4 says SHOULD; this server says MUST)",
+        ));
+    }
     if !lenient {
         if let Ok(envelope) = serde_json::from_slice::<Envelope>(body) {
             if let Some(schema) = &envelope.schema {
@@ -222,7 +232,7 @@ pub fn read_call(
         }
     }
     let value: Value = serde_json::from_slice(body)
-        .map_err(|e| bad_request("The request body is not valid JSON.", e.to_string()))?;
+        .map_err(|e| bad_request("The request body is not valid JSON.", describe(&e)))?;
     let Value::Object(mut body) = value else {
         return Err(bad_request(
             "The request body must be a JSON object.",
@@ -252,8 +262,103 @@ pub fn read_call(
     };
     let request = if lenient { normalize(request) } else { request };
     let request: CallToolRequest = serde_json::from_value(request)
-        .map_err(|e| bad_request("The request is not a valid CallToolRequest.", e.to_string()))?;
+        .map_err(|e| bad_request("The request is not a valid CallToolRequest.", describe(&e)))?;
     Ok((dialect, request))
+}
+
+/// What went wrong reading a request, without the value that was wrong: serde's own messages
+/// quote it (`invalid type: string "sk-live-…"`), and a malformed `context` holds secrets.
+/// Field names are kept; they are the schema's, or the client's own keys.
+fn describe(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let about_fields = ["missing field", "unknown field", "duplicate field"]
+        .iter()
+        .any(|prefix| text.starts_with(prefix));
+    if !error.is_data() || about_fields {
+        return text;
+    }
+    let at = match error.line() {
+        0 => String::new(),
+        line => format!(" at line {line} column {}", error.column()),
+    };
+    format!("a value has the wrong type or form{at} (see the CallToolRequest schema)")
+}
+
+/// Reads any JSON and fails on an object with a key twice (serde_json keeps the last).
+struct NoDuplicates;
+
+impl<'de> Deserialize<'de> for NoDuplicates {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NoDuplicates)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicates {
+    type Value = NoDuplicates;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
+        while items.next_element::<NoDuplicates>()?.is_some() {}
+        Ok(self)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            if seen.contains(&key) {
+                return Err(serde::de::Error::custom(
+                    "a key appears twice in one object",
+                ));
+            }
+            seen.push(key);
+            map.next_value::<NoDuplicates>()?;
+        }
+        Ok(self)
+    }
+}
+
+/// An object key, borrowed from the body when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Visit)
+    }
 }
 
 /// The lenient reading of a request object (see [`read_call`]).
@@ -279,7 +384,7 @@ fn normalize(request: Value) -> Value {
         .cloned()
         .collect();
     for key in unknown {
-        tracing::debug!(field = %key, "ignoring an unknown request field (LangChain compatibility)");
+        tracing::debug!(field = ?key, "ignoring an unknown request field (LangChain compatibility)");
         fields.remove(&key);
     }
     Value::Object(fields)

@@ -20,6 +20,7 @@ mod auth;
 mod config;
 pub mod dialect;
 mod guard;
+mod listen;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,7 @@ use serde_json::{json, Value};
 
 pub use auth::{AuthError, Principal, ServerAuth};
 pub use config::{serve, ConfigError, LogFormat, ServerConfig, DEFAULT_ADDR};
+pub use listen::ConnectionLimits;
 
 use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
@@ -93,6 +95,7 @@ pub struct Server {
     playground: bool,
     browsers: Browsers,
     body_timeout: Duration,
+    connections: ConnectionLimits,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -129,7 +132,25 @@ impl Server {
             playground: false,
             browsers: Browsers::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            connections: ConnectionLimits::default(),
         }
+    }
+
+    /// How many connections [`serve`](Self::serve) keeps open and for how long (see
+    /// [`ConnectionLimits`] for each limit and its default).
+    ///
+    /// ```
+    /// use oxp_runtime::server::{ConnectionLimits, Server};
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let mut limits = ConnectionLimits::default();
+    /// limits.write_timeout = std::time::Duration::from_secs(10);
+    /// let server = Server::new(registry).connection_limits(limits);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
+        self
     }
 
     /// Origins whose pages may call this server from a browser, besides its own (and the
@@ -364,37 +385,25 @@ impl Server {
             server = server.allowed_hosts(std::iter::empty::<&str>());
         }
         let pipeline = server.pipeline.clone();
+        let limits = server.connections.clone();
         let router = server.router();
-        let outcome = Arc::new(std::sync::OnceLock::new());
-        let drained = Arc::new(tokio::sync::Notify::new());
-        let drain = {
-            let (outcome, drained) = (outcome.clone(), drained.clone());
-            async move {
-                shutdown.await;
-                tracing::info!("shutting down: draining calls in flight");
-                pipeline.drain();
-                let ended = if pipeline.wait_idle(grace).await {
-                    Shutdown::Drained
-                } else {
-                    Shutdown::GraceExpired {
-                        active: pipeline.stats().active,
-                    }
-                };
-                let _ = outcome.set(ended);
-                drained.notify_one();
-            }
+        let outcome = std::sync::OnceLock::new();
+        let stop = async {
+            shutdown.await;
+            tracing::info!("shutting down: draining calls in flight");
+            pipeline.drain();
+            let ended = if pipeline.wait_idle(grace).await {
+                Shutdown::Drained
+            } else {
+                Shutdown::GraceExpired {
+                    active: pipeline.stats().active,
+                }
+            };
+            let _ = outcome.set(ended);
         };
-        let serving = axum::serve(listener, router).with_graceful_shutdown(drain);
-        // Every call is answered once drained; give connections a moment to flush and close,
-        // but never wait on a client that holds one open.
-        let closing = async {
-            drained.notified().await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        };
-        tokio::select! {
-            served = serving => served?,
-            () = closing => {}
-        }
+        // Every call is answered once drained: connections get a moment to flush and close,
+        // but a client that holds one open is not waited for.
+        listen::serve(listener, router, &limits, stop, Duration::from_millis(500)).await;
         Ok(outcome.get().copied().unwrap_or(Shutdown::Drained))
     }
 
@@ -525,7 +534,7 @@ async fn authenticate(
             next.run(request).await
         }
         Err(error) => {
-            tracing::info!(path = %request.uri().path(), reason = %error, "refused an unauthenticated request");
+            tracing::info!(path = ?request.uri().path(), reason = %error, "refused an unauthenticated request");
             error.into_response()
         }
     }

@@ -1,0 +1,269 @@
+//! Connections: how many, and for how long. Most of what a hostile client can do to a server
+//! happens here, before authentication: hold sockets open (idle, or trickling a header line
+//! every few seconds), send headers without end, open many HTTP/2 streams, or never read the
+//! answer. Each is bounded; `/health` keeps answering while it happens.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+
+/// The limits on connections [`Server::serve`](super::Server::serve) enforces. Start from
+/// [`ConnectionLimits::default`] and change what you need.
+///
+/// ```
+/// use oxp_runtime::server::{ConnectionLimits, Server};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// let mut limits = ConnectionLimits::default();
+/// limits.max_connections = Some(2_000);
+/// limits.header_timeout = std::time::Duration::from_secs(5);
+/// let server = Server::new(registry).connection_limits(limits);
+/// # let _ = server;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLimits {
+    /// Open connections at most (`OXP_MAX_CONNECTIONS`); one over it is closed at once. `None`:
+    /// chosen at start from the process's file limit, leaving headroom (at most 10,000).
+    pub max_connections: Option<usize>,
+    /// How long a request's head may take to arrive, and how long an HTTP/1 connection may
+    /// sit idle between requests (`OXP_HEADER_TIMEOUT_MS`, 10 s).
+    pub header_timeout: Duration,
+    /// How long a write may wait on a client that does not read (`OXP_WRITE_TIMEOUT_MS`,
+    /// 30 s); then the connection is closed and the answer it held freed.
+    pub write_timeout: Duration,
+    /// The largest request head, in bytes (`OXP_MAX_HEADER_BYTES`, 64 KiB; at least 8 KiB);
+    /// a larger one is answered `431`.
+    pub max_header_bytes: usize,
+    /// HTTP/2 streams at once per connection (64).
+    pub max_streams: u32,
+    /// HTTP/2 keep-alive pings: sent after this long without a frame, and the connection
+    /// closed when one is not answered within as long again (20 s).
+    pub keep_alive_interval: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: None,
+            header_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            max_header_bytes: 64 * 1024,
+            max_streams: 64,
+            keep_alive_interval: Duration::from_secs(20),
+        }
+    }
+}
+
+/// hyper's own floor for its read buffer, which bounds a request head.
+const MIN_HEADER_BYTES: usize = 8 * 1024;
+/// The most connections chosen by default, and the file descriptors kept free below the
+/// process's limit (for the listener, logs, Redis, and a `/health` check in the worst case).
+const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+const FILE_HEADROOM: usize = 256;
+
+impl ConnectionLimits {
+    /// The connection cap in force: the configured one, or one under the file limit.
+    pub(crate) fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let files = open_file_limit().unwrap_or(1024);
+            files
+                .saturating_sub(FILE_HEADROOM)
+                .clamp(64, DEFAULT_MAX_CONNECTIONS)
+        })
+    }
+
+    fn builder(&self) -> auto::Builder<TokioExecutor> {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_timeout)
+            .max_buf_size(self.max_header_bytes.max(MIN_HEADER_BYTES));
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(self.max_streams)
+            .max_header_list_size(u32::try_from(self.max_header_bytes).unwrap_or(u32::MAX))
+            .keep_alive_interval(self.keep_alive_interval)
+            .keep_alive_timeout(self.keep_alive_interval)
+            // Unread request data a client may push per stream and per connection: the
+            // flow-control windows are the buffers.
+            .initial_stream_window_size(256 * 1024)
+            .initial_connection_window_size(1024 * 1024)
+            .max_pending_accept_reset_streams(64);
+        builder
+    }
+}
+
+/// The soft limit on open files, if the platform says.
+fn open_file_limit() -> Option<usize> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` writes the struct it is given and nothing else.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            return usize::try_from(limit.rlim_cur).ok();
+        }
+    }
+    None
+}
+
+/// Serves `router` on `listener` until `stop` completes, then closes connections gracefully
+/// within `close`.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    limits: &ConnectionLimits,
+    stop: impl Future<Output = ()>,
+    close: Duration,
+) {
+    let builder = Arc::new(limits.builder());
+    let places = Arc::new(Semaphore::new(limits.max_connections()));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let (write_timeout, header_timeout) = (limits.write_timeout, limits.header_timeout);
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, most likely: wait a moment rather than spin.
+                    tracing::warn!(%error, "could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        // Over the cap: closed at once, so the backlog does not fill with waiting sockets.
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::debug!("closed a connection over the connection cap");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            // A connection that sends nothing at all: hyper's header timeout starts only once
+            // the protocol is known, which takes a first byte.
+            let mut first = [0u8; 1];
+            let first_byte = stream.peek(&mut first);
+            if !matches!(
+                tokio::time::timeout(header_timeout, first_byte).await,
+                Ok(Ok(1..))
+            ) {
+                return;
+            }
+            let io = TokioIo::new(WriteDeadline::new(stream, write_timeout));
+            let _ = watcher.watch(builder.serve_connection(io, service)).await;
+            drop(place);
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(close, graceful.shutdown()).await;
+}
+
+/// A socket whose writes may wait on the peer for at most `limit` each: a client that never
+/// reads cannot pin its answer (and its connection) forever.
+struct WriteDeadline {
+    stream: TcpStream,
+    limit: Duration,
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteDeadline {
+    fn new(stream: TcpStream, limit: Duration) -> Self {
+        WriteDeadline {
+            stream,
+            limit,
+            waiting: None,
+        }
+    }
+
+    /// After a write returned `Pending`: starts the clock if it was not running, and fails
+    /// once it runs out.
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let limit = self.limit;
+        let waiting = self
+            .waiting
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match waiting.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client did not read its answer in time",
+            )),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn written<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        match poll {
+            Poll::Ready(done) => {
+                self.waiting = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => self.poll_expired(cx).map(Err),
+        }
+    }
+}
+
+impl AsyncRead for WriteDeadline {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteDeadline {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.written(cx, poll)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.written(cx, poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let poll = Pin::new(&mut self.stream).poll_flush(cx);
+        self.written(cx, poll)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
