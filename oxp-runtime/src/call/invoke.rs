@@ -88,6 +88,12 @@ impl Redactor {
     }
 }
 
+/// How long a run may take, and how large its result may be.
+pub(super) struct Bounds {
+    pub(super) timeout: Option<Duration>,
+    pub(super) max_result_bytes: usize,
+}
+
 /// A place on a blocking thread for a sync tool: taken before the call (when the tool has no
 /// time limit to wait within), or waited for by the run.
 pub(super) enum BlockingPlace {
@@ -103,12 +109,15 @@ pub(super) fn execute(
     descriptor: &'static ToolDescriptor,
     context: ToolContext,
     input: Value,
-    timeout: Option<Duration>,
+    bounds: Bounds,
     admission: Admission,
     gate: Arc<Gate>,
     blocking_place: BlockingPlace,
-    max_result_bytes: usize,
 ) -> Execution {
+    let Bounds {
+        timeout,
+        max_result_bytes,
+    } = bounds;
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
     let input_redactor = Redactor::for_input(&context);

@@ -594,11 +594,13 @@ impl Pipeline {
             descriptor,
             context,
             input,
-            timeout,
+            invoke::Bounds {
+                timeout,
+                max_result_bytes: self.max_result_bytes,
+            },
             admission,
             self.gate.clone(),
             blocking_place,
-            self.max_result_bytes,
         );
         match once {
             Some((store, key, fingerprint)) => {
