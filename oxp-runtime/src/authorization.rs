@@ -1,8 +1,9 @@
 //! Authorization challenges: when a call lacks a token a tool requires, the app's
 //! [`AuthorizationProvider`] tells the client where the user can grant it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -92,7 +93,10 @@ pub trait AuthorizationProvider: Send + Sync + 'static {
 }
 
 /// An in-memory provider, for tests and examples: challenges are pending until
-/// [`complete`](Self::complete) or [`fail`](Self::fail) is called.
+/// [`complete`](Self::complete) or [`fail`](Self::fail) is called. It keeps at most
+/// [`DEFAULT_MAX_CHALLENGES`] challenges, each for [`DEFAULT_CHALLENGE_TTL`] (see
+/// [`limits`](Self::limits)): every call that lacks a token mints one, so an unbounded map would
+/// grow with every such call.
 ///
 /// ```
 /// use oxp_runtime::authorization::{AuthorizationProvider, AuthorizationStatus, ChallengeRequest, InMemoryAuthorization};
@@ -110,7 +114,47 @@ pub trait AuthorizationProvider: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct InMemoryAuthorization {
     authorize_url: String,
-    challenges: Mutex<HashMap<String, AuthorizationStatus>>,
+    challenges: Mutex<Challenges>,
+    max: usize,
+    ttl: Duration,
+}
+
+/// Challenges by check id, and their ids oldest first (all live equally long, so the oldest
+/// is also the first to expire).
+#[derive(Debug, Default)]
+struct Challenges {
+    by_id: HashMap<String, (AuthorizationStatus, Instant)>,
+    order: VecDeque<String>,
+}
+
+/// How many challenges an [`InMemoryAuthorization`] keeps by default.
+///
+/// ```
+/// assert_eq!(oxp_runtime::authorization::DEFAULT_MAX_CHALLENGES, 10_000);
+/// ```
+pub const DEFAULT_MAX_CHALLENGES: usize = 10_000;
+/// How long an [`InMemoryAuthorization`] keeps a challenge by default.
+///
+/// ```
+/// assert_eq!(oxp_runtime::authorization::DEFAULT_CHALLENGE_TTL.as_secs(), 900);
+/// ```
+pub const DEFAULT_CHALLENGE_TTL: Duration = Duration::from_secs(900);
+
+impl Challenges {
+    fn expire(&mut self, now: Instant, ttl: Duration, max: usize) {
+        while let Some(oldest) = self.order.front() {
+            let expired = self
+                .by_id
+                .get(oldest)
+                .is_none_or(|(_, made)| now.duration_since(*made) >= ttl);
+            if !expired && self.order.len() <= max {
+                break;
+            }
+            if let Some(id) = self.order.pop_front() {
+                self.by_id.remove(&id);
+            }
+        }
+    }
 }
 
 impl InMemoryAuthorization {
@@ -129,8 +173,52 @@ impl InMemoryAuthorization {
     pub fn new(authorize_url: impl Into<String>) -> Self {
         InMemoryAuthorization {
             authorize_url: authorize_url.into(),
-            challenges: Mutex::new(HashMap::new()),
+            challenges: Mutex::default(),
+            max: DEFAULT_MAX_CHALLENGES,
+            ttl: DEFAULT_CHALLENGE_TTL,
         }
+    }
+
+    /// Keeps at most `max` challenges (the oldest go first), each for `ttl`; a forgotten one is
+    /// unknown to [`status`](AuthorizationProvider::status), which a client reads as expired.
+    ///
+    /// ```
+    /// use oxp_runtime::authorization::InMemoryAuthorization;
+    /// let provider = InMemoryAuthorization::new("https://auth.example.com/authorize")
+    ///     .limits(1_000, std::time::Duration::from_secs(300));
+    /// assert_eq!(provider.len(), 0);
+    /// ```
+    #[must_use]
+    pub fn limits(mut self, max: usize, ttl: Duration) -> Self {
+        self.max = max.max(1);
+        self.ttl = ttl;
+        self
+    }
+
+    /// How many challenges it keeps now.
+    ///
+    /// ```
+    /// let provider = oxp_runtime::authorization::InMemoryAuthorization::new("https://a.example/authorize");
+    /// assert_eq!(provider.len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.lock().by_id.len()
+    }
+
+    /// Whether it keeps none.
+    ///
+    /// ```
+    /// let provider = oxp_runtime::authorization::InMemoryAuthorization::new("https://a.example/authorize");
+    /// assert!(provider.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Challenges> {
+        let mut challenges = self.challenges.lock().unwrap_or_else(|e| e.into_inner());
+        challenges.expire(Instant::now(), self.ttl, self.max);
+        challenges
     }
 
     /// Marks a challenge completed; `false` if it is unknown.
@@ -166,9 +254,8 @@ impl InMemoryAuthorization {
     }
 
     fn set(&self, check_id: &str, status: AuthorizationStatus) -> bool {
-        let mut challenges = self.challenges.lock().unwrap_or_else(|e| e.into_inner());
-        match challenges.get_mut(check_id) {
-            Some(current) => {
+        match self.lock().by_id.get_mut(check_id) {
+            Some((current, _)) => {
                 *current = status;
                 true
             }
@@ -180,10 +267,15 @@ impl InMemoryAuthorization {
 impl AuthorizationProvider for InMemoryAuthorization {
     fn challenge<'a>(&'a self, request: ChallengeRequest<'a>) -> BoxFuture<'a, Option<Challenge>> {
         let check_id = uuid::Uuid::new_v4().simple().to_string();
-        self.challenges
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(check_id.clone(), AuthorizationStatus::Pending);
+        {
+            let mut challenges = self.lock();
+            challenges.by_id.insert(
+                check_id.clone(),
+                (AuthorizationStatus::Pending, Instant::now()),
+            );
+            challenges.order.push_back(check_id.clone());
+            challenges.expire(Instant::now(), self.ttl, self.max);
+        }
         let url = format!(
             "{}?provider={}&challenge={check_id}",
             self.authorize_url, request.provider_id
@@ -192,12 +284,44 @@ impl AuthorizationProvider for InMemoryAuthorization {
     }
 
     fn status<'a>(&'a self, check_id: &'a str) -> BoxFuture<'a, Option<AuthorizationStatus>> {
-        let status = self
-            .challenges
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(check_id)
-            .copied();
+        let status = self.lock().by_id.get(check_id).map(|(status, _)| *status);
         Box::pin(async move { status })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChallengeRequest<'static> {
+        ChallengeRequest {
+            provider_id: "google",
+            scopes: &[],
+            user_id: None,
+            tool_id: "Gmail.GetEmails@1.0.0",
+        }
+    }
+
+    #[tokio::test]
+    async fn challenges_are_bounded_by_count_and_time() {
+        let provider = InMemoryAuthorization::new("https://a.example/authorize")
+            .limits(3, Duration::from_millis(50));
+        let mut ids = Vec::new();
+        for _ in 0..10 {
+            ids.push(provider.challenge(request()).await.unwrap().check_id);
+        }
+        assert_eq!(provider.len(), 3);
+        assert_eq!(
+            provider.status(&ids[0]).await,
+            None,
+            "the oldest went first"
+        );
+        assert_eq!(
+            provider.status(&ids[9]).await,
+            Some(AuthorizationStatus::Pending)
+        );
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(provider.status(&ids[9]).await, None, "expired");
+        assert!(provider.is_empty());
     }
 }

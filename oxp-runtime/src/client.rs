@@ -345,8 +345,9 @@ impl Client {
 
     fn backoff(&self, attempt: u32, server_hint_ms: Option<u64>) -> Duration {
         if let Some(ms) = server_hint_ms {
-            // The server (or the tool) said how long: honour it exactly.
-            return Duration::from_millis(ms);
+            // The server (or the tool) said how long: honour it, up to the longest backoff this
+            // client would choose itself — a server cannot park the caller for a day.
+            return Duration::from_millis(ms).min(self.retry.max_backoff);
         }
         let exponential = self
             .retry

@@ -9,10 +9,17 @@
 //! (`Calculator_Add__v1_0_0`), since MCP tool names carry no version.
 //!
 //! **Requirements MCP cannot carry.** MCP has no place for secrets, authorization tokens or a
-//! user id, so they come from the server side: [`McpServer::with_context`], or by default the
-//! environment (each secret from the variable of its own name, the user from `OXP_USER_ID`, a
-//! token for provider `p` from `OXP_TOKEN_<P>`). A call whose tool still lacks one is refused
-//! with an error that names it — never run without it.
+//! user id, so they come from the server side: [`McpServer::with_context`] (`serve()` fills it
+//! from the environment: each secret from the variable of its own name, the user from
+//! `OXP_USER_ID`, a token for provider `p` from `OXP_TOKEN_<P>`). A call whose tool still lacks
+//! one is refused with an error that names it — never run without it.
+//!
+//! **Over HTTP, callers are themselves.** Secrets are the server's own configuration and are
+//! used for every caller. The user and the authorization tokens are someone's: over stdio (one
+//! local user) they come from the context, but over HTTP the user is the authenticated caller
+//! (a JWT's `sub`) and the context's user and tokens are not used — else anyone holding an API
+//! key would act as the operator, with the operator's tokens. A server with one user opts back
+//! in with [`McpServer::single_tenant`] (`OXP_MCP_SINGLE_TENANT`).
 //!
 //! ```
 //! use oxp_runtime::{call::Pipeline, mcp::McpServer, Registry};
@@ -38,7 +45,24 @@ use serde_json::Value;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
+use crate::server::Principal;
 use crate::version::ToolVersion;
+
+/// How many HTTP sessions are kept, and for how long without a request.
+#[derive(Clone, Copy, Debug)]
+struct SessionLimits {
+    max: usize,
+    idle: std::time::Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            max: 1_000,
+            idle: std::time::Duration::from_secs(300),
+        }
+    }
+}
 
 /// The separator between a wire name and a version in MCP tool names.
 const VERSION_MARK: &str = "__v";
@@ -60,6 +84,8 @@ const VERSION_MARK: &str = "__v";
 pub struct McpServer {
     pipeline: Pipeline,
     context: Arc<CallContext>,
+    single_tenant: bool,
+    sessions: SessionLimits,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
@@ -74,8 +100,8 @@ impl std::fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// An MCP server for every tool of the pipeline's registry, with the requirements MCP cannot
-    /// carry taken from the environment (see the module docs).
+    /// An MCP server for every tool of the pipeline's registry, with no secrets, tokens or user
+    /// of its own until [`with_context`](Self::with_context) gives them (see the module docs).
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
@@ -89,12 +115,42 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
-        let context = crate::cli::context_from_env(pipeline.registry());
         McpServer {
             pipeline,
-            context: Arc::new(context),
+            context: Arc::default(),
+            single_tenant: false,
+            sessions: SessionLimits::default(),
             tools: Arc::default(),
         }
+    }
+
+    /// Uses the context's user and authorization tokens for HTTP callers too: for a server that
+    /// only its operator calls. Off by default (see the module docs).
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline).single_tenant(true);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn single_tenant(mut self, on: bool) -> Self {
+        self.single_tenant = on;
+        self
+    }
+
+    /// At most `max` HTTP sessions at once (a new one over it is refused with a `503`), each
+    /// closed after `idle` without a request. Defaults: 1,000 and 5 minutes.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .session_limits(100, std::time::Duration::from_secs(60));
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn session_limits(mut self, max: usize, idle: std::time::Duration) -> Self {
+        self.sessions = SessionLimits { max, idle };
+        self
     }
 
     /// The secrets, tokens and user id every call gets, instead of the environment's.
@@ -135,9 +191,9 @@ impl McpServer {
         self.tools.get_or_init(|| tools(self.pipeline.registry()))
     }
 
-    /// The streamable HTTP transport as a tower service. It accepts requests for any `Host`:
-    /// the OXP server's own authentication guards it, and the address it binds is the
-    /// operator's choice.
+    /// The streamable HTTP transport as a tower service, without the session cap (see
+    /// [`into_router`](Self::into_router)). It accepts requests for any `Host` and `Origin`: the
+    /// OXP server's guard checks both (the MCP transport's MUST) before a request gets here.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
@@ -151,12 +207,64 @@ impl McpServer {
     /// # let _ = app;
     /// ```
     pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
+        self.service(Arc::new(self.session_manager()))
+    }
+
+    fn session_manager(&self) -> LocalSessionManager {
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(self.sessions.idle);
+        sessions
+    }
+
+    fn service(
+        &self,
+        sessions: Arc<LocalSessionManager>,
+    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
         let server = self.clone();
         StreamableHttpService::new(
             move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
+            sessions,
             StreamableHttpServerConfig::default().disable_allowed_hosts(),
         )
+    }
+
+    /// The streamable HTTP transport as an axum router, with the session cap: what the OXP
+    /// server nests at `/mcp`.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let app: axum::Router = axum::Router::new()
+    ///     .nest("/mcp", oxp_runtime::mcp::McpServer::new(pipeline).into_router());
+    /// # let _ = app;
+    /// ```
+    pub fn into_router(self) -> axum::Router {
+        let sessions = Arc::new(self.session_manager());
+        let service = self.service(sessions.clone());
+        let max = self.sessions.max;
+        let handle = move |request: axum::extract::Request| {
+            let (service, sessions) = (service.clone(), sessions.clone());
+            async move {
+                // A POST without a session id opens a session (`initialize`).
+                let opens = request.method() == axum::http::Method::POST
+                    && !request.headers().contains_key("mcp-session-id");
+                if opens && sessions.sessions.read().await.len() >= max {
+                    let body = serde_json::json!({
+                        "message": "The server has as many MCP sessions as it keeps; retry later.",
+                        "developer_message": "over OXP_MCP_MAX_SESSIONS; idle sessions close after OXP_MCP_SESSION_IDLE_MS",
+                    });
+                    let mut response =
+                        axum::response::Response::new(axum::body::Body::from(body.to_string()));
+                    *response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                    response.headers_mut().insert(
+                        axum::http::header::CONTENT_TYPE,
+                        axum::http::HeaderValue::from_static("application/json"),
+                    );
+                    return response;
+                }
+                service.handle(request).await.map(axum::body::Body::new)
+            }
+        };
+        axum::Router::new().route("/", axum::routing::any(handle))
     }
 
     /// Serves MCP over stdin/stdout until the client disconnects.
@@ -257,22 +365,41 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
+        // left the caller's principal; over stdio there are none.
+        let http = context.extensions.get::<axum::http::request::Parts>();
+        let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
+        let per_caller = http.is_some() && !self.single_tenant;
         let Some(tool_id) = self.tool_id(&request.name) else {
             return Err(McpError::invalid_params(
                 format!("Tool '{}' was not found", request.name),
                 None,
             ));
         };
+        let mut call_context = (*self.context).clone();
+        if per_caller {
+            call_context.user_id = match principal {
+                Some(Principal::Jwt(subject)) => Some(subject.clone()),
+                _ => None,
+            };
+            call_context.authorization.clear();
+        }
         let call = CallToolRequest {
             tool_id,
             call_id: None,
             trace_id: None,
             input: Some(Value::Object(request.arguments.unwrap_or_default())),
-            context: Some((*self.context).clone()),
+            context: Some(call_context),
         };
-        let outcome = self.pipeline.call_with(call, &CallMeta::default()).await;
+        let meta = CallMeta {
+            principal: principal
+                .filter(|p| **p != Principal::Anonymous)
+                .map(ToString::to_string),
+            ..CallMeta::default()
+        };
+        let outcome = self.pipeline.call_with(call, &meta).await;
         let result = match outcome {
             CallOutcome::Completed(response) => match response.result {
                 CallResult::Success { value: None } => CallToolResult::success(Vec::new()),
@@ -310,7 +437,9 @@ impl ServerHandler for McpServer {
                             "\nThe server provides the secret `{secret}` from its environment variable `{secret}`."
                         ));
                     }
-                    if missing.user_id {
+                    if missing.user_id && per_caller {
+                        text.push_str("\nThe user is the caller: authenticate with a token whose `sub` names the user.");
+                    } else if missing.user_id {
                         text.push_str("\nThe server provides the user id from `OXP_USER_ID`.");
                     }
                 }

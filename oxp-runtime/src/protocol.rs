@@ -406,7 +406,7 @@ pub struct ServerErrorResponse {
     pub developer_message: Option<String>,
     /// What the call lacked, when it lacked requirements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub missing_requirements: Option<MissingRequirements>,
+    pub missing_requirements: Option<Box<MissingRequirements>>,
 }
 
 /// `ServerErrorResponse.missing_requirements`.
@@ -427,6 +427,11 @@ pub struct MissingRequirements {
     /// Whether the call lacked a user id.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub user_id: bool,
+    /// The ids of the authorization providers whose tokens were missing, whether or not a
+    /// challenge could be made for them (an extension the open object allows): a server with
+    /// no authorization provider still says, in a field a program reads, what is missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authorization_providers: Vec<String>,
 }
 
 /// `ToolAuthorizationChallenge` (closed).

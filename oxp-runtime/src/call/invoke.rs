@@ -387,30 +387,46 @@ impl std::future::Future for InTool {
     }
 }
 
-/// Replaces the default panic hook (which prints every panic's text to stderr) with one that
-/// logs through `tracing`, and leaves out the text of panics inside tools: the pipeline logs
-/// that text itself, with the call's secrets scrubbed. [`serve`](crate::serve) installs it; an
-/// app that embeds the router may call it once at start-up.
+/// Wraps the panic hook in force (the default one, or the app's own) with one that keeps the
+/// text of panics inside tools to the pipeline, which logs it with the call's secrets scrubbed;
+/// other panics are logged through `tracing` and then handed to the hook that was there.
+/// [`serve`](crate::serve) installs it; an app that embeds the router may call it at start-up,
+/// after installing its own hook. Installing it again does nothing.
 ///
 /// ```
 /// oxp_runtime::call::install_panic_hook();
+/// oxp_runtime::call::install_panic_hook(); // once is enough; twice does not wrap twice
 /// ```
 pub fn install_panic_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        let location = info
-            .location()
-            .map(|l| format!("{}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        if in_tool() {
-            tracing::debug!(%location, "a tool panicked (its message is logged with the call)");
-            return;
-        }
-        let payload = info.payload();
-        let text = payload
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("a non-string panic payload");
-        tracing::error!(%location, panic = ?text, "a thread panicked");
-    }));
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            log_panic(info);
+            // A tool's panic text may hold anything the tool had in hand: no other hook (the
+            // default one prints to stderr) sees it.
+            if !in_tool() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Logs a panic: a tool's only by where it happened (its text is the pipeline's to log).
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let location = info
+        .location()
+        .map(|l| format!("{}:{}", l.file(), l.line()))
+        .unwrap_or_default();
+    if in_tool() {
+        tracing::debug!(%location, "a tool panicked (its message is logged with the call)");
+        return;
+    }
+    let payload = info.payload();
+    let text = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a non-string panic payload");
+    tracing::error!(%location, panic = ?text, "a thread panicked");
 }

@@ -67,11 +67,16 @@ impl Pipeline {
                 "{} requires these in the call's context",
                 tool.id()
             )),
-            missing_requirements: Some(MissingRequirements {
+            missing_requirements: Some(Box::new(MissingRequirements {
                 authorization: challenges,
                 secrets: missing.secrets,
                 user_id: missing.lacks_user_id,
-            }),
+                authorization_providers: missing
+                    .authorization
+                    .iter()
+                    .map(|a| a.id.to_owned())
+                    .collect(),
+            })),
         }
     }
 }
@@ -88,7 +93,8 @@ pub(super) fn requirements(
 
     let mut tool_context = ToolContext::new(call_id);
     for secret in context.secrets {
-        if descriptor.secrets.contains(&secret.id.as_str()) {
+        // An empty value is no secret: a tool that requires one gets a real value or none.
+        if descriptor.secrets.contains(&secret.id.as_str()) && !secret.value.expose().is_empty() {
             tool_context = tool_context.with_secret(secret.id, secret.value.expose());
         }
     }

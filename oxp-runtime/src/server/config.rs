@@ -40,14 +40,26 @@ pub enum LogFormat {
 /// | `OXP_JWT_SECRET` | – | accept HS256 JWT bearer tokens signed with this secret |
 /// | `OXP_JWT_AUDIENCE` | – | comma-separated audiences a token's `aud` may name |
 /// | `OXP_API_KEYS` | – | comma-separated API keys |
-/// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap |
-/// | `OXP_TOOL_TIMEOUT_MS` | – | time limit for tools without their own `timeout_ms` |
-/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s) |
-/// | `OXP_MAX_CONCURRENT_CALLS` | – | calls at once; over it, "temporarily unavailable" |
+/// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap, every route |
+/// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
+/// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
+/// | `OXP_TOOL_TIMEOUT_MS` | `60000` | time limit for tools without their own `timeout_ms` (`0`: none) |
+/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
+/// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
+/// | `OXP_ALLOWED_HOSTS` | – | host names a loopback server answers to besides `localhost`, `127.0.0.1`, `[::1]` |
+/// | `OXP_MAX_CONCURRENT_CALLS` | – | tool runs at once; over it, "temporarily unavailable" |
 /// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
-/// | `OXP_SHUTDOWN_GRACE_MS` | `30000` | how long shutdown waits for calls in flight |
+/// | `OXP_MAX_CONNECTIONS` | under the file limit, ≤ 10000 | open connections; one over it is closed at once |
+/// | `OXP_HEADER_TIMEOUT_MS` | `10000` | how long a request head may take; also the idle keep-alive timeout |
+/// | `OXP_WRITE_TIMEOUT_MS` | `30000` | how long a write may wait on a client that does not read |
+/// | `OXP_MAX_HEADER_BYTES` | `65536` | the largest request head (`431` above it) |
+/// | `OXP_SHUTDOWN_GRACE_MS` | `30000` | how long shutdown waits for runs in flight |
 /// | `OXP_IDEMPOTENCY_TTL_MS` | `600000` | how long an answer is kept for a repeated `call_id` (`0`: off) |
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
+/// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
+/// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
+/// | `OXP_MCP_MAX_SESSIONS` | `1000` | MCP sessions at once |
+/// | `OXP_MCP_SESSION_IDLE_MS` | `300000` | an MCP session without a request is closed after this |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
 /// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
@@ -75,8 +87,25 @@ pub struct ServerConfig {
     pub auth: ServerAuth,
     /// `OXP_MAX_BODY_BYTES`.
     pub max_body_bytes: usize,
-    /// `OXP_TOOL_TIMEOUT_MS`.
+    /// `OXP_BODY_TIMEOUT_MS`.
+    pub body_timeout: Duration,
+    /// `OXP_MAX_RESULT_BYTES`.
+    pub max_result_bytes: usize,
+    /// `OXP_TOOL_TIMEOUT_MS` (`None`: no limit for tools without their own).
     pub tool_timeout: Option<Duration>,
+    /// `OXP_ALLOWED_ORIGINS`.
+    pub allowed_origins: Vec<String>,
+    /// `OXP_ALLOWED_HOSTS`.
+    pub allowed_hosts: Vec<String>,
+    /// `OXP_MAX_CONNECTIONS`, `OXP_HEADER_TIMEOUT_MS`, `OXP_WRITE_TIMEOUT_MS`,
+    /// `OXP_MAX_HEADER_BYTES`.
+    pub connections: super::ConnectionLimits,
+    /// `OXP_IDEMPOTENCY_MAX_BYTES`.
+    pub idempotency_max_bytes: u64,
+    /// `OXP_MCP_SINGLE_TENANT`.
+    pub mcp_single_tenant: bool,
+    /// `OXP_MCP_MAX_SESSIONS`, `OXP_MCP_SESSION_IDLE_MS`.
+    pub mcp_sessions: (usize, Duration),
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_LANGCHAIN_COMPAT`.
@@ -222,29 +251,40 @@ impl ServerConfig {
                 })
             }
         };
-        let langchain_compat = match get("OXP_LANGCHAIN_COMPAT").as_deref() {
-            None | Some("0" | "false" | "off") => false,
-            Some("1" | "true" | "on") => true,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "OXP_LANGCHAIN_COMPAT",
+        let switch = |variable: &'static str| -> Result<bool, ConfigError> {
+            match get(variable).as_deref() {
+                None | Some("0" | "false" | "off") => Ok(false),
+                Some("1" | "true" | "on") => Ok(true),
+                Some(other) => Err(ConfigError {
+                    variable,
                     problem: format!("`{other}` is not true or false"),
-                })
+                }),
             }
         };
-        let max_body_bytes = match number("OXP_MAX_BODY_BYTES")? {
-            Some(0) => {
-                return Err(ConfigError {
-                    variable: "OXP_MAX_BODY_BYTES",
-                    problem: "must be above zero".into(),
-                })
-            }
-            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            None => DEFAULT_MAX_BODY_BYTES,
+        // Every number has a range: a value past it is a mistake to report, never a panic
+        // deep in the runtime (a semaphore's permit count, a timer's deadline) or a silent cap.
+        let bounded =
+            |variable: &'static str, min: u64, max: u64| -> Result<Option<u64>, ConfigError> {
+                match number(variable)? {
+                    Some(n) if n < min || n > max => Err(ConfigError {
+                        variable,
+                        problem: format!("must be from {min} to {max}"),
+                    }),
+                    n => Ok(n),
+                }
+            };
+        /// Ten years: the longest any duration setting may be.
+        const MAX_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
+        let millis = |variable: &'static str, min: u64| -> Result<Option<Duration>, ConfigError> {
+            Ok(bounded(variable, min, MAX_MS)?.map(Duration::from_millis))
         };
-        let idempotency_ttl = match number("OXP_IDEMPOTENCY_TTL_MS")? {
-            Some(0) => None,
-            Some(ms) => Some(Duration::from_millis(ms)),
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let langchain_compat = switch("OXP_LANGCHAIN_COMPAT")?;
+        let max_body_bytes =
+            bounded("OXP_MAX_BODY_BYTES", 1, 1 << 40)?.map_or(DEFAULT_MAX_BODY_BYTES, size);
+        let idempotency_ttl = match millis("OXP_IDEMPOTENCY_TTL_MS", 0)? {
+            Some(Duration::ZERO) => None,
+            Some(ttl) => Some(ttl),
             None => Some(crate::idempotency::DEFAULT_TTL),
         };
         let redis_url = get("OXP_REDIS_URL");
@@ -255,27 +295,53 @@ impl ServerConfig {
                     .into(),
             });
         }
-        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let mut connections = super::ConnectionLimits {
+            max_connections: bounded("OXP_MAX_CONNECTIONS", 1, 10_000_000)?.map(size),
+            ..Default::default()
+        };
+        if let Some(timeout) = millis("OXP_HEADER_TIMEOUT_MS", 1)? {
+            connections.header_timeout = timeout;
+        }
+        if let Some(timeout) = millis("OXP_WRITE_TIMEOUT_MS", 1)? {
+            connections.write_timeout = timeout;
+        }
+        if let Some(bytes) = bounded("OXP_MAX_HEADER_BYTES", 8 * 1024, 16 * 1024 * 1024)? {
+            connections.max_header_bytes = size(bytes);
+        }
+        let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
+            Some(Duration::ZERO) => None,
+            Some(timeout) => Some(timeout),
+            None => Some(crate::call::DEFAULT_TOOL_TIMEOUT),
+        };
         Ok(ServerConfig {
-            max_concurrent_calls: number("OXP_MAX_CONCURRENT_CALLS")?
+            max_concurrent_calls: bounded("OXP_MAX_CONCURRENT_CALLS", 0, 10_000_000)?
                 .filter(|n| *n > 0)
                 .map(size),
-            max_blocking_tools: number("OXP_MAX_BLOCKING_TOOLS")?
+            max_blocking_tools: bounded("OXP_MAX_BLOCKING_TOOLS", 1, 100_000)?
                 .map_or(crate::call::DEFAULT_MAX_BLOCKING, size),
-            shutdown_grace: Duration::from_millis(
-                number("OXP_SHUTDOWN_GRACE_MS")?.unwrap_or(30_000),
-            ),
+            shutdown_grace: millis("OXP_SHUTDOWN_GRACE_MS", 0)?.unwrap_or(Duration::from_secs(30)),
             idempotency_ttl,
-            idempotency_capacity: number("OXP_IDEMPOTENCY_CAPACITY")?
+            idempotency_capacity: bounded("OXP_IDEMPOTENCY_CAPACITY", 1, 100_000_000)?
                 .unwrap_or(crate::idempotency::DEFAULT_CAPACITY),
+            idempotency_max_bytes: bounded("OXP_IDEMPOTENCY_MAX_BYTES", 1, 1 << 40)?
+                .unwrap_or(crate::idempotency::DEFAULT_MAX_BYTES),
             redis_url,
             addr,
             auth,
             max_body_bytes,
-            tool_timeout: number("OXP_TOOL_TIMEOUT_MS")?
-                .filter(|ms| *ms > 0)
-                .map(Duration::from_millis),
+            body_timeout: millis("OXP_BODY_TIMEOUT_MS", 1)?.unwrap_or(super::DEFAULT_BODY_TIMEOUT),
+            max_result_bytes: bounded("OXP_MAX_RESULT_BYTES", 1, 1 << 40)?
+                .map_or(crate::call::DEFAULT_MAX_RESULT_BYTES, size),
+            tool_timeout,
             public_url: get("OXP_PUBLIC_URL"),
+            allowed_origins: list("OXP_ALLOWED_ORIGINS"),
+            allowed_hosts: list("OXP_ALLOWED_HOSTS"),
+            connections,
+            mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT")?,
+            mcp_sessions: (
+                bounded("OXP_MCP_MAX_SESSIONS", 1, 10_000_000)?.map_or(1_000, size),
+                millis("OXP_MCP_SESSION_IDLE_MS", 1)?.unwrap_or(Duration::from_secs(300)),
+            ),
             langchain_compat,
             playground,
             log,
@@ -301,7 +367,24 @@ impl ServerConfig {
             .max_body_bytes(self.max_body_bytes)
             .langchain_compat(self.langchain_compat)
             .playground(self.playground)
-            .limits(self.max_concurrent_calls, self.max_blocking_tools);
+            .limits(self.max_concurrent_calls, self.max_blocking_tools)
+            .max_result_bytes(self.max_result_bytes)
+            .body_timeout(self.body_timeout)
+            .allowed_origins(&self.allowed_origins)
+            .connection_limits(self.connections.clone())
+            .default_timeout(self.tool_timeout.unwrap_or(Duration::ZERO));
+        if !self.allowed_hosts.is_empty() {
+            server = server.allowed_hosts(&self.allowed_hosts);
+        }
+        #[cfg(feature = "mcp")]
+        {
+            let context = crate::cli::context_from_env(server.pipeline().registry());
+            let (max_sessions, idle) = self.mcp_sessions;
+            server = server
+                .mcp_context(context)
+                .mcp_single_tenant(self.mcp_single_tenant)
+                .mcp_sessions(max_sessions, idle);
+        }
         server = match (self.idempotency_ttl, &self.redis_url) {
             (None, _) => server.idempotency(None::<InMemoryIdempotency>),
             #[cfg(feature = "redis")]
@@ -314,14 +397,11 @@ impl ServerConfig {
                     })?;
                 server.idempotency(Some(store))
             }
-            (Some(ttl), _) => server.idempotency(Some(InMemoryIdempotency::new(
-                self.idempotency_capacity,
-                ttl,
-            ))),
+            (Some(ttl), _) => server.idempotency(Some(
+                InMemoryIdempotency::new(self.idempotency_capacity, ttl)
+                    .max_bytes(self.idempotency_max_bytes),
+            )),
         };
-        if let Some(timeout) = self.tool_timeout {
-            server = server.default_timeout(timeout);
-        }
         if let Some(url) = &self.public_url {
             server = server.public_url(url);
         }
@@ -398,6 +478,7 @@ pub async fn serve() {
     let addr = listener.local_addr().unwrap_or(config.addr);
     let shutdown = shutdown_signal();
     warn_about_exposure(&config, addr);
+    warn_about_authorization(&server);
     tracing::info!("serving OXP 1.0 on http://{addr}");
     match server
         .serve(listener, shutdown, config.shutdown_grace)
@@ -431,9 +512,7 @@ async fn run_subcommand(command: crate::cli::Command) -> i32 {
                 Err(error) => fail(&format!("configuration error: {error}")),
             };
             let mut pipeline = crate::call::Pipeline::new(registry);
-            if let Some(timeout) = config.tool_timeout {
-                pipeline = pipeline.default_timeout(timeout);
-            }
+            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
             crate::cli::dispatch(pipeline, format).await
         }
         #[cfg(feature = "mcp")]
@@ -448,10 +527,10 @@ async fn run_subcommand(command: crate::cli::Command) -> i32 {
                 .try_init();
             crate::call::install_panic_hook();
             let mut pipeline = crate::call::Pipeline::new(registry);
-            if let Some(timeout) = config.tool_timeout {
-                pipeline = pipeline.default_timeout(timeout);
-            }
-            match crate::mcp::McpServer::new(pipeline).serve_stdio().await {
+            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
+            let context = crate::cli::context_from_env(pipeline.registry());
+            let mcp = crate::mcp::McpServer::new(pipeline).with_context(context);
+            match mcp.serve_stdio().await {
                 Ok(()) => 0,
                 Err(error) => {
                     tracing::error!(%error, "MCP over stdio failed");
@@ -478,6 +557,30 @@ fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
     }
     if config.auth.has_short_api_key() {
         tracing::warn!("an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes");
+    }
+}
+
+/// Tools that require authorization, on a server with no provider to mint challenges: their
+/// callers are refused with the providers named in `missing_requirements`, but cannot be told
+/// where to grant them. Worth saying once, at start-up, by name.
+fn warn_about_authorization(server: &Server) {
+    let pipeline = server.pipeline();
+    if pipeline.authorization_provider().is_some() {
+        return;
+    }
+    let tools: Vec<&str> = pipeline
+        .registry()
+        .tools()
+        .iter()
+        .filter(|t| !t.descriptor().authorization.is_empty())
+        .map(|t| t.id())
+        .collect();
+    if !tools.is_empty() {
+        tracing::warn!(
+            tools = %tools.join(", "),
+            "these tools require authorization, but the server has no authorization provider: \
+             calls without a token are refused without a challenge to complete"
+        );
     }
 }
 

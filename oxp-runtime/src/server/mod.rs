@@ -96,6 +96,17 @@ pub struct Server {
     browsers: Browsers,
     body_timeout: Duration,
     connections: ConnectionLimits,
+    #[cfg(feature = "mcp")]
+    mcp: McpOptions,
+}
+
+/// What `/mcp` is configured with (see [`crate::mcp`]).
+#[cfg(feature = "mcp")]
+#[derive(Clone, Debug, Default)]
+struct McpOptions {
+    context: crate::protocol::CallContext,
+    single_tenant: bool,
+    sessions: Option<(usize, Duration)>,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -133,7 +144,59 @@ impl Server {
             browsers: Browsers::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
             connections: ConnectionLimits::default(),
+            #[cfg(feature = "mcp")]
+            mcp: McpOptions::default(),
         }
+    }
+
+    /// The secrets (and, for stdio or a single tenant, the user and tokens) MCP callers' calls
+    /// get, since MCP cannot carry them (see [`crate::mcp`]); `serve()` reads them from the
+    /// environment.
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let context = serde_json::from_value(serde_json::json!({"secrets": [{"id": "KEY", "value": "v"}]})).unwrap();
+    /// let server = Server::new(registry).mcp_context(context);
+    /// # let _ = server;
+    /// ```
+    #[cfg(feature = "mcp")]
+    #[must_use]
+    pub fn mcp_context(mut self, context: crate::protocol::CallContext) -> Self {
+        self.mcp.context = context;
+        self
+    }
+
+    /// Lets every MCP caller over HTTP act as the user of [`mcp_context`](Self::mcp_context),
+    /// with its tokens: only for a server its operator alone calls (`OXP_MCP_SINGLE_TENANT`).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).mcp_single_tenant(true);
+    /// # let _ = server;
+    /// ```
+    #[cfg(feature = "mcp")]
+    #[must_use]
+    pub fn mcp_single_tenant(mut self, on: bool) -> Self {
+        self.mcp.single_tenant = on;
+        self
+    }
+
+    /// At most `max` MCP sessions at once, each closed after `idle` without a request
+    /// (`OXP_MCP_MAX_SESSIONS`, `OXP_MCP_SESSION_IDLE_MS`; 1,000 and 5 minutes by default).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).mcp_sessions(100, std::time::Duration::from_secs(60));
+    /// # let _ = server;
+    /// ```
+    #[cfg(feature = "mcp")]
+    #[must_use]
+    pub fn mcp_sessions(mut self, max: usize, idle: Duration) -> Self {
+        self.mcp.sessions = Some((max, idle));
+        self
     }
 
     /// How many connections [`serve`](Self::serve) keeps open and for how long (see
@@ -266,6 +329,20 @@ impl Server {
     #[must_use]
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.pipeline = self.pipeline.default_timeout(timeout);
+        self
+    }
+
+    /// The largest result a tool may return (see [`Pipeline::max_result_bytes`]).
+    ///
+    /// ```
+    /// # use oxp_runtime::{server::*, Registry};
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let server = Server::new(registry).max_result_bytes(4 * 1024 * 1024);
+    /// # let _ = server;
+    /// ```
+    #[must_use]
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.pipeline = self.pipeline.max_result_bytes(bytes);
         self
     }
 
@@ -439,10 +516,15 @@ impl Server {
             .route("/authorization/{check_id}", get(check_authorization));
         // MCP on the same port, behind the same authentication (a front over the same pipeline).
         #[cfg(feature = "mcp")]
-        let protected = protected.nest_service(
-            "/mcp",
-            crate::mcp::McpServer::new(state.pipeline.clone()).streamable_http_service(),
-        );
+        let protected = {
+            let mut mcp = crate::mcp::McpServer::new(state.pipeline.clone())
+                .with_context(self.mcp.context)
+                .single_tenant(self.mcp.single_tenant);
+            if let Some((max, idle)) = self.mcp.sessions {
+                mcp = mcp.session_limits(max, idle);
+            }
+            protected.nest_service("/mcp", mcp.into_router())
+        };
         let protected = protected
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
