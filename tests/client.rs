@@ -170,3 +170,42 @@ async fn temporarily_unavailable_answers_are_retried_after_retry_after_ms() {
     );
     assert!(slow.await.unwrap().is_ok());
 }
+
+/// Issue #13: a server's retry hint is honoured only up to the client's own longest backoff; a
+/// hostile or broken server that says "retry in an hour" cannot park the caller for an hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_retry_hint_is_capped_by_the_clients_backoff() {
+    let busy = axum::Router::new().route(
+        "/tools/call",
+        axum::routing::post(|| async {
+            let mut response = axum::response::Response::new(axum::body::Body::from(
+                r#"{"message": "The server is temporarily unavailable; retry shortly."}"#,
+            ));
+            *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+            let headers = response.headers_mut();
+            headers.insert("content-type", "application/json".parse().unwrap());
+            headers.insert("oxp-version", "1.0".parse().unwrap());
+            headers.insert("retry-after-ms", "3600000".parse().unwrap());
+            headers.insert("x-should-retry", "true".parse().unwrap());
+            response
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, busy).await.unwrap() });
+    let client = Client::new(&base).retry(RetryPolicy {
+        max_attempts: 3,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        retry_tool_errors: true,
+    });
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.call("Calculator.Add", json!({"a": 1, "b": 2})),
+    )
+    .await
+    .expect("the hint was capped, not slept for an hour");
+    assert!(outcome.is_err());
+    assert!(started.elapsed() < Duration::from_secs(2));
+}

@@ -660,3 +660,130 @@ async fn errors_never_echo_context_values() {
         pasted.body
     );
 }
+
+/// An empty string is no secret: a tool that requires one is refused, not run with "".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_secret_does_not_satisfy_a_requirement() {
+    let oxp = Oxp::start(server()).await;
+    let reply = oxp
+        .call(
+            json!({"tool_id": "SMS.Send", "input": {"to": "+1", "body": "hi"},
+                     "context": {"secrets": [{"id": "TWILIO_API_KEY", "value": ""}]}}),
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    assert_eq!(
+        reply.body["missing_requirements"]["secrets"],
+        json!(["TWILIO_API_KEY"])
+    );
+}
+
+/// A server with tools that need authorization and no provider to mint challenges still says,
+/// in a field a program reads, which providers' tokens are missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_providers_are_listed_without_an_authorization_provider() {
+    let oxp = Oxp::start(server()).await;
+    let reply = oxp
+        .call(json!({"tool_id": "Gmail.GetEmails", "input": {}, "context": {"user_id": "ada"}}))
+        .await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body["missing_requirements"]["authorization_providers"],
+        json!(["google"])
+    );
+}
+
+/// Absurd configuration is a clear error and exit 2 naming the variable, never a panic deep in
+/// the runtime (tokio's semaphore used to panic on a huge `OXP_MAX_BLOCKING_TOOLS`).
+#[test]
+fn absurd_configuration_exits_2_naming_the_variable() {
+    for (variable, value) in [
+        ("OXP_MAX_BLOCKING_TOOLS", "9223372036854775807"),
+        ("OXP_IDEMPOTENCY_TTL_MS", "18446744073709551615"),
+        ("OXP_TOOL_TIMEOUT_MS", "99999999999999999"),
+        ("OXP_MAX_HEADER_BYTES", "10"),
+        ("OXP_MAX_CONNECTIONS", "0"),
+        ("OXP_MCP_SINGLE_TENANT", "maybe"),
+    ] {
+        let output = std::process::Command::new(harness::example_binary())
+            .env("OXP_ADDR", "127.0.0.1:0")
+            .env(variable, value)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{variable}={value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(variable), "{variable}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{variable}: {stderr}");
+    }
+}
+
+/// Client text never reaches the log raw: a `tool_id` with CR/LF cannot forge a log line, and an
+/// ESC sequence in a `call_id` or a path never reaches the reader's terminal. Read back from the
+/// example's own log, in the human-readable format.
+#[test]
+fn client_text_never_reaches_the_log_raw() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(harness::example_binary())
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("OXP_LOG_FORMAT", "pretty")
+        .env("NO_COLOR", "1")
+        .env("OXP_LOG", "debug")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (address_tx, address_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let kept = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n').map_while(Result::ok) {
+            let line = String::from_utf8_lossy(&line).into_owned();
+            if let Some(at) = line.find("serving OXP 1.0 on http://") {
+                let rest = &line[at + "serving OXP 1.0 on http://".len()..];
+                let address: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+                let _ = address_tx.send(address);
+            }
+            kept.lock().unwrap().push(line);
+        }
+    });
+    let address = address_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let send = |request: String| {
+        let mut socket = std::net::TcpStream::connect(&address).unwrap();
+        socket.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        let _ = std::io::Read::read_to_string(&mut socket, &mut answer);
+    };
+    let call = |body: serde_json::Value| {
+        let body = body.to_string();
+        send(format!(
+            "POST /tools/call HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+    };
+    call(
+        json!({"tool_id": "Nope\r\n2026-11-23T00:00:00Z  INFO forged: admin logged in", "input": {}}),
+    );
+    call(
+        json!({"tool_id": "Calculator.Add", "call_id": "c\u{1b}[2J\u{1b}[31mred", "input": {"a": 1, "b": 2}}),
+    );
+    call(json!({"tool_id": "Calculator.Nope\u{7f}", "input": {}}));
+    call(json!({"tool_id": "Calculator.Nope \" quoted", "input": {}}));
+    send(format!(
+        "GET /\u{1b}[31mpath HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n\r\n"
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines.iter().any(|l| l.contains("call refused")),
+        "the refusals were logged: {lines:?}"
+    );
+    for line in lines.iter() {
+        assert!(!line.contains('\u{1b}'), "a raw ESC in the log: {line:?}");
+        assert!(
+            !line.starts_with("2026-11-23T00:00:00Z"),
+            "a forged line: {line:?}"
+        );
+    }
+}

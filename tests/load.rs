@@ -40,9 +40,11 @@ enum Kind {
     Malformed,
     Duplicate,
     HangsUp,
+    /// A sync tool that outlives its time limit, on a small blocking cap.
+    SyncTimesOut,
 }
 
-const MIX: [Kind; 10] = [
+const MIX: [Kind; 11] = [
     Kind::Fast,
     Kind::Fast,
     Kind::Fast,
@@ -53,7 +55,11 @@ const MIX: [Kind; 10] = [
     Kind::Malformed,
     Kind::Duplicate,
     Kind::HangsUp,
+    Kind::SyncTimesOut,
 ];
+
+/// Blocking threads for sync tools: few, so that timed-out tools fill them.
+const BLOCKING_CAP: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_clients_faults_and_duplicates_lose_nothing_and_run_nothing_twice() {
@@ -61,7 +67,8 @@ async fn many_clients_faults_and_duplicates_lose_nothing_and_run_nothing_twice()
     let calls = setting("OXP_LOAD_CALLS", 3_000);
     let clients = setting("OXP_LOAD_CLIENTS", 64);
     let server = Server::new(oxp_tests::all_tools().build().unwrap())
-        .default_timeout(Duration::from_secs(10));
+        .default_timeout(Duration::from_secs(10))
+        .limits(None, BLOCKING_CAP);
     let pipeline = server.pipeline().clone();
     let oxp = Arc::new(Oxp::start(server).await);
     let next = Arc::new(AtomicU64::new(0));
@@ -112,6 +119,17 @@ async fn many_clients_faults_and_duplicates_lose_nothing_and_run_nothing_twice()
         .map(|(id, count)| (id.clone(), *count))
         .collect();
     assert!(twice.is_empty(), "tools ran twice for: {twice:?}");
+    // Timed-out sync tools kept their threads until they returned, and never more than the cap.
+    assert!(
+        oxp_tests::THREADS.peak() <= BLOCKING_CAP as u64,
+        "{} blocking threads at once",
+        oxp_tests::THREADS.peak()
+    );
+    assert_eq!(
+        oxp_tests::THREADS.live(),
+        0,
+        "every thread returned before idle"
+    );
 
     let health = oxp.get("/health").await;
     assert_eq!(health.status, 200, "still healthy");
@@ -133,6 +151,7 @@ async fn one_call(oxp: &Oxp, kind: Kind, n: u64) -> bool {
         Kind::Panics => json!({"tool_id": "Util.Panic"}),
         Kind::Fails => json!({"tool_id": "Doorbell.Ring", "input": {"doorbell_id": "x"}}),
         Kind::TimesOut => json!({"tool_id": "Util.Slow"}),
+        Kind::SyncTimesOut => json!({"tool_id": "Gauge.HoldThread", "input": {"ms": 150}}),
         Kind::Duplicate => {
             // Twenty ids shared by every client: most of these calls are duplicates.
             let shared = format!("load-dup-{}", n % 20);

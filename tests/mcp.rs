@@ -226,3 +226,85 @@ async fn the_python_mcp_client_over_http_and_stdio() {
     assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("mcp client: ok"), "{stdout}");
 }
+
+/// Issue #13: over HTTP, an MCP caller is itself. A server started with the operator's user and
+/// Google token (what `OXP_USER_ID` and `OXP_TOKEN_GOOGLE` give `serve()`) does not let a remote
+/// caller act as the operator: the user is the caller's JWT `sub`, and the operator's token is
+/// not used. Only the single-tenant switch brings the operator's back. (Before: every HTTP
+/// caller read the operator's Gmail.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_mcp_callers_are_themselves_not_the_operator() {
+    use oxp_runtime::protocol::AuthorizationToken;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let secret = "an-mcp-jwt-secret-of-at-least-32-bytes";
+    let operator = CallContext {
+        user_id: Some("operator@example.com".into()),
+        authorization: vec![AuthorizationToken {
+            id: "google".into(),
+            token: Sensitive::new("ya29.operator-token"),
+            extra: Default::default(),
+        }],
+        ..Default::default()
+    };
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &json!({"sub": "ada@example.com", "exp": 4_000_000_000u64}),
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap();
+    let connect_as = |oxp: &Oxp| {
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", oxp.base))
+            .auth_header(token.clone());
+        ().serve(StreamableHttpClientTransport::from_config(config))
+    };
+    let server = |single_tenant: bool| {
+        Server::from_pipeline(pipeline())
+            .auth(ServerAuth::default().jwt_secret(secret))
+            .mcp_context(operator.clone())
+            .mcp_single_tenant(single_tenant)
+    };
+
+    let oxp = Oxp::start(server(false)).await;
+    let client = connect_as(&oxp).await.unwrap();
+    let emails = call(&client, "Gmail_GetEmails", json!({})).await;
+    assert_eq!(
+        emails.is_error,
+        Some(true),
+        "ada has no Google token of her own"
+    );
+    let refusal = text(&emails);
+    assert!(refusal.contains("authorization for google"), "{refusal}");
+    assert!(!refusal.contains("operator"), "{refusal}");
+    client.cancel().await.unwrap();
+
+    let oxp = Oxp::start(server(true)).await;
+    let client = connect_as(&oxp).await.unwrap();
+    let emails = call(&client, "Gmail_GetEmails", json!({"n_emails": 1})).await;
+    assert_eq!(emails.is_error, Some(false), "{emails:?}");
+    let body = serde_json::to_string(&emails).unwrap();
+    assert!(body.contains("Hello operator@example.com"), "{body}");
+    client.cancel().await.unwrap();
+}
+
+/// MCP sessions are bounded: over the cap, a new session is refused with a 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_are_capped() {
+    let oxp = Oxp::start(
+        Server::from_pipeline(pipeline()).mcp_sessions(2, std::time::Duration::from_secs(60)),
+    )
+    .await;
+    let first = connect(&oxp).await;
+    let second = connect(&oxp).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let third = reqwest::Client::new()
+        .post(format!("{}/mcp", oxp.base))
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(third.status(), 503);
+    first.cancel().await.unwrap();
+    second.cancel().await.unwrap();
+}

@@ -430,3 +430,38 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
         .unwrap_or("a non-string panic payload");
     tracing::error!(%location, panic = ?text, "a thread panicked");
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The app's own hook still sees panics outside tools, and never a tool's (whose text may
+    /// hold a secret); installing twice does not wrap twice.
+    #[test]
+    fn the_panic_hook_chains_the_apps_own_and_keeps_tool_panics_from_it() {
+        static SEEN: AtomicUsize = AtomicUsize::new(0);
+        std::panic::set_hook(Box::new(|info| {
+            if info.payload().downcast_ref::<&str>() == Some(&"hook-test") {
+                SEEN.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        super::install_panic_hook();
+        super::install_panic_hook();
+        let _ = std::thread::spawn(|| panic!("hook-test")).join();
+        assert_eq!(
+            SEEN.load(Ordering::SeqCst),
+            1,
+            "the app's hook saw it, once"
+        );
+        let _ = std::thread::spawn(|| {
+            let _in_tool = super::InToolGuard::enter();
+            panic!("hook-test")
+        })
+        .join();
+        assert_eq!(
+            SEEN.load(Ordering::SeqCst),
+            1,
+            "a tool's panic stays with the pipeline"
+        );
+    }
+}
