@@ -787,3 +787,63 @@ fn client_text_never_reaches_the_log_raw() {
         );
     }
 }
+
+/// A connection's bodies in flight are capped as a whole (what bounds HTTP/2's many streams on
+/// one connection): over the budget, a body is refused with a 413 even under the per-body cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connections_bodies_in_flight_are_capped() {
+    let server = server().connection_limits(limits(|l| l.max_buffered_bytes = 16 * 1024));
+    let base = served(server).await;
+    let client = reqwest::Client::new();
+    let padded = |n: usize| {
+        format!(
+            r#"{{"tool_id": "Calculator.Add", "input": {{"a": 1, "b": 2}}}}{}"#,
+            " ".repeat(n)
+        )
+    };
+    let send = |body: String| {
+        client
+            .post(format!("{base}/tools/call"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    assert_eq!(send(padded(1_000)).await.unwrap().status(), 200);
+    let over = send(padded(40_000)).await.unwrap();
+    assert_eq!(over.status(), 413);
+    // The budget comes back when a body is done with: the connection serves calls again.
+    assert_eq!(send(padded(1_000)).await.unwrap().status(), 200);
+}
+
+/// 2,000 answers of 100 KB under a byte cap of 20 MB: the store keeps within it (the oldest
+/// finished answers go first), and the process's memory shows it. (Before: bounded by count
+/// only, 10,000 answers of 1 MB were 10 GB.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotent_answers_are_bounded_by_bytes() {
+    let _turn = HEAVY.lock().await;
+    let store =
+        oxp_runtime::idempotency::InMemoryIdempotency::new(1_000_000, Duration::from_secs(600))
+            .max_bytes(20 * 1024 * 1024);
+    let oxp = Oxp::start(server().idempotency(Some(store.clone()))).await;
+    let before = rss();
+    let calls = (0..2_000).map(|i| {
+        let oxp = &oxp;
+        async move {
+            let reply = oxp
+                .call(json!({"tool_id": "Util.BigText", "call_id": format!("big-{i}"), "input": {"n": 100_000}}))
+                .await;
+            assert_eq!(reply.status, 200);
+        }
+    });
+    // Eight at a time: the point is the store, not the client's memory.
+    let mut calls = futures_util::stream::iter(calls).buffer_unordered(8);
+    use futures_util::StreamExt;
+    while calls.next().await.is_some() {}
+    assert!(store.bytes() <= 20 * 1024 * 1024, "{store:?}");
+    assert!(store.len() < 400, "{store:?}");
+    if let (Some(before), Some(after)) = (before, rss()) {
+        let grown = after.saturating_sub(before) / (1024 * 1024);
+        eprintln!("RSS grew {grown} MB for 2,000 × 100 KB answers under a 20 MB cap");
+        assert!(grown < 120, "RSS grew {grown} MB");
+    }
+}

@@ -20,6 +20,7 @@ use http_body::Frame;
 use http_body_util::{LengthLimitError, Limited};
 
 use super::dialect::{OXP_VERSION, OXP_VERSION_HEADER};
+use super::listen::BodyBudget;
 use super::AppState;
 
 /// The host names a loopback server answers to by default: a page on another name that
@@ -103,8 +104,9 @@ pub(crate) async fn guard(
     let mut response = match refusal(&state, &request) {
         None => {
             let (limit, deadline) = (state.max_body_bytes, state.body_timeout);
-            let request =
-                request.map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline)));
+            let budget = request.extensions().get::<Arc<BodyBudget>>().cloned();
+            let request = request
+                .map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline, budget)));
             next.run(request).await
         }
         Some(response) => response,
@@ -152,19 +154,32 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// A body that must arrive whole within its deadline, counted from the request's start.
+/// A body that must arrive whole within its deadline, counted from the request's start, and
+/// whose bytes count against its connection's budget while it is read.
 struct Timed<B> {
     inner: B,
     limit: Duration,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    budget: Option<Arc<BodyBudget>>,
+    taken: usize,
 }
 
 impl<B> Timed<B> {
-    fn new(inner: B, limit: Duration) -> Self {
+    fn new(inner: B, limit: Duration, budget: Option<Arc<BodyBudget>>) -> Self {
         Timed {
             inner,
             limit,
             deadline: None,
+            budget,
+            taken: 0,
+        }
+    }
+}
+
+impl<B> Drop for Timed<B> {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.give_back(self.taken);
         }
     }
 }
@@ -195,6 +210,13 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
         let this = &mut *self;
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if let (Some(Ok(frame)), Some(budget)) = (&frame, &this.budget) {
+                let bytes = frame.data_ref().map_or(0, Bytes::len);
+                if !budget.take(bytes) {
+                    return Poll::Ready(Some(Err(Box::new(OverBudget))));
+                }
+                this.taken += bytes;
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         // The timer is made only for a body that keeps a reader waiting.
@@ -217,9 +239,23 @@ where
     }
 }
 
-/// Why reading a body failed: over the cap (`413`), too slow, or broken (`400`).
+/// The connection's requests hold more body bytes at once than its budget allows.
+#[derive(Debug)]
+pub(crate) struct OverBudget;
+
+impl std::fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the connection's requests hold too many body bytes at once")
+    }
+}
+
+impl std::error::Error for OverBudget {}
+
+/// Why reading a body failed: over the cap or the connection's budget (`413`), too slow, or
+/// broken (`400`).
 pub(crate) enum BodyFailure {
     TooLarge,
+    OverBudget,
     TooSlow,
     Broken,
 }
@@ -233,6 +269,9 @@ impl BodyFailure {
             }
             if error.is::<BodyTimeout>() {
                 return BodyFailure::TooSlow;
+            }
+            if error.is::<OverBudget>() {
+                return BodyFailure::OverBudget;
             }
             cause = error.source();
         }

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -49,6 +50,10 @@ pub struct ConnectionLimits {
     /// HTTP/2 keep-alive pings: sent after this long without a frame, and the connection
     /// closed when one is not answered within as long again (20 s).
     pub keep_alive_interval: Duration,
+    /// Request-body bytes one connection may have in flight at once, over all its requests
+    /// (8 MiB): HTTP/2 carries many requests on one connection, and each body is held whole
+    /// until its call is read. Over it, a request is answered `413`.
+    pub max_buffered_bytes: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -60,6 +65,7 @@ impl Default for ConnectionLimits {
             max_header_bytes: 64 * 1024,
             max_streams: 64,
             keep_alive_interval: Duration::from_secs(20),
+            max_buffered_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -154,7 +160,10 @@ pub(crate) async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(PerConnection {
+            router: router.clone(),
+            budget: Arc::new(BodyBudget::new(limits.max_buffered_bytes)),
+        });
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
@@ -175,6 +184,61 @@ pub(crate) async fn serve(
     }
     drop(listener);
     let _ = tokio::time::timeout(close, graceful.shutdown()).await;
+}
+
+/// Request-body bytes a connection has in flight, against its budget.
+#[derive(Debug)]
+pub(crate) struct BodyBudget {
+    held: AtomicUsize,
+    max: usize,
+}
+
+impl BodyBudget {
+    fn new(max: usize) -> Self {
+        BodyBudget {
+            held: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Takes `bytes` from the budget, or nothing if that would exceed it.
+    pub(crate) fn take(&self, bytes: usize) -> bool {
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(bytes).filter(|total| *total <= self.max)
+            })
+            .is_ok()
+    }
+
+    pub(crate) fn give_back(&self, bytes: usize) {
+        self.held.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+/// The router, with each request told its connection's body budget.
+#[derive(Clone)]
+struct PerConnection {
+    router: axum::Router,
+    budget: Arc<BodyBudget>,
+}
+
+impl<B> tower_service::Service<axum::http::Request<B>> for PerConnection
+where
+    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = <axum::Router as tower_service::Service<axum::http::Request<B>>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        tower_service::Service::<axum::http::Request<B>>::poll_ready(&mut self.router, cx)
+    }
+
+    fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.budget.clone());
+        self.router.call(request)
+    }
 }
 
 /// A socket whose writes may wait on the peer for at most `limit` each: a client that never

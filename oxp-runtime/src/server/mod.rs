@@ -771,6 +771,11 @@ fn too_large(limit: usize) -> Response {
 fn body_failure(error: &axum::Error, limit: usize) -> Response {
     match BodyFailure::of(error) {
         BodyFailure::TooLarge => too_large(limit),
+        BodyFailure::OverBudget => error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "This connection is sending too many request bodies at once.",
+            "the bodies in flight on one connection are capped (ConnectionLimits::max_buffered_bytes)",
+        ),
         BodyFailure::TooSlow => error_response(
             StatusCode::BAD_REQUEST,
             "The request body did not arrive in time.",
