@@ -42,6 +42,7 @@ mod error;
 pub mod idempotency;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod outcome;
 pub mod protocol;
 pub mod providers;
 pub mod registry;

@@ -21,7 +21,7 @@ use futures_util::future::{self, FutureExt, Shared};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::call::CallOutcome;
+use crate::outcome::CallOutcome;
 use crate::protocol::ServerErrorResponse;
 
 /// The boxed future [`IdempotencyStore::once`] takes and returns, so that a store's author needs
@@ -537,18 +537,17 @@ mod tests {
         Fingerprint::of("T.T@1.0.0", &serde_json::json!({ "n": n }), &[])
     }
 
+    /// Asks `store` for `call_id` with request `n`, whose run would answer `text`.
+    async fn ask(store: &InMemoryIdempotency, call_id: &str, n: i64, text: &str) -> CallOutcome {
+        let run = future::ready(answer(text)).boxed();
+        store.once(key(call_id), fingerprint(n), run).await
+    }
+
     #[tokio::test]
     async fn a_store_over_its_capacity_forgets_the_oldest_answers() {
         let store = InMemoryIdempotency::new(3, DEFAULT_TTL);
         for i in 0..10 {
-            let outcome = store
-                .once(
-                    key(&i.to_string()),
-                    fingerprint(i),
-                    future::ready(answer("x")).boxed(),
-                )
-                .await;
-            assert_eq!(outcome, answer("x"));
+            assert_eq!(ask(&store, &i.to_string(), i, "x").await, answer("x"));
         }
         assert_eq!(store.len(), 3, "{store:?}");
         // The newest is kept: a retry is answered without running.
@@ -563,27 +562,14 @@ mod tests {
         let big = "y".repeat(1000);
         let store = InMemoryIdempotency::new(1_000, DEFAULT_TTL).max_bytes(5_000);
         for i in 0..20 {
-            let run = future::ready(answer(&big)).boxed();
-            store.once(key(&i.to_string()), fingerprint(i), run).await;
+            ask(&store, &i.to_string(), i, &big).await;
             assert!(store.bytes() <= 5_000, "{store:?}");
         }
         assert!((3..=4).contains(&store.len()), "{store:?}");
         // An answer over the whole budget is not kept: the next call runs again.
         let huge = "z".repeat(10_000);
-        store
-            .once(
-                key("huge"),
-                fingerprint(1),
-                future::ready(answer(&huge)).boxed(),
-            )
-            .await;
-        let again = store
-            .once(
-                key("huge"),
-                fingerprint(1),
-                future::ready(answer("ran")).boxed(),
-            )
-            .await;
+        ask(&store, "huge", 1, &huge).await;
+        let again = ask(&store, "huge", 1, "ran").await;
         assert_eq!(again, answer("ran"));
     }
 
@@ -602,20 +588,10 @@ mod tests {
         tokio::task::yield_now().await;
         // Far more finished answers than the capacity while "long" runs.
         for i in 1..20 {
-            store
-                .once(
-                    key(&i.to_string()),
-                    fingerprint(i),
-                    future::ready(answer("x")).boxed(),
-                )
-                .await;
+            ask(&store, &i.to_string(), i, "x").await;
         }
         // A duplicate waits for the first run instead of starting its own.
-        let duplicate = store.once(
-            key("long"),
-            fingerprint(0),
-            future::ready(answer("ran twice")).boxed(),
-        );
+        let duplicate = ask(&store, "long", 0, "ran twice");
         release.send(()).unwrap();
         assert_eq!(duplicate.await, answer("long"));
         assert_eq!(first.await.unwrap(), answer("long"));
@@ -624,20 +600,8 @@ mod tests {
     #[tokio::test]
     async fn the_same_call_id_with_another_request_is_refused() {
         let store = InMemoryIdempotency::default();
-        store
-            .once(
-                key("c"),
-                fingerprint(1),
-                future::ready(answer("one")).boxed(),
-            )
-            .await;
-        let other = store
-            .once(
-                key("c"),
-                fingerprint(2),
-                future::ready(answer("two")).boxed(),
-            )
-            .await;
+        ask(&store, "c", 1, "one").await;
+        let other = ask(&store, "c", 2, "two").await;
         assert_eq!(other, reused_call_id());
         // Another user's same call_id is another key.
         let mine = IdempotencyKey::new("anonymous", Some("bob".into()), "c");
@@ -650,21 +614,9 @@ mod tests {
     #[tokio::test]
     async fn answers_expire_after_the_ttl() {
         let store = InMemoryIdempotency::new(10, Duration::from_millis(30));
-        store
-            .once(
-                key("c"),
-                fingerprint(1),
-                future::ready(answer("one")).boxed(),
-            )
-            .await;
+        ask(&store, "c", 1, "one").await;
         tokio::time::sleep(Duration::from_millis(60)).await;
-        let again = store
-            .once(
-                key("c"),
-                fingerprint(1),
-                future::ready(answer("again")).boxed(),
-            )
-            .await;
+        let again = ask(&store, "c", 1, "again").await;
         assert_eq!(again, answer("again"));
     }
 }

@@ -14,7 +14,7 @@ use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 
 use super::{Fingerprint, IdempotencyKey, IdempotencyStore};
-use crate::call::CallOutcome;
+use crate::outcome::CallOutcome;
 
 const PENDING: &str = "pending";
 /// How long a claim holds without an outcome before another caller may take it over.
