@@ -107,16 +107,20 @@ async fn authentication_by_api_key_or_bearer() {
         Client::new(&oxp.base).list().await.unwrap_err(),
         ClientError::Unauthorized(_)
     ));
-    assert!(Client::new(&oxp.base)
-        .api_key("client-key-0123456789abcdef")
-        .list()
-        .await
-        .is_ok());
-    assert!(Client::new(&oxp.base)
-        .bearer("client-key-0123456789abcdef")
-        .list()
-        .await
-        .is_ok());
+    assert!(
+        Client::new(&oxp.base)
+            .api_key("client-key-0123456789abcdef")
+            .list()
+            .await
+            .is_ok()
+    );
+    assert!(
+        Client::new(&oxp.base)
+            .bearer("client-key-0123456789abcdef")
+            .list()
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,13 +7,13 @@ mod harness;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use harness::{assert_valid, Oxp, TOOL_DEFINITION};
-use jsonwebtoken::{encode, EncodingKey, Header};
+use harness::{Oxp, TOOL_DEFINITION, assert_valid};
+use jsonwebtoken::{EncodingKey, Header, encode};
+use oxp_runtime::Registry;
 use oxp_runtime::authorization::InMemoryAuthorization;
 use oxp_runtime::server::{Server, ServerAuth};
-use oxp_runtime::Registry;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const JWT_SECRET: &str = "test-secret-with-at-least-32-bytes-of-entropy";
 const API_KEY: &str = "k_9f8e7d6c5b4a39281706f5e4d3c2b1a0";
@@ -485,23 +485,29 @@ async fn v40_e42_bad_or_unknown_ids_are_400() {
     ] {
         let reply = oxp.call_request(json!({"tool_id": tool_id})).await;
         assert_eq!(reply.status, 400, "{tool_id}");
-        assert!(reply.body["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()));
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
         assert!(reply.body.get("result").is_none());
     }
     // Vector 41: the message names the tool's wire name; the developer message says more.
     let reply = oxp
         .call_request(json!({"tool_id": "Calculator.Add@2.0.0"}))
         .await;
-    assert!(reply.body["message"]
-        .as_str()
-        .unwrap()
-        .contains("Calculator_Add"));
-    assert!(reply.body["developer_message"]
-        .as_str()
-        .unwrap()
-        .contains("1.0.0"));
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("Calculator_Add")
+    );
+    assert!(
+        reply.body["developer_message"]
+            .as_str()
+            .unwrap()
+            .contains("1.0.0")
+    );
     let reply = oxp.call_request(json!({"tool_id": "Nope.Tool"})).await;
     assert_eq!(reply.body["message"], "Tool 'Nope_Tool' was not found");
 }
@@ -787,10 +793,12 @@ async fn r52_r55_r56_missing_authorization_gets_a_challenge_with_a_check_url() {
     assert_eq!(reply.status, 400);
     let challenge = &reply.body["missing_requirements"]["authorization"][0];
     assert_eq!(challenge["id"], "google");
-    assert!(challenge["url"]
-        .as_str()
-        .unwrap()
-        .starts_with("https://auth.example.com/authorize"));
+    assert!(
+        challenge["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://auth.example.com/authorize")
+    );
     let check_url = challenge["check_url"].as_str().unwrap().to_owned();
     assert!(check_url.starts_with(&oxp.base), "{check_url}");
     // Vector 72.
@@ -858,10 +866,12 @@ async fn r52_without_a_provider_missing_authorization_is_400_with_a_message() {
         .call_request(json!({"tool_id": "Gmail.GetEmails", "context": {"user_id": "u1"}}))
         .await;
     assert_eq!(reply.status, 400);
-    assert!(reply.body["message"]
-        .as_str()
-        .unwrap()
-        .contains("authorization for google"));
+    assert!(
+        reply.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("authorization for google")
+    );
 }
 
 // ---- E. Execution errors ---------------------------------------------------------------------

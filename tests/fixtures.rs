@@ -1,6 +1,6 @@
 //! The fixture tools of the conformance suite (oxp-notes §4), built with `#[tool]` like any user's.
 
-use oxp_runtime::{tool, Registry, RegistryBuilder, ToolContext, ToolError};
+use oxp_runtime::{Registry, RegistryBuilder, ToolContext, ToolError, tool};
 
 /// Every fixture tool, for a registry or a server under test.
 pub fn all_tools() -> RegistryBuilder {

@@ -13,14 +13,14 @@
 #[path = "harness/mod.rs"]
 mod harness;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use harness::Oxp;
 use oxp_runtime::server::Server;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -15,7 +15,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A point: an object value, so it comes back as structured content.
 #[derive(serde::Serialize, schemars::JsonSchema)]

@@ -16,10 +16,12 @@ async fn the_page_is_served_when_on_and_absent_when_off() {
         Oxp::start(Server::new(oxp_tests::all_tools().build().unwrap()).playground(true)).await;
     let page = reqwest::get(format!("{}/", on.base)).await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     let html = page.text().await.unwrap();
     assert!(html.contains("oxp playground"));
     assert!(
@@ -46,7 +48,9 @@ fn the_page_works_in_a_real_browser() {
         .is_ok_and(|o| o.status.success());
     let playwright = here.join("browser/node_modules/playwright-core").exists();
     if !node || !Path::new(&chromium).exists() || !playwright {
-        harness::skip("node, Debian's chromium and playwright-core (`apt-get install chromium`, `npm install` in tests/browser)");
+        harness::skip(
+            "node, Debian's chromium and playwright-core (`apt-get install chromium`, `npm install` in tests/browser)",
+        );
         return;
     }
     let example = harness::start_example(&[]);

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::providers::{
-    anthropic, gemini, openai, DispatchError, Dispatcher, ExportError, Limits,
+    DispatchError, Dispatcher, ExportError, Limits, anthropic, gemini, openai,
 };
-use oxp_runtime::{tool, Registry, ToolError};
+use oxp_runtime::{Registry, ToolError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A place.
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -204,10 +204,12 @@ fn gemini_definitions_use_its_openapi_subset() {
     let unit = &parameters["properties"]["unit"];
     assert_eq!(unit["type"], "STRING");
     assert_eq!(unit["enum"], json!(["C", "F"]));
-    assert!(unit["description"]
-        .as_str()
-        .unwrap()
-        .contains("C: Degrees Celsius."));
+    assert!(
+        unit["description"]
+            .as_str()
+            .unwrap()
+            .contains("C: Degrees Celsius.")
+    );
 }
 
 #[test]
@@ -387,14 +389,18 @@ async fn openai_chat_parallel_calls_malformed_arguments_and_unknown_names() {
         json!({"role": "tool", "tool_call_id": "call_a", "content": "22 degrees C in Paris"})
     );
     assert_eq!(results[1]["tool_call_id"], "call_b");
-    assert!(results[1]["content"]
-        .as_str()
-        .unwrap()
-        .starts_with("Error: Invalid JSON in arguments"));
-    assert!(results[1]["content"]
-        .as_str()
-        .unwrap()
-        .ends_with("Please retry with valid JSON."));
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: Invalid JSON in arguments")
+    );
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("Please retry with valid JSON.")
+    );
     assert_eq!(results[2]["tool_call_id"], "call_c");
     let unknown = results[2]["content"].as_str().unwrap();
     assert!(
@@ -519,10 +525,12 @@ async fn gemini_function_calls_get_generated_ids_and_function_responses() {
         parts[1]["functionResponse"]["response"],
         json!({"output": 7.0})
     );
-    assert!(parts[2]["functionResponse"]["response"]["error"]
-        .as_str()
-        .unwrap()
-        .starts_with("Error: Doorbell ID not found"));
+    assert!(
+        parts[2]["functionResponse"]["response"]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: Doorbell ID not found")
+    );
 }
 
 #[tokio::test]
@@ -571,7 +579,7 @@ async fn dispatch_limits_and_large_results() {
 
 #[test]
 fn the_cli_prints_definitions_or_incompatibilities() {
-    use oxp_runtime::cli::{tools, Format};
+    use oxp_runtime::cli::{Format, tools};
     assert_eq!(tools(&registry(&[weather::TOOL]), Format::Gemini, false), 0);
     assert_eq!(tools(&registry(&[area::TOOL]), Format::Gemini, false), 2);
     assert_eq!(tools(&registry(&[area::TOOL]), Format::OpenAi, true), 2);

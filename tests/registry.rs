@@ -3,9 +3,9 @@
 use oxp_runtime::call::{CallOutcome, Pipeline};
 use oxp_runtime::protocol::{CallResult, CallToolRequest};
 use oxp_runtime::registry::ResolveError;
-use oxp_runtime::{tool, Registry, ToolError};
+use oxp_runtime::{Registry, ToolError, tool};
 use oxp_tests as fixtures;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn which_registry() -> Registry {
     Registry::builder()

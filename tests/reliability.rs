@@ -12,7 +12,7 @@ use oxp_runtime::protocol::CallToolRequest;
 use oxp_runtime::server::{Server, ServerAuth, Shutdown};
 use oxp_tests::runs;
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 fn server() -> Server {
     Server::new(oxp_tests::all_tools().build().unwrap())
@@ -32,11 +32,19 @@ async fn a_repeated_call_id_returns_the_first_answer_without_running_again() {
         "the same answer, duration included"
     );
     assert_eq!(runs("idem-1"), 1);
-    // Without a call_id every call runs.
+    // Without a call_id every call runs: each gets its own generated id and a fresh run (a
+    // replay would repeat the first id).
+    let mut ids = Vec::new();
     for _ in 0..2 {
-        oxp.call_request(json!({"tool_id": "Once.Record", "input": {"ms": 0}}))
+        let reply = oxp
+            .call_request(json!({"tool_id": "Once.Record", "input": {"ms": 0}}))
             .await;
+        assert_eq!(reply.body["result"]["value"], 1, "{:?}", reply.body);
+        let id = reply.body["result"]["call_id"].as_str().unwrap().to_owned();
+        assert_eq!(runs(&id), 1, "it ran under its own id");
+        ids.push(id);
     }
+    assert_ne!(ids[0], ids[1]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,10 +109,12 @@ async fn a_full_server_answers_at_once_with_retry_hints() {
     assert_eq!((first.status.as_u16(), second.status.as_u16()), (200, 200));
     let (refused, took) = refused;
     assert_eq!(refused.status, 400);
-    assert!(refused.body["message"]
-        .as_str()
-        .unwrap()
-        .contains("temporarily unavailable"));
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("temporarily unavailable")
+    );
     assert_eq!(refused.header("x-should-retry"), Some("true"));
     assert_eq!(refused.header("retry-after-ms"), Some("1000"));
     assert!(
@@ -275,9 +285,9 @@ async fn replicas_sharing_redis_run_a_call_id_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_memory_store_is_bounded() {
-    let pipeline = Pipeline::new(oxp_tests::all_tools().build().unwrap()).idempotency(Some(
-        InMemoryIdempotency::new(10, Duration::from_millis(200)),
-    ));
+    let store = InMemoryIdempotency::new(10, Duration::from_millis(200));
+    let pipeline =
+        Pipeline::new(oxp_tests::all_tools().build().unwrap()).idempotency(Some(store.clone()));
     let call = |id: String| {
         let request: CallToolRequest = serde_json::from_value(record(&id, 0)).unwrap();
         pipeline.call(request)
@@ -288,4 +298,13 @@ async fn the_in_memory_store_is_bounded() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     call("ttl-1".into()).await;
     assert_eq!(runs("ttl-1"), 2, "after the TTL the key is new again");
+    // Three times the capacity: the store never holds more than 10, and the oldest is new again.
+    for i in 0..30 {
+        call(format!("cap-{i}")).await;
+        assert!(store.len() <= 10, "{store:?}");
+    }
+    call("cap-29".into()).await;
+    assert_eq!(runs("cap-29"), 1, "the newest is kept");
+    call("cap-0".into()).await;
+    assert_eq!(runs("cap-0"), 2, "the oldest was forgotten");
 }

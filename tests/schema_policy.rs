@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use oxp_runtime::{tool, Input, Registry, RegistryError};
+use oxp_runtime::{Input, Registry, RegistryError, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// A postal address.
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -295,9 +295,11 @@ fn plain_parameters_get_the_schema_a_derived_struct_would() {
         input["properties"]["titled"]["description"],
         "And a description over\n  two lines, the second indented."
     );
-    assert!(input["properties"]["undocumented"]
-        .get("description")
-        .is_none());
+    assert!(
+        input["properties"]["undocumented"]
+            .get("description")
+            .is_none()
+    );
     assert_eq!(
         input["required"],
         json!([

@@ -14,9 +14,9 @@ pub use crate::descriptor::{
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
 
-use schemars::{json_schema, Schema, SchemaGenerator};
-use serde::de::DeserializeOwned;
+use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// What a tool parameter must be. The blanket impl is the whole definition; the trait exists so

@@ -2,11 +2,11 @@
 
 use std::io::Read;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::call::Pipeline;
 use crate::protocol::CallContext;
-use crate::providers::{anthropic, gemini, openai, Dispatcher, ExportError, Limits};
+use crate::providers::{Dispatcher, ExportError, Limits, anthropic, gemini, openai};
 use crate::registry::Registry;
 
 const USAGE: &str = "\

@@ -29,7 +29,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::protocol::{
     AuthorizationToken, CallContext, CallResult, CallToolRequest, CallToolResponse, Sensitive,

@@ -11,7 +11,7 @@ use crate::protocol::{
     ToolRequirements,
 };
 use crate::schema;
-use crate::version::{is_segment, ParseError, ToolId, ToolVersion, VersionRequest};
+use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest, is_segment};
 
 /// The longest wire name OXP (and every model provider) accepts.
 ///
@@ -234,9 +234,19 @@ pub struct Registry {
 impl Registry {
     /// Every `#[tool]` linked into the binary.
     ///
-    /// ```
-    /// let registry = oxp_runtime::Registry::from_inventory().unwrap();
-    /// assert!(registry.tools().len() <= registry.tools().len());
+    /// ```standalone_crate
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hello.
+    /// #[tool(toolkit = "Greeter", version = "1.0.0")]
+    /// async fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// // No list to keep: every `#[tool]` in the binary is found.
+    /// let registry = Registry::from_inventory().unwrap();
+    /// assert_eq!(registry.tools().len(), 1);
+    /// assert_eq!(registry.tools()[0].id(), "Greeter.Hello@1.0.0");
     /// ```
     pub fn from_inventory() -> Result<Registry, RegistryError> {
         Registry::builder().all().build()
@@ -459,9 +469,27 @@ impl RegistryBuilder {
 
     /// Adds every `#[tool]` linked into the binary.
     ///
-    /// ```
-    /// let registry = oxp_runtime::Registry::builder().all().build().unwrap();
-    /// # let _ = registry;
+    /// ```standalone_crate
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Say hello.
+    /// #[tool(toolkit = "Greeter", version = "1.0.0")]
+    /// async fn hello(name: String) -> String {
+    ///     format!("Hello, {name}!")
+    /// }
+    ///
+    /// /// A tool in another module of the binary: found all the same.
+    /// mod elsewhere {
+    ///     /// Say goodbye.
+    ///     #[oxp_runtime::tool(toolkit = "Greeter", version = "1.0.0")]
+    ///     pub async fn goodbye() -> String {
+    ///         "Goodbye!".into()
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder().all().build().unwrap();
+    /// let ids: Vec<&str> = registry.tools().iter().map(|t| t.id()).collect();
+    /// assert_eq!(ids, ["Greeter.Goodbye@1.0.0", "Greeter.Hello@1.0.0"]);
     /// ```
     #[must_use]
     pub fn all(mut self) -> Self {

@@ -26,7 +26,7 @@
 use std::fmt;
 
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
-use schemars::transform::{transform_subschemas, RestrictFormats, Transform};
+use schemars::transform::{RestrictFormats, Transform, transform_subschemas};
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 

@@ -164,7 +164,7 @@ impl<'a> ToolId<'a> {
                     toolkit,
                     name,
                     version: VersionRequest::Latest,
-                })
+                });
             }
             Some(v) if !v.contains('.') => number(v)?.map(|major| ToolVersion {
                 major,

@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::http::HeaderMap;
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use oxp_runtime::call::{CallOutcome, Pipeline};
 use oxp_runtime::server::dialect;
 use serde_json::json;

@@ -5,8 +5,8 @@
 use std::sync::OnceLock;
 
 use oxp_runtime::server::Server;
-use reqwest::header::HeaderMap;
 use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 /// `spec/oxp-1.0-openapi.json` from the OXP repository, vendored with its license, so the suite

@@ -1,7 +1,7 @@
 //! A `POST /tools/call` through a router in process (no socket), for the benchmarks.
 
 use oxp_runtime::server::Server;
-use oxp_runtime::{tool, Registry};
+use oxp_runtime::{Registry, tool};
 use tower::ServiceExt;
 
 /// The example's `Calculator.Add@1.0.0`: integers, as the bare handler adds them, so both

@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use axum::http::{header, HeaderValue};
+use axum::Router;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]

@@ -14,9 +14,9 @@
 //! | `OXP_AGENT_STRICT` | `true`: tools in strict mode |
 
 use oxp_runtime::call::Pipeline;
-use oxp_runtime::providers::{openai, Dispatcher, Limits};
-use oxp_runtime::{tool, Registry, ToolError};
-use serde_json::{json, Value};
+use oxp_runtime::providers::{Dispatcher, Limits, openai};
+use oxp_runtime::{Registry, ToolError, tool};
+use serde_json::{Value, json};
 
 /// Add two numbers.
 #[tool(toolkit = "Calculator", version = "2.0.0")]
@@ -53,7 +53,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .filter(|k| !k.is_empty())
     else {
-        eprintln!("agent_loop: set OXP_AGENT_API_KEY (and OXP_AGENT_BASE_URL for a non-OpenAI server) to run it");
+        eprintln!(
+            "agent_loop: set OXP_AGENT_API_KEY (and OXP_AGENT_BASE_URL for a non-OpenAI server) to run it"
+        );
         return Ok(());
     };
     let base =

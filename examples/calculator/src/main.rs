@@ -1,6 +1,6 @@
 //! The example server: `cargo run` serves these tools on http://127.0.0.1:8000.
 
-use oxp_runtime::{tool, ToolError};
+use oxp_runtime::{ToolError, tool};
 
 /// Add two integers.
 #[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]

@@ -1,8 +1,8 @@
 //! Admission: the concurrency limit, draining for shutdown, and the counters that prove no call
 //! was lost (every tool started also finished).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures_util::future::{BoxFuture, Either};
 use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Either};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -19,8 +19,8 @@ use crate::descriptor::{Invoke, InvokeError, InvokeResult, ToolDescriptor};
 use crate::error::ToolError;
 use crate::protocol::{CallResult, CallToolResponse, ValidationErrorResponse};
 
-use super::gate::{Admission, Gate};
 use super::CallOutcome;
+use super::gate::{Admission, Gate};
 
 /// Scrubs a call's secret and token values out of text that leaves the tool: error messages
 /// and log lines. A tool that puts a key into an error (a URL with `?key=…` in a transport
@@ -242,13 +242,15 @@ impl Execution {
                 error: redactor.tool_error(error),
             },
             Err(InvokeError::Input(e)) => {
-                return CallOutcome::Invalid(self.input_redactor.invalid(ValidationErrorResponse {
-                    message: format!(
-                        "The input for '{}_{}' is invalid: {e}",
-                        self.descriptor.toolkit, self.descriptor.name
-                    ),
-                    parameter_errors: BTreeMap::new(),
-                }))
+                return CallOutcome::Invalid(self.input_redactor.invalid(
+                    ValidationErrorResponse {
+                        message: format!(
+                            "The input for '{}_{}' is invalid: {e}",
+                            self.descriptor.toolkit, self.descriptor.name
+                        ),
+                        parameter_errors: BTreeMap::new(),
+                    },
+                ));
             }
             Err(InvokeError::Output(e)) => CallResult::Failure {
                 error: ToolError::new("The tool produced a value that could not be sent.")
@@ -316,7 +318,7 @@ async fn blocking(
             Err(_) => {
                 return Ok(Err(InvokeError::Tool(ToolError::new(
                     "The server is shutting down.",
-                ))))
+                ))));
             }
         },
     };

@@ -13,8 +13,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{self, BoxFuture, Either};
 use futures_util::FutureExt;
+use futures_util::future::{self, BoxFuture, Either};
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -376,10 +376,10 @@ impl Pipeline {
             Err(Refusal::Full) => {
                 return answered(CallOutcome::unavailable(
                     "the server is at its concurrency limit",
-                ))
+                ));
             }
             Err(Refusal::Draining) => {
-                return answered(CallOutcome::unavailable("the server is shutting down"))
+                return answered(CallOutcome::unavailable("the server is shutting down"));
             }
         };
         // Only a client's own `call_id` is an idempotency key; a generated one is unique anyway.
@@ -480,7 +480,7 @@ impl Pipeline {
                                 "every blocking thread for sync tools is taken",
                             ))
                             .boxed(),
-                        )
+                        );
                     }
                 }
             }

@@ -6,9 +6,9 @@
 //! blocks `{id, name, input}` (`input` an object, so never malformed JSON); results go back in one
 //! `role: "user"` message of `tool_result` blocks `{tool_use_id, content, is_error}`.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
 use crate::registry::Registry;
 
 /// Anthropic `tools`: `{name, description, input_schema}`.

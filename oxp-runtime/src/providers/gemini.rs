@@ -10,9 +10,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
 use crate::registry::Registry;
 
 const PROVIDER: &str = "Gemini";

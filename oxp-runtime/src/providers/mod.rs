@@ -28,7 +28,7 @@ mod schema_walk;
 
 use std::fmt;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::protocol::{
@@ -551,7 +551,7 @@ impl Dispatcher {
             Err(problem) => {
                 return error(format!(
                     "Invalid JSON in arguments ({problem}). Please retry with valid JSON."
-                ))
+                ));
             }
         };
         let size = arguments.to_string().len();

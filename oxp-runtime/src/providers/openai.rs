@@ -7,10 +7,10 @@
 //! subset: every object closed, every property required, optional ones nullable; no
 //! `oneOf`/`allOf`/`not`/`if`, no `patternProperties`, no open maps; at most 5 nesting levels).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::schema_walk::for_each_subschema;
-use super::{export, DispatchError, Dispatcher, ExportError, Limits, ToolCall};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
 use crate::registry::{RegisteredTool, Registry};
 
 const PROVIDER: &str = "OpenAI strict mode";

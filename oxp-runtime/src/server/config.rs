@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{Server, ServerAuth, Shutdown, DEFAULT_MAX_BODY_BYTES};
+use super::{DEFAULT_MAX_BODY_BYTES, Server, ServerAuth, Shutdown};
 use crate::idempotency::InMemoryIdempotency;
 use crate::registry::Registry;
 
@@ -237,7 +237,7 @@ impl ServerConfig {
                 return Err(ConfigError {
                     variable: "OXP_LOG_FORMAT",
                     problem: format!("`{other}` is not `pretty` or `json`"),
-                })
+                });
             }
         };
         let playground = match get("OXP_PLAYGROUND").as_deref() {
@@ -248,7 +248,7 @@ impl ServerConfig {
                 return Err(ConfigError {
                     variable: "OXP_PLAYGROUND",
                     problem: format!("`{other}` is not true or false"),
-                })
+                });
             }
         };
         let switch = |variable: &'static str| -> Result<bool, ConfigError> {
@@ -556,7 +556,9 @@ fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
         );
     }
     if config.auth.has_short_api_key() {
-        tracing::warn!("an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes");
+        tracing::warn!(
+            "an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes"
+        );
     }
 }
 
@@ -595,7 +597,7 @@ fn fail(message: &str) -> ! {
 fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
+        use tokio::signal::unix::{SignalKind, signal};
         let interrupt = signal(SignalKind::interrupt());
         let terminate = signal(SignalKind::terminate());
         async move {

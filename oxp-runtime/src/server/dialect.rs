@@ -459,7 +459,9 @@ mod tests {
         assert_eq!(schema_major("otc://1.0"), Some(1));
         assert_eq!(schema_major("urn:oxp:2.0"), Some(2));
         assert_eq!(
-            schema_major("https://github.com/OpenToolCalling/Specification/tree/main/spec/http/1.0/openapi.json"),
+            schema_major(
+                "https://github.com/OpenToolCalling/Specification/tree/main/spec/http/1.0/openapi.json"
+            ),
             Some(1)
         );
         for bad in [

@@ -19,9 +19,9 @@ use axum::response::Response;
 use http_body::Frame;
 use http_body_util::{LengthLimitError, Limited};
 
+use super::AppState;
 use super::dialect::{OXP_VERSION, OXP_VERSION_HEADER};
 use super::listen::BodyBudget;
-use super::AppState;
 
 /// The host names a loopback server answers to by default: a page on another name that
 /// resolves to 127.0.0.1 (DNS rebinding) is not one of them.

@@ -25,6 +25,7 @@ mod listen;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{OriginalUri, Path, Request, State};
@@ -33,19 +34,18 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 pub use auth::{AuthError, Principal, ServerAuth};
-pub use config::{serve, ConfigError, LogFormat, ServerConfig, DEFAULT_ADDR};
+pub use config::{ConfigError, DEFAULT_ADDR, LogFormat, ServerConfig, serve};
 pub use listen::ConnectionLimits;
 
 use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
-use dialect::{Dialect, DEFAULT_SCHEMA, OXP_VERSION, OXP_VERSION_HEADER};
+use dialect::{DEFAULT_SCHEMA, Dialect, OXP_VERSION, OXP_VERSION_HEADER};
 use guard::{BodyFailure, Browsers, LOOPBACK_HOSTS};
 
 /// The default cap on a request body.
@@ -855,7 +855,7 @@ fn answer(dialect: &Dialect, status: StatusCode, body: &impl Serialize, compat: 
                     schema,
                     result: body,
                 },
-            )
+            );
         }
         _ => serde_json::to_value(body).expect("wire types serialize"),
     };
