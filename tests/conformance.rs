@@ -415,6 +415,7 @@ async fn g8_g9_bare_body_with_oxp_version_is_answered_bare() {
 
 #[tokio::test]
 async fn c32_c33_call_id_is_generated_when_absent_and_trace_id_accepted() {
+    let log = harness::Log::captured();
     let oxp = server().await;
     // Vector 26.
     let request = json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}});
@@ -428,9 +429,16 @@ async fn c32_c33_call_id_is_generated_when_absent_and_trace_id_accepted() {
     assert_ne!(a, b);
     // Vector 27.
     let reply = oxp
-        .call_request(json!({"call_id": "c1", "trace_id": "t1", "tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}))
+        .call_request(json!({"call_id": "c33", "trace_id": "trace-c33", "tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}))
         .await;
     assert_eq!(reply.status, 200);
+    // The trace id is recorded on the call's span, beside its call id.
+    let text = log.text();
+    assert!(
+        text.lines()
+            .any(|l| l.contains(r#"trace_id="trace-c33""#) && l.contains(r#"call_id="c33""#)),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -901,6 +909,7 @@ async fn e47_tool_errors_are_200_with_every_field() {
 
 #[tokio::test]
 async fn e47_panics_and_timeouts_are_200_and_the_server_keeps_serving() {
+    let log = harness::Log::captured();
     let oxp = server().await;
     // Vector 77.
     let reply = oxp.call_request(json!({"tool_id": "Util.Panic"})).await;
@@ -909,7 +918,12 @@ async fn e47_panics_and_timeouts_are_200_and_the_server_keeps_serving() {
     assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()));
     assert!(
         !reply.body.to_string().contains("on purpose"),
-        "the panic text stays in the log"
+        "the panic text stays out of the answer"
+    );
+    assert!(
+        log.text().contains("on purpose"),
+        "…and is in the log: {}",
+        log.text()
     );
     // Vector 78.
     let reply = oxp.call_request(json!({"tool_id": "Util.Slow"})).await;

@@ -55,6 +55,8 @@ fn the_page_works_in_a_real_browser() {
     }
     let example = harness::start_example(&[]);
     let screenshot = here.join("../target/playground.png");
+    // A screenshot left by an earlier run must not pass for this one's.
+    let _ = std::fs::remove_file(&screenshot);
     let output = Command::new("node")
         .arg(here.join("browser/playground.mjs"))
         .arg(&example.base)

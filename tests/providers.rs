@@ -261,10 +261,50 @@ fn gemini_schema_rules() {
 #[test]
 fn matrix_nested_object_params_work_everywhere() {
     let registry = registry(&[weather::TOOL]);
-    assert!(openai::chat_tools(&registry, &Limits::default(), false).is_ok());
-    assert!(openai::chat_tools(&registry, &Limits::default(), true).is_ok());
-    assert!(anthropic::tools(&registry, &Limits::default()).is_ok());
-    assert!(gemini::tools(&registry, &Limits::default()).is_ok());
+    let limits = Limits::default();
+    let place = |tools: Vec<Value>, pointer: &str| tools[0].pointer(pointer).unwrap().clone();
+    // Each provider gets the nested `place` object with its own fields, in its own dialect.
+    for (provider, place) in [
+        (
+            "openai",
+            place(
+                openai::chat_tools(&registry, &limits, false).unwrap(),
+                "/function/parameters/properties/place",
+            ),
+        ),
+        (
+            "openai strict",
+            place(
+                openai::chat_tools(&registry, &limits, true).unwrap(),
+                "/function/parameters/properties/place",
+            ),
+        ),
+        (
+            "anthropic",
+            place(
+                anthropic::tools(&registry, &limits).unwrap(),
+                "/input_schema/properties/place",
+            ),
+        ),
+        (
+            "gemini",
+            place(
+                gemini::tools(&registry, &limits).unwrap(),
+                "/functionDeclarations/0/parameters/properties/place",
+            ),
+        ),
+    ] {
+        let kind = place["type"].as_str().map(str::to_ascii_lowercase);
+        assert_eq!(kind.as_deref(), Some("object"), "{provider}: {place}");
+        assert!(
+            place["properties"]["city"].is_object(),
+            "{provider}: {place}"
+        );
+        assert!(
+            place["properties"]["country"].is_object(),
+            "{provider}: {place}"
+        );
+    }
 }
 
 #[test]
@@ -272,7 +312,12 @@ fn matrix_one_of_any_of_work_for_openai_and_anthropic_not_gemini() {
     let registry = registry(&[area::TOOL]);
     let openai = openai::chat_tools(&registry, &Limits::default(), false).unwrap();
     assert!(openai[0].to_string().contains("oneOf"));
-    assert!(anthropic::tools(&registry, &Limits::default()).is_ok());
+    let anthropic = anthropic::tools(&registry, &Limits::default()).unwrap();
+    assert!(
+        anthropic[0]["input_schema"]["properties"]["shape"]["oneOf"].is_array(),
+        "{}",
+        anthropic[0]
+    );
     let errors = gemini::tools(&registry, &Limits::default()).unwrap_err();
     assert_eq!(
         errors,
@@ -313,7 +358,8 @@ fn matrix_ref_never_reaches_any_provider() {
 #[test]
 fn open_maps_cannot_be_strict_or_gemini() {
     let registry = registry(&[tally::TOOL]);
-    assert!(openai::chat_tools(&registry, &Limits::default(), false).is_ok());
+    let loose = openai::chat_tools(&registry, &Limits::default(), false).unwrap();
+    assert_eq!(loose[0]["function"]["name"], "Text_Tally", "{}", loose[0]);
     for errors in [
         openai::chat_tools(&registry, &Limits::default(), true).unwrap_err(),
         gemini::tools(&registry, &Limits::default()).unwrap_err(),

@@ -1,7 +1,7 @@
 //! Real Python peers from PyPI against a real server on 127.0.0.1: the official `oxp` SDK, and
 //! LangChain's `universal-tool-client` and `langchain-tool-client` (with compatibility on).
 //!
-//! The Python interpreter is `$OXP_TEST_PYTHON` (`.ci/install` makes a venv and sets it), else
+//! The Python interpreter is `$OXP_TEST_PYTHON` (`.ci/run` makes a venv and sets it), else
 //! `python3`. Without the packages, each test prints `SKIPPED: needs …` — and fails under
 //! `OXP_REQUIRE_ALL_TESTS=1`.
 

@@ -30,3 +30,14 @@ impl Errors {
         self.0.map(|e| e.to_compile_error()).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+impl Errors {
+    /// The messages collected, in order.
+    pub fn messages(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .flat_map(|e| e.clone().into_iter().map(|e| e.to_string()))
+            .collect()
+    }
+}

@@ -240,3 +240,73 @@ fn distance(a: &str, b: &str) -> usize {
     }
     row[b.len()]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn parse(tokens: TokenStream) -> (Args, Vec<String>) {
+        let mut errors = Errors::default();
+        let args = args(tokens, &mut errors);
+        (args, errors.messages())
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let (args, errors) = parse(quote!(
+            toolkit = "Gmail",
+            name = "Get",
+            version = "1.2.0",
+            user_id,
+            secret = "A",
+            secret = "B",
+            timeout_ms = 500,
+            authorization(id = "google", scopes = ["s1", "s2"])
+        ));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(args.toolkit.unwrap().value(), "Gmail");
+        assert_eq!(args.name.unwrap().value(), "Get");
+        assert_eq!(args.version.unwrap().value(), "1.2.0");
+        assert!(args.user_id);
+        let secrets: Vec<String> = args.secrets.iter().map(LitStr::value).collect();
+        assert_eq!(secrets, ["A", "B"]);
+        assert_eq!(args.timeout_ms.unwrap().base10_parse::<u64>().unwrap(), 500);
+        assert_eq!(args.authorization[0].id.value(), "google");
+        assert_eq!(args.authorization[0].scopes.len(), 2);
+    }
+
+    #[test]
+    fn every_problem_is_reported_and_the_rest_still_read() {
+        let (args, errors) = parse(quote!(
+            toolkt = "X",
+            version = "1.0.0",
+            version = "2.0.0",
+            name = 5
+        ));
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("unknown key `toolkt`"), "{}", errors[0]);
+        assert!(
+            errors[0].contains("did you mean `toolkit`?"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors.iter().any(|e| e.contains("duplicate key `version`")),
+            "{errors:?}"
+        );
+        assert_eq!(
+            args.version.unwrap().value(),
+            "1.0.0",
+            "the first one is kept"
+        );
+    }
+
+    #[test]
+    fn suggestions_only_for_near_misses() {
+        assert!(unknown_key_message("`verison`", KEYS).contains("did you mean `version`?"));
+        assert!(!unknown_key_message("`colour`", KEYS).contains("did you mean"));
+        assert_eq!(distance("kitten", "sitting"), 3);
+        assert_eq!(distance("", "abc"), 3);
+    }
+}

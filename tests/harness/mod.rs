@@ -229,7 +229,12 @@ pub fn example_binary() -> String {
         .status()
         .expect("cargo runs");
     assert!(built.success(), "the example builds");
-    format!("{workspace}/target/debug/calculator")
+    // Where cargo put it: `CARGO_TARGET_DIR` (relative to the workspace) when set.
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => std::path::Path::new(workspace).join(dir),
+        None => std::path::Path::new(workspace).join("target"),
+    };
+    target.join("debug/calculator").display().to_string()
 }
 
 pub fn start_example(env: &[(&str, &str)]) -> Example {
@@ -254,4 +259,42 @@ pub fn start_example(env: &[(&str, &str)]) -> Example {
     // Keep draining the log so the server never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     Example { child, base }
+}
+
+/// The log of this test process, captured at TRACE from the first call on: a test that says
+/// something "stays in the log" reads it here.
+#[derive(Clone, Default)]
+pub struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Log {
+    /// The process's log (installing the capturing subscriber on first use).
+    pub fn captured() -> &'static Log {
+        static LOG: OnceLock<Log> = OnceLock::new();
+        LOG.get_or_init(|| {
+            let log = Log::default();
+            let writer = log.clone();
+            tracing_subscriber::fmt()
+                .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .init();
+            oxp_runtime::call::install_panic_hook();
+            log
+        })
+    }
+
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
 }
