@@ -149,7 +149,10 @@ async fn served(server: Server) -> String {
 /// every one of these calls ran and answered 200.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_cannot_drive_the_server() {
-    let base = served(server().allowed_origins(["https://agent.example.com"])).await;
+    let pipeline = oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap());
+    let mcp = oxp_runtime::mcp::McpServer::new(pipeline.clone()).into_router();
+    let server = Server::from_pipeline(pipeline).nest("/mcp", mcp);
+    let base = served(server.allowed_origins(["https://agent.example.com"])).await;
     let client = reqwest::Client::new();
     let record = |call_id: &str| {
         json!({"tool_id": "Once.Record", "call_id": call_id, "input": {"ms": 0}}).to_string()

@@ -41,6 +41,13 @@ fn pipeline() -> Pipeline {
     Pipeline::new(oxp_tests::all_tools().tool(point::TOOL).build().unwrap())
 }
 
+/// A server with MCP at `/mcp`, over one pipeline, as `serve()` composes them.
+fn with_mcp(configure: impl FnOnce(McpServer) -> McpServer) -> Server {
+    let pipeline = pipeline();
+    let mcp = configure(McpServer::new(pipeline.clone())).into_router();
+    Server::from_pipeline(pipeline).nest("/mcp", mcp)
+}
+
 fn text(result: &CallToolResult) -> String {
     serde_json::to_value(&result.content).unwrap()[0]["text"]
         .as_str()
@@ -70,7 +77,7 @@ async fn connect(oxp: &Oxp) -> RunningService<RoleClient, ()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_over_streamable_http() {
-    let oxp = Oxp::start(Server::from_pipeline(pipeline())).await;
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
     let client = connect(&oxp).await;
 
     let tools = client.list_all_tools().await.unwrap();
@@ -147,8 +154,7 @@ async fn server_side_secrets_reach_tools_called_over_mcp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_is_behind_the_servers_authentication() {
     let oxp = Oxp::start(
-        Server::from_pipeline(pipeline())
-            .auth(ServerAuth::default().api_key("mcp-key-0123456789abcdef")),
+        with_mcp(|mcp| mcp).auth(ServerAuth::default().api_key("mcp-key-0123456789abcdef")),
     )
     .await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -258,10 +264,11 @@ async fn remote_mcp_callers_are_themselves_not_the_operator() {
         ().serve(StreamableHttpClientTransport::from_config(config))
     };
     let server = |single_tenant: bool| {
-        Server::from_pipeline(pipeline())
-            .auth(ServerAuth::default().jwt_secret(secret))
-            .mcp_context(operator.clone())
-            .mcp_single_tenant(single_tenant)
+        with_mcp(|mcp| {
+            mcp.with_context(operator.clone())
+                .single_tenant(single_tenant)
+        })
+        .auth(ServerAuth::default().jwt_secret(secret))
     };
 
     let oxp = Oxp::start(server(false)).await;
@@ -289,9 +296,9 @@ async fn remote_mcp_callers_are_themselves_not_the_operator() {
 /// MCP sessions are bounded: over the cap, a new session is refused with a 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_sessions_are_capped() {
-    let oxp = Oxp::start(
-        Server::from_pipeline(pipeline()).mcp_sessions(2, std::time::Duration::from_secs(60)),
-    )
+    let oxp = Oxp::start(with_mcp(|mcp| {
+        mcp.session_limits(2, std::time::Duration::from_secs(60))
+    }))
     .await;
     let first = connect(&oxp).await;
     let second = connect(&oxp).await;

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use harness::Oxp;
-use oxp_runtime::server::{Server, ServerConfig};
+use oxp_runtime::app::ServerConfig;
+use oxp_runtime::server::Server;
 
 #[tokio::test]
 async fn the_page_is_served_when_on_and_absent_when_off() {

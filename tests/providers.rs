@@ -3,6 +3,9 @@
 //! calls run through the pipeline; and the results in each provider's format, matched by id.
 //! Fixtures follow seed 004's shapes and the providers' API references (no network).
 
+#[path = "harness/mod.rs"]
+mod harness;
+
 use std::collections::BTreeMap;
 
 use oxp_runtime::call::Pipeline;
@@ -624,12 +627,33 @@ async fn dispatch_limits_and_large_results() {
 }
 
 #[test]
-fn the_cli_prints_definitions_or_incompatibilities() {
-    use oxp_runtime::cli::{Format, tools};
-    assert_eq!(tools(&registry(&[weather::TOOL]), Format::Gemini, false), 0);
-    assert_eq!(tools(&registry(&[area::TOOL]), Format::Gemini, false), 2);
-    assert_eq!(tools(&registry(&[area::TOOL]), Format::OpenAi, true), 2);
-    assert_eq!(tools(&registry(&[area::TOOL]), Format::Anthropic, false), 0);
+fn every_provider_exports_through_one_shape() {
+    use oxp_runtime::providers::Provider;
+    let limits = Limits::default();
+    for provider in Provider::ALL {
+        let tools = provider.export(&registry(&[weather::TOOL]), &limits, false);
+        assert!(
+            tools.as_ref().is_ok_and(|t| t.to_vec().len() == 1),
+            "{provider}: {tools:?}"
+        );
+        assert_eq!(provider.name().parse::<Provider>(), Ok(provider));
+    }
+    // Incompatibilities are typed errors naming the provider, as `tools` prints them.
+    let gemini = Provider::Gemini.export(&registry(&[area::TOOL]), &limits, false);
+    assert!(
+        matches!(&gemini, Err(e) if matches!(&e[0], ExportError::SchemaIncompatible { provider: "Gemini", .. })),
+        "{gemini:?}"
+    );
+    assert!(
+        Provider::OpenAiChat
+            .export(&registry(&[area::TOOL]), &limits, true)
+            .is_err()
+    );
+    assert!(
+        Provider::Anthropic
+            .export(&registry(&[area::TOOL]), &limits, false)
+            .is_ok()
+    );
 }
 
 /// Issue #13: a model's call id is an idempotency key, but only within one dispatcher (one
@@ -662,4 +686,57 @@ async fn two_conversations_reusing_a_model_call_id_each_get_their_own_result() {
     // A true retry (same id, same request) gets the first answer.
     let retried = result(anthropic::dispatch(&first, &add(1)).await.unwrap());
     assert_eq!(retried["content"], "3.0");
+}
+
+/// The `tools` and `dispatch` subcommands of a real binary (the example), through the process
+/// layer: definitions on stdout with exit 0, a model's calls run and answered, usage errors 2.
+#[test]
+fn the_binarys_subcommands_export_and_dispatch() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let binary = harness::example_binary();
+    let tools = Command::new(&binary)
+        .args(["tools", "--format", "anthropic"])
+        .output()
+        .unwrap();
+    assert_eq!(tools.status.code(), Some(0));
+    let exported: Value = serde_json::from_slice(&tools.stdout).unwrap();
+    assert!(
+        exported
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "Calculator_Add")
+    );
+    let mut dispatch = Command::new(&binary)
+        .args(["dispatch", "--format", "anthropic"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reply = json!({"content": [{"type": "tool_use", "id": "toolu_9", "name": "Calculator_Add",
+                                    "input": {"a": 2, "b": 3}}]});
+    dispatch
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(reply.to_string().as_bytes())
+        .unwrap();
+    let out = dispatch.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let messages: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(messages[0]["content"][0]["tool_use_id"], "toolu_9");
+    assert_eq!(messages[0]["content"][0]["content"], "5.0");
+    for bad in [
+        &["tools", "--format", "cohere"][..],
+        &["dispatch", "--format", "oxp"],
+        &["frobnicate"],
+    ] {
+        let out = Command::new(&binary).args(bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("usage:"),
+            "{bad:?}"
+        );
+    }
 }

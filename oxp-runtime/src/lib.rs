@@ -30,10 +30,10 @@
 //! [`registry`] (tools, versions, validators) → [`call`] (the one pipeline) → the fronts.
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod authorization;
 extern crate self as oxp_runtime;
 pub mod call;
-pub mod cli;
 #[cfg(feature = "client")]
 pub mod client;
 mod context;
@@ -43,6 +43,7 @@ pub mod idempotency;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod outcome;
+mod principal;
 pub mod protocol;
 pub mod providers;
 pub mod registry;
@@ -50,11 +51,11 @@ pub mod schema;
 pub mod server;
 pub mod version;
 
+pub use app::serve;
 pub use context::ToolContext;
 pub use descriptor::{AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor};
 pub use error::ToolError;
 pub use registry::{Registry, RegistryBuilder, RegistryError};
-pub use server::serve;
 pub use version::ToolVersion;
 
 #[doc = include_str!("tool_attribute.md")]

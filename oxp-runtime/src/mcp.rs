@@ -22,11 +22,13 @@
 //! in with [`McpServer::single_tenant`] (`OXP_MCP_SINGLE_TENANT`).
 //!
 //! ```
-//! use oxp_runtime::{call::Pipeline, mcp::McpServer, Registry};
+//! use oxp_runtime::{call::Pipeline, mcp::McpServer, server::Server, Registry};
 //!
-//! let mcp = McpServer::new(Pipeline::new(Registry::builder().build().unwrap()));
-//! let service = mcp.streamable_http_service(); // a tower service; the OXP server nests it at /mcp
-//! # let _ = service;
+//! // One pipeline for both fronts: they share its limits and idempotency.
+//! let pipeline = Pipeline::new(Registry::builder().build().unwrap());
+//! let mcp = McpServer::new(pipeline.clone()).into_router();
+//! let app = Server::from_pipeline(pipeline).nest("/mcp", mcp).router();
+//! # let _: axum::Router = app;
 //! ```
 
 use std::sync::{Arc, OnceLock};
@@ -43,9 +45,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
-use crate::server::Principal;
 use crate::version::ToolVersion;
 
 /// How many HTTP sessions are kept, and for how long without a request.

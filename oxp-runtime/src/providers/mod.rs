@@ -3,9 +3,10 @@
 //!
 //! Each provider has a module ([`openai`], [`anthropic`], [`gemini`]) that holds its rules —
 //! the schema projection, the shape of its tool definitions, tool calls and tool results — each
-//! rule with its source. What is common lives here: [`Limits`] (seed 003 §7), the typed
-//! [`ExportError`], and [`Dispatcher`], which runs a model's tool calls concurrently and turns
-//! every outcome into text a model can act on (seed 003 §5.3, §8).
+//! rule with its source. What is common lives here: [`Provider`], the one shape every provider
+//! is driven through; [`Limits`] (seed 003 §7), the typed [`ExportError`], and [`Dispatcher`],
+//! which runs a model's tool calls concurrently and turns every outcome into text a model can
+//! act on (seed 003 §5.3, §8).
 //!
 //! ```
 //! use oxp_runtime::{tool, Registry};
@@ -24,7 +25,10 @@
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
+mod provider;
 mod schema_walk;
+
+pub use provider::Provider;
 
 use std::fmt;
 
@@ -630,26 +634,43 @@ impl Dispatcher {
     }
 }
 
-/// Seed 003 §8.3, option 1: cut at a character boundary and say so; `true` if it cut.
+/// Seed 003 §8.3, option 1: cut at a character boundary and say so, naming the limit in force;
+/// `true` if it cut. The result, notice included, fits in `max_bytes`.
 fn truncate(content: &mut String, max_bytes: usize) -> bool {
-    const NOTICE: &str = "\n\n[Truncated: Result exceeded 64KB limit]";
     if content.len() <= max_bytes {
         return false;
     }
-    let mut cut = max_bytes
-        .saturating_sub(NOTICE.len() + 4 * 1024)
-        .min(60_000);
+    let limit = if max_bytes % 1024 == 0 {
+        format!("{}KB", max_bytes / 1024)
+    } else {
+        format!("{max_bytes} bytes")
+    };
+    let notice = format!("\n\n[Truncated: Result exceeded {limit} limit]");
+    let mut cut = max_bytes.saturating_sub(notice.len());
     while !content.is_char_boundary(cut) {
         cut -= 1;
     }
     content.truncate(cut);
-    content.push_str(NOTICE);
+    content.push_str(&notice);
     true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_distinct_constants_make_a_one_of_an_any_of() {
+        let unit_enum = serde_json::json!({"oneOf": [{"const": "a"}, {"const": "b"}]});
+        assert!(openai::strict_schema(&unit_enum).unwrap()["anyOf"].is_array());
+        // Equal constants apart from each other: `oneOf` (exactly one) is not `anyOf` here.
+        let repeated =
+            serde_json::json!({"oneOf": [{"const": "a"}, {"const": "b"}, {"const": "a"}]});
+        assert_eq!(
+            openai::strict_schema(&repeated),
+            Err(vec!["oneOf".to_owned()])
+        );
+    }
 
     #[test]
     fn truncation_keeps_characters_whole_and_says_so() {
@@ -660,5 +681,13 @@ mod tests {
         let mut short = "ok".to_owned();
         truncate(&mut short, 64 * 1024);
         assert_eq!(short, "ok");
+        // The limit in force, whatever it is, is the one cut at and named.
+        let mut text = "x".repeat(10_000);
+        assert!(truncate(&mut text, 5_000));
+        assert!(text.len() <= 5_000, "{}", text.len());
+        assert!(text.ends_with("[Truncated: Result exceeded 5000 bytes limit]"));
+        let mut text = "x".repeat(100_000);
+        truncate(&mut text, 8 * 1024);
+        assert!(text.ends_with("[Truncated: Result exceeded 8KB limit]"));
     }
 }

@@ -152,9 +152,12 @@ fn strict_object(schema: &mut Map<String, Value>, incompatible: &mut Vec<String>
     // any other `oneOf` does not, and strict mode has no `oneOf`.
     if let Some(Value::Array(branches)) = schema.get("oneOf") {
         let constants: Vec<&Value> = branches.iter().filter_map(|b| b.get("const")).collect();
-        let mut distinct = constants.clone();
-        distinct.dedup();
-        if constants.len() == branches.len() && distinct.len() == constants.len() {
+        // Distinct anywhere in the list, not only next to each other (`dedup` would be that).
+        let distinct = constants
+            .iter()
+            .enumerate()
+            .all(|(i, c)| !constants[..i].contains(c));
+        if constants.len() == branches.len() && distinct {
             let branches = schema.remove("oneOf").expect("just matched");
             schema.insert("anyOf".into(), branches);
         } else {

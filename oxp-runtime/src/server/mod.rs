@@ -1,5 +1,6 @@
 //! The OXP 1.0 HTTP front: `GET /health`, `GET /tools`, `POST /tools/call`, and `GET` on
-//! authorization `check_url`s — and, with the `mcp` feature, MCP's streamable HTTP at `/mcp`.
+//! authorization `check_url`s — and any other front nested on the same port ([`Server::nest`]:
+//! `serve()` puts MCP's streamable HTTP at `/mcp`).
 //! It only translates; every step of a call is [`Pipeline`]'s.
 //!
 //! ```no_run
@@ -17,7 +18,6 @@
 //! ```
 
 mod auth;
-mod config;
 pub mod dialect;
 mod guard;
 mod listen;
@@ -38,14 +38,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use auth::{AuthError, Principal, ServerAuth};
-pub use config::{ConfigError, DEFAULT_ADDR, LogFormat, ServerConfig, serve};
 pub use listen::ConnectionLimits;
 
 use crate::authorization::AuthorizationProvider;
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
-use dialect::{DEFAULT_SCHEMA, Dialect, OXP_VERSION, OXP_VERSION_HEADER};
+use dialect::{DEFAULT_SCHEMA, Dialect};
 use guard::{BodyFailure, Browsers, LOOPBACK_HOSTS};
 
 /// The default cap on a request body.
@@ -96,17 +95,8 @@ pub struct Server {
     browsers: Browsers,
     body_timeout: Duration,
     connections: ConnectionLimits,
-    #[cfg(feature = "mcp")]
-    mcp: McpOptions,
-}
-
-/// What `/mcp` is configured with (see [`crate::mcp`]).
-#[cfg(feature = "mcp")]
-#[derive(Clone, Debug, Default)]
-struct McpOptions {
-    context: crate::protocol::CallContext,
-    single_tenant: bool,
-    sessions: Option<(usize, Duration)>,
+    /// Routers nested under paths, behind the same guard and authentication (MCP at `/mcp`).
+    nested: Vec<(String, Router)>,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -144,58 +134,24 @@ impl Server {
             browsers: Browsers::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
             connections: ConnectionLimits::default(),
-            #[cfg(feature = "mcp")]
-            mcp: McpOptions::default(),
+            nested: Vec::new(),
         }
     }
 
-    /// The secrets (and, for stdio or a single tenant, the user and tokens) MCP callers' calls
-    /// get, since MCP cannot carry them (see [`crate::mcp`]); `serve()` reads them from the
-    /// environment.
+    /// Serves `router` under `path`, behind the server's guard and authentication: how another
+    /// front shares the port. `serve()` nests MCP's streamable HTTP at `/mcp` this way.
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, server::Server, Registry};
     /// # let registry = Registry::builder().build().unwrap();
-    /// let context = serde_json::from_value(serde_json::json!({"secrets": [{"id": "KEY", "value": "v"}]})).unwrap();
-    /// let server = Server::new(registry).mcp_context(context);
+    /// let pipeline = Pipeline::new(registry);
+    /// let mcp = McpServer::new(pipeline.clone()).into_router();
+    /// let server = Server::from_pipeline(pipeline).nest("/mcp", mcp);
     /// # let _ = server;
     /// ```
-    #[cfg(feature = "mcp")]
     #[must_use]
-    pub fn mcp_context(mut self, context: crate::protocol::CallContext) -> Self {
-        self.mcp.context = context;
-        self
-    }
-
-    /// Lets every MCP caller over HTTP act as the user of [`mcp_context`](Self::mcp_context),
-    /// with its tokens: only for a server its operator alone calls (`OXP_MCP_SINGLE_TENANT`).
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).mcp_single_tenant(true);
-    /// # let _ = server;
-    /// ```
-    #[cfg(feature = "mcp")]
-    #[must_use]
-    pub fn mcp_single_tenant(mut self, on: bool) -> Self {
-        self.mcp.single_tenant = on;
-        self
-    }
-
-    /// At most `max` MCP sessions at once, each closed after `idle` without a request
-    /// (`OXP_MCP_MAX_SESSIONS`, `OXP_MCP_SESSION_IDLE_MS`; 1,000 and 5 minutes by default).
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).mcp_sessions(100, std::time::Duration::from_secs(60));
-    /// # let _ = server;
-    /// ```
-    #[cfg(feature = "mcp")]
-    #[must_use]
-    pub fn mcp_sessions(mut self, max: usize, idle: Duration) -> Self {
-        self.mcp.sessions = Some((max, idle));
+    pub fn nest(mut self, path: &str, router: Router) -> Self {
+        self.nested.push((path.to_owned(), router));
         self
     }
 
@@ -514,17 +470,13 @@ impl Server {
             .route("/tools", get(list_tools))
             .route("/tools/call", axum::routing::post(call_tool))
             .route("/authorization/{check_id}", get(check_authorization));
-        // MCP on the same port, behind the same authentication (a front over the same pipeline).
-        #[cfg(feature = "mcp")]
-        let protected = {
-            let mut mcp = crate::mcp::McpServer::new(state.pipeline.clone())
-                .with_context(self.mcp.context)
-                .single_tenant(self.mcp.single_tenant);
-            if let Some((max, idle)) = self.mcp.sessions {
-                mcp = mcp.session_limits(max, idle);
-            }
-            protected.nest_service("/mcp", mcp.into_router())
-        };
+        // Other fronts on the same port (MCP), behind the same authentication.
+        let protected = self
+            .nested
+            .into_iter()
+            .fold(protected, |routes, (path, router)| {
+                routes.nest_service(&path, router)
+            });
         let protected = protected
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
@@ -632,16 +584,14 @@ fn json_bytes(status: StatusCode, bytes: impl Into<Bytes>) -> Response {
     response(status, "application/json", bytes.into())
 }
 
-/// Every response the server builds itself goes through here, which gives it `OXP-Version`
-/// whatever the dialect (oxp-notes §3.6); the MCP service is wrapped on its own. A router-wide
-/// layer would say the same in one line, but axum re-boxes every route under a layer: ~2,000
-/// instructions per call, more than validating the input.
+/// Every response the server builds itself goes through here. (`OXP-Version` is the guard's to
+/// add, to every answer alike: these, axum's own rejections, and the nested fronts'.)
 fn response(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
     let mut response = Response::new(body.into());
     *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 

@@ -1,4 +1,5 @@
-//! The one-line main's subcommands: serve (the default), `tools`, `dispatch`.
+//! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`.
+//! Each returns its exit code; only [`super::serve`] exits.
 
 use std::io::Read;
 
@@ -6,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::call::Pipeline;
 use crate::protocol::CallContext;
-use crate::providers::{Dispatcher, ExportError, Limits, anthropic, gemini, openai};
+use crate::providers::{Dispatcher, ExportError, Limits, Provider};
 use crate::registry::Registry;
 
 const USAGE: &str = "\
@@ -16,81 +17,39 @@ usage: <bin>                                 serve every tool over OXP (configur
        <bin> mcp                             serve every tool over MCP on stdin/stdout
 formats: oxp, openai, openai-responses, anthropic, gemini (--strict: OpenAI's strict mode)";
 
-/// A provider format, as the subcommands name them.
-///
-/// ```
-/// use oxp_runtime::cli::Format;
-/// assert_eq!("openai-responses".parse::<Format>(), Ok(Format::OpenAiResponses));
-/// ```
+/// A format the subcommands take: OXP's own list, or a model provider's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// `GET /tools`'s `items`.
     Oxp,
-    /// OpenAI Chat Completions.
-    OpenAi,
-    /// OpenAI Responses.
-    OpenAiResponses,
-    /// Anthropic Messages.
-    Anthropic,
-    /// Google Gemini.
-    Gemini,
+    Provider(Provider),
 }
 
 impl std::str::FromStr for Format {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s {
-            "oxp" => Format::Oxp,
-            "openai" => Format::OpenAi,
-            "openai-responses" => Format::OpenAiResponses,
-            "anthropic" => Format::Anthropic,
-            "gemini" => Format::Gemini,
-            other => return Err(format!("unknown format `{other}`")),
-        })
+        match s {
+            "oxp" => Ok(Format::Oxp),
+            other => other
+                .parse()
+                .map(Format::Provider)
+                .map_err(|_| format!("unknown format `{other}`")),
+        }
     }
 }
 
 /// What the command line asks for.
-///
-/// ```
-/// use oxp_runtime::cli::{parse, Command, Format};
-/// let args = ["tools".to_owned(), "--format".to_owned(), "anthropic".to_owned()];
-/// assert_eq!(parse(&args), Ok(Command::Tools { format: Format::Anthropic, strict: false }));
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
-    /// Serve over OXP.
+pub(crate) enum Command {
     Serve,
-    /// Print tool definitions.
-    Tools {
-        /// In which format.
-        format: Format,
-        /// OpenAI strict mode.
-        strict: bool,
-    },
-    /// Run a model response's tool calls.
-    Dispatch {
-        /// The response's format.
-        format: Format,
-    },
-    /// Serve MCP over stdio.
+    Tools { format: Format, strict: bool },
+    Dispatch { provider: Provider },
     Mcp,
 }
 
-/// Parses the arguments after the program name.
-///
-/// ```
-/// use oxp_runtime::cli::{parse, Command, Format};
-///
-/// assert_eq!(parse(&[]), Ok(Command::Serve));
-/// assert_eq!(
-///     parse(&["tools".into(), "--format".into(), "openai".into(), "--strict".into()]),
-///     Ok(Command::Tools { format: Format::OpenAi, strict: true })
-/// );
-/// assert!(parse(&["tools".into()]).is_err());
-/// ```
-pub fn parse(args: &[String]) -> Result<Command, String> {
+/// Parses the arguments after the program name; `Err` carries the message for the usage.
+pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
     let Some((command, rest)) = args.split_first() else {
         return Ok(Command::Serve);
     };
@@ -119,7 +78,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             strict,
         }),
         "dispatch" if strict => Err("`--strict` goes with `tools`".into()),
-        "dispatch" => Ok(Command::Dispatch { format: format()? }),
+        "dispatch" => match format()? {
+            Format::Provider(provider) => Ok(Command::Dispatch { provider }),
+            Format::Oxp => Err("`dispatch` takes a model provider's format, not `oxp`".into()),
+        },
         "mcp" if !given => Ok(Command::Mcp),
         "mcp" => Err("`mcp` takes no options".into()),
         "help" | "--help" | "-h" => Err(String::new()),
@@ -128,11 +90,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
 }
 
 /// Prints `message` (if any) and the usage; returns exit code 2.
-///
-/// ```no_run
-/// std::process::exit(oxp_runtime::cli::usage_error("unknown subcommand `frobnicate`"));
-/// ```
-pub fn usage_error(message: &str) -> i32 {
+pub(crate) fn usage_error(message: &str) -> i32 {
     if !message.is_empty() {
         eprintln!("error: {message}");
     }
@@ -141,35 +99,16 @@ pub fn usage_error(message: &str) -> i32 {
 }
 
 /// `tools`: the definitions as JSON on stdout (exit 0), or the incompatibilities (exit 2).
-///
-/// ```
-/// use oxp_runtime::{tool, Registry};
-///
-/// /// Add two integers.
-/// #[tool(toolkit = "Calculator", version = "1.0.0")]
-/// async fn add(a: i64, b: i64) -> i64 { a + b }
-///
-/// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
-/// // Prints the Gemini function declarations on stdout.
-/// assert_eq!(oxp_runtime::cli::tools(&registry, oxp_runtime::cli::Format::Gemini, false), 0);
-/// ```
-pub fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
-    let limits = Limits::default();
+pub(crate) fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
     let exported = match format {
         Format::Oxp => Ok(json!({ "items": registry.definitions().collect::<Vec<_>>() })),
-        Format::OpenAi => openai::chat_tools(registry, &limits, strict).map(Value::from),
-        Format::OpenAiResponses => {
-            openai::responses_tools(registry, &limits, strict).map(Value::from)
-        }
-        Format::Anthropic => anthropic::tools(registry, &limits).map(Value::from),
-        Format::Gemini => gemini::tools(registry, &limits).map(Value::from),
+        Format::Provider(provider) => provider
+            .export(registry, &Limits::default(), strict)
+            .map(Value::from),
     };
     match exported {
         Ok(tools) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&tools).expect("JSON serializes")
-            );
+            println!("{}", pretty(&tools));
             0
         }
         Err(errors) => {
@@ -177,11 +116,7 @@ pub fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
                 eprintln!("error: {error}");
             }
             let errors: Vec<Value> = errors.iter().map(ExportError::to_json).collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json!({ "errors": errors }))
-                    .expect("JSON serializes")
-            );
+            println!("{}", pretty(&json!({ "errors": errors })));
             2
         }
     }
@@ -190,13 +125,7 @@ pub fn tools(registry: &Registry, format: Format, strict: bool) -> i32 {
 /// The context dispatched calls get, from the environment: each secret a tool declares from the
 /// variable of the same name, the user from `OXP_USER_ID`, a token for provider `p` from
 /// `OXP_TOKEN_<P>` (upper-cased, `-` as `_`). A model never sees or sends these.
-///
-/// ```
-/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-/// let context = oxp_runtime::cli::context_from_env(&registry);
-/// assert!(context.secrets.is_empty());
-/// ```
-pub fn context_from_env(registry: &Registry) -> CallContext {
+pub(crate) fn context_from_env(registry: &Registry) -> CallContext {
     let mut context = CallContext::default();
     let mut secrets: Vec<&str> = registry
         .tools()
@@ -237,17 +166,9 @@ pub fn context_from_env(registry: &Registry) -> CallContext {
     context
 }
 
-/// `dispatch`: reads a model response on stdin, runs its tool calls, prints the result
-/// message(s) for that provider. Exit 0, or 2 for a response it cannot read.
-///
-/// ```no_run
-/// # async fn run() {
-/// use oxp_runtime::{call::Pipeline, cli, Registry};
-/// let code = cli::dispatch(Pipeline::new(Registry::from_inventory().unwrap()), cli::Format::OpenAi).await;
-/// std::process::exit(code);
-/// # }
-/// ```
-pub async fn dispatch(pipeline: Pipeline, format: Format) -> i32 {
+/// `dispatch`: reads a model response on stdin, runs its tool calls, and prints the messages to
+/// send back (exit 0), or the problem (exit 2).
+pub(crate) async fn dispatch(pipeline: Pipeline, provider: Provider) -> i32 {
     let mut input = String::new();
     if let Err(error) = std::io::stdin().read_to_string(&mut input) {
         return usage_error(&format!("cannot read stdin: {error}"));
@@ -258,32 +179,53 @@ pub async fn dispatch(pipeline: Pipeline, format: Format) -> i32 {
     };
     let context = context_from_env(pipeline.registry());
     let dispatcher = Dispatcher::new(pipeline).with_context(context);
-    let results = match format {
-        Format::OpenAi => openai::dispatch_chat(&dispatcher, &response)
-            .await
-            .map(Value::from),
-        Format::OpenAiResponses => openai::dispatch_responses(&dispatcher, &response)
-            .await
-            .map(Value::from),
-        Format::Anthropic => anthropic::dispatch(&dispatcher, &response)
-            .await
-            .map(|m| m.map_or(json!([]), |m| json!([m]))),
-        Format::Gemini => gemini::dispatch(&dispatcher, &response)
-            .await
-            .map(|m| m.map_or(json!([]), |m| json!([m]))),
-        Format::Oxp => return usage_error("`dispatch` takes a model provider's format, not `oxp`"),
-    };
-    match results {
+    match provider.dispatch(&dispatcher, &response).await {
         Ok(messages) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&messages).expect("JSON serializes")
-            );
+            println!("{}", pretty(&Value::from(messages)));
             0
         }
         Err(error) => {
             eprintln!("error: {error}");
             2
         }
+    }
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).expect("JSON serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn the_command_line() {
+        assert_eq!(parse(&[]), Ok(Command::Serve));
+        assert_eq!(
+            parse(&args("tools --format openai --strict")),
+            Ok(Command::Tools {
+                format: Format::Provider(Provider::OpenAiChat),
+                strict: true
+            })
+        );
+        assert_eq!(
+            parse(&args("dispatch --format=gemini")),
+            Ok(Command::Dispatch {
+                provider: Provider::Gemini
+            })
+        );
+        assert!(parse(&args("tools")).is_err());
+        assert!(parse(&args("dispatch --format oxp")).is_err());
+        assert!(parse(&args("dispatch --format openai --strict")).is_err());
+        assert!(parse(&args("mcp --strict")).is_err());
+        assert_eq!(
+            parse(&args("tools --format cohere")),
+            Err("unknown format `cohere`".into())
+        );
     }
 }

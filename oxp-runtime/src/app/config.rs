@@ -1,25 +1,27 @@
-//! Configuration from the environment, and the one-line `main`.
+//! [`ServerConfig`]: every `OXP_*` variable, read into typed configuration and applied to a
+//! server.
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::{DEFAULT_MAX_BODY_BYTES, Server, ServerAuth, Shutdown};
 use crate::idempotency::InMemoryIdempotency;
-use crate::registry::Registry;
+use crate::server::{
+    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Server, ServerAuth,
+};
 
 /// The default address: loopback only, so nothing is exposed by accident.
 ///
 /// ```
-/// let config = oxp_runtime::server::ServerConfig::from_lookup(|_| None).unwrap();
-/// assert_eq!(config.addr.to_string(), oxp_runtime::server::DEFAULT_ADDR);
+/// let config = oxp_runtime::app::ServerConfig::from_lookup(|_| None).unwrap();
+/// assert_eq!(config.addr.to_string(), oxp_runtime::app::DEFAULT_ADDR);
 /// ```
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8000";
 
 /// How logs are written.
 ///
 /// ```
-/// use oxp_runtime::server::{LogFormat, ServerConfig};
+/// use oxp_runtime::app::{LogFormat, ServerConfig};
 /// let config = ServerConfig::from_lookup(|name| (name == "OXP_LOG_FORMAT").then(|| "json".to_owned())).unwrap();
 /// assert_eq!(config.log_format, LogFormat::Json);
 /// ```
@@ -67,7 +69,7 @@ pub enum LogFormat {
 /// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
 ///
 /// ```
-/// use oxp_runtime::server::ServerConfig;
+/// use oxp_runtime::app::ServerConfig;
 ///
 /// let config = ServerConfig::from_lookup(|name| match name {
 ///     "OXP_ADDR" => Some("127.0.0.1:9000".into()),
@@ -99,7 +101,7 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// `OXP_MAX_CONNECTIONS`, `OXP_HEADER_TIMEOUT_MS`, `OXP_WRITE_TIMEOUT_MS`,
     /// `OXP_MAX_HEADER_BYTES`.
-    pub connections: super::ConnectionLimits,
+    pub connections: ConnectionLimits,
     /// `OXP_IDEMPOTENCY_MAX_BYTES`.
     pub idempotency_max_bytes: u64,
     /// `OXP_MCP_SINGLE_TENANT`.
@@ -133,7 +135,7 @@ pub struct ServerConfig {
 /// An environment variable with a value the server cannot use.
 ///
 /// ```
-/// let error = oxp_runtime::server::ServerConfig::from_lookup(|name| (name == "OXP_ADDR").then(|| "nowhere".to_owned())).unwrap_err();
+/// let error = oxp_runtime::app::ServerConfig::from_lookup(|name| (name == "OXP_ADDR").then(|| "nowhere".to_owned())).unwrap_err();
 /// assert_eq!(error.variable, "OXP_ADDR");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +158,7 @@ impl ServerConfig {
     /// Reads the process environment.
     ///
     /// ```
-    /// let config = oxp_runtime::server::ServerConfig::from_env().expect("the environment's OXP_* settings");
+    /// let config = oxp_runtime::app::ServerConfig::from_env().expect("the environment's OXP_* settings");
     /// # let _ = config;
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -168,7 +170,7 @@ impl ServerConfig {
     /// ```
     /// use std::collections::HashMap;
     /// let env = HashMap::from([("OXP_ADDR", "127.0.0.1:9000"), ("OXP_TOOL_TIMEOUT_MS", "5000")]);
-    /// let config = oxp_runtime::server::ServerConfig::from_lookup(|name| env.get(name).map(|v| v.to_string())).unwrap();
+    /// let config = oxp_runtime::app::ServerConfig::from_lookup(|name| env.get(name).map(|v| v.to_string())).unwrap();
     /// assert_eq!(config.tool_timeout, Some(std::time::Duration::from_secs(5)));
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
@@ -295,7 +297,7 @@ impl ServerConfig {
                     .into(),
             });
         }
-        let mut connections = super::ConnectionLimits {
+        let mut connections = ConnectionLimits {
             max_connections: bounded("OXP_MAX_CONNECTIONS", 1, 10_000_000)?.map(size),
             ..Default::default()
         };
@@ -329,7 +331,7 @@ impl ServerConfig {
             addr,
             auth,
             max_body_bytes,
-            body_timeout: millis("OXP_BODY_TIMEOUT_MS", 1)?.unwrap_or(super::DEFAULT_BODY_TIMEOUT),
+            body_timeout: millis("OXP_BODY_TIMEOUT_MS", 1)?.unwrap_or(DEFAULT_BODY_TIMEOUT),
             max_result_bytes: bounded("OXP_MAX_RESULT_BYTES", 1, 1 << 40)?
                 .map_or(crate::call::DEFAULT_MAX_RESULT_BYTES, size),
             tool_timeout,
@@ -354,7 +356,7 @@ impl ServerConfig {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use oxp_runtime::server::{Server, ServerConfig};
+    /// use oxp_runtime::{app::ServerConfig, server::Server};
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
     /// let config = ServerConfig::from_lookup(|_| None).unwrap();
     /// let server = config.apply(Server::new(registry)).await.unwrap();
@@ -378,12 +380,15 @@ impl ServerConfig {
         }
         #[cfg(feature = "mcp")]
         {
-            let context = crate::cli::context_from_env(server.pipeline().registry());
+            // MCP on the same port, over the same pipeline (limits, idempotency, the lot).
+            let pipeline = server.pipeline().clone();
+            let context = super::commands::context_from_env(pipeline.registry());
             let (max_sessions, idle) = self.mcp_sessions;
-            server = server
-                .mcp_context(context)
-                .mcp_single_tenant(self.mcp_single_tenant)
-                .mcp_sessions(max_sessions, idle);
+            let mcp = crate::mcp::McpServer::new(pipeline)
+                .with_context(context)
+                .single_tenant(self.mcp_single_tenant)
+                .session_limits(max_sessions, idle);
+            server = server.nest("/mcp", mcp.into_router());
         }
         server = match (self.idempotency_ttl, &self.redis_url) {
             (None, _) => server.idempotency(None::<InMemoryIdempotency>),
@@ -411,7 +416,7 @@ impl ServerConfig {
     /// Installs the global log subscriber (once; later calls do nothing).
     ///
     /// ```
-    /// let config = oxp_runtime::server::ServerConfig::from_lookup(|_| None).unwrap();
+    /// let config = oxp_runtime::app::ServerConfig::from_lookup(|_| None).unwrap();
     /// config.init_logging();
     /// ```
     pub fn init_logging(&self) {
@@ -424,7 +429,7 @@ impl ServerConfig {
 
     /// `log` as a filter. [`from_lookup`](Self::from_lookup) refuses a bad one; a config built
     /// by hand with one logs at `info`, and says so on stderr rather than quietly.
-    fn log_filter(&self) -> tracing_subscriber::EnvFilter {
+    pub(crate) fn log_filter(&self) -> tracing_subscriber::EnvFilter {
         tracing_subscriber::EnvFilter::try_new(&self.log).unwrap_or_else(|error| {
             eprintln!(
                 "the log filter `{}` is invalid ({error}); logging at info",
@@ -432,191 +437,6 @@ impl ServerConfig {
             );
             tracing_subscriber::EnvFilter::new("info")
         })
-    }
-}
-
-/// The one-line `main`: every `#[tool]` of the binary, served over OXP as the environment says
-/// (see [`ServerConfig`]), until Ctrl-C or SIGTERM.
-///
-/// ```no_run
-/// #[tokio::main]
-/// async fn main() {
-///     oxp_runtime::serve().await
-/// }
-/// ```
-///
-/// A configuration or registration problem, or an address already in use, ends the process
-/// with a message and exit code 2; a shutdown whose grace period ran out with calls in flight,
-/// with exit code 1; a drained shutdown, with 0.
-pub async fn serve() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match crate::cli::parse(&args) {
-        Ok(command) => command,
-        Err(message) => std::process::exit(crate::cli::usage_error(&message)),
-    };
-    if command != crate::cli::Command::Serve {
-        std::process::exit(run_subcommand(command).await);
-    }
-    let config = match ServerConfig::from_env() {
-        Ok(config) => config,
-        Err(error) => fail(&format!("configuration error: {error}")),
-    };
-    config.init_logging();
-    crate::call::install_panic_hook();
-    let registry = match Registry::from_inventory() {
-        Ok(registry) => registry,
-        Err(error) => fail(&error.to_string()),
-    };
-    let server = match config.apply(Server::new(registry)).await {
-        Ok(server) => server,
-        Err(error) => fail(&format!("configuration error: {error}")),
-    };
-    let listener = match tokio::net::TcpListener::bind(config.addr).await {
-        Ok(listener) => listener,
-        Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
-    };
-    let addr = listener.local_addr().unwrap_or(config.addr);
-    let shutdown = shutdown_signal();
-    warn_about_exposure(&config, addr);
-    warn_about_authorization(&server);
-    tracing::info!("serving OXP 1.0 on http://{addr}");
-    match server
-        .serve(listener, shutdown, config.shutdown_grace)
-        .await
-    {
-        Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
-        Ok(Shutdown::GraceExpired { active }) => {
-            tracing::warn!(
-                active,
-                "stopped: the grace period ran out with calls in flight"
-            );
-            std::process::exit(1);
-        }
-        Err(error) => fail(&format!("the server stopped: {error}")),
-    }
-}
-
-/// `tools` and `dispatch`: no server, no logs on stdout (it carries the JSON).
-async fn run_subcommand(command: crate::cli::Command) -> i32 {
-    let registry = match Registry::from_inventory() {
-        Ok(registry) => registry,
-        Err(error) => fail(&error.to_string()),
-    };
-    match command {
-        crate::cli::Command::Tools { format, strict } => {
-            crate::cli::tools(&registry, format, strict)
-        }
-        crate::cli::Command::Dispatch { format } => {
-            let config = match ServerConfig::from_env() {
-                Ok(config) => config,
-                Err(error) => fail(&format!("configuration error: {error}")),
-            };
-            let mut pipeline = crate::call::Pipeline::new(registry);
-            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
-            crate::cli::dispatch(pipeline, format).await
-        }
-        #[cfg(feature = "mcp")]
-        crate::cli::Command::Mcp => {
-            // stdout carries the protocol: logs go to stderr.
-            let config = ServerConfig::from_env()
-                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(config.log_filter())
-                .with_writer(std::io::stderr)
-                .with_ansi(false)
-                .try_init();
-            crate::call::install_panic_hook();
-            let mut pipeline = crate::call::Pipeline::new(registry);
-            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
-            let context = crate::cli::context_from_env(pipeline.registry());
-            let mcp = crate::mcp::McpServer::new(pipeline).with_context(context);
-            match mcp.serve_stdio().await {
-                Ok(()) => 0,
-                Err(error) => {
-                    tracing::error!(%error, "MCP over stdio failed");
-                    1
-                }
-            }
-        }
-        #[cfg(not(feature = "mcp"))]
-        crate::cli::Command::Mcp => {
-            eprintln!("error: this binary was built without oxp-runtime's `mcp` feature");
-            2
-        }
-        crate::cli::Command::Serve => unreachable!("serving is not a subcommand"),
-    }
-}
-
-/// The spec's SHOULDs an operator can get wrong: internet-facing servers require authentication
-/// (oxp-notes §1 A.58), API keys carry at least 32 bytes of entropy (A.60).
-fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
-    if !addr.ip().is_loopback() && !config.auth.is_enabled() {
-        tracing::warn!(
-            "serving on {addr} without authentication: set OXP_API_KEYS or OXP_JWT_SECRET for any address others can reach"
-        );
-    }
-    if config.auth.has_short_api_key() {
-        tracing::warn!(
-            "an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes"
-        );
-    }
-}
-
-/// Tools that require authorization, on a server with no provider to mint challenges: their
-/// callers are refused with the providers named in `missing_requirements`, but cannot be told
-/// where to grant them. Worth saying once, at start-up, by name.
-fn warn_about_authorization(server: &Server) {
-    let pipeline = server.pipeline();
-    if pipeline.authorization_provider().is_some() {
-        return;
-    }
-    let tools: Vec<&str> = pipeline
-        .registry()
-        .tools()
-        .iter()
-        .filter(|t| !t.descriptor().authorization.is_empty())
-        .map(|t| t.id())
-        .collect();
-    if !tools.is_empty() {
-        tracing::warn!(
-            tools = %tools.join(", "),
-            "these tools require authorization, but the server has no authorization provider: \
-             calls without a token are refused without a challenge to complete"
-        );
-    }
-}
-
-fn fail(message: &str) -> ! {
-    tracing::error!("{message}");
-    eprintln!("oxp: {message}");
-    std::process::exit(2)
-}
-
-/// Ctrl-C or SIGTERM. The handlers are installed here, at once, not when the future is first
-/// polled: a signal that arrives right after the server says it is serving must already be ours.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let interrupt = signal(SignalKind::interrupt());
-        let terminate = signal(SignalKind::terminate());
-        async move {
-            match (interrupt, terminate) {
-                (Ok(mut interrupt), Ok(mut terminate)) => {
-                    tokio::select! {
-                        _ = interrupt.recv() => {},
-                        _ = terminate.recv() => {},
-                    }
-                }
-                _ => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    async {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -1,0 +1,200 @@
+//! The process layer: what a binary's `main` is. [`serve`] reads the command line and the
+//! `OXP_*` environment into typed configuration ([`ServerConfig`]), sets up logging and the panic
+//! hook, and runs the server or a subcommand (`tools`, `dispatch`, `mcp`). Only this layer reads
+//! the environment or exits the process; the fronts below it (`server`, `mcp`, `providers`) take
+//! explicit values.
+
+mod commands;
+mod config;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use config::{ConfigError, DEFAULT_ADDR, LogFormat, ServerConfig};
+
+use crate::registry::Registry;
+use crate::server::{Server, Shutdown};
+use commands::Command;
+
+/// The one-line `main`: every `#[tool]` of the binary, served over OXP as the environment says
+/// (see [`ServerConfig`]), until Ctrl-C or SIGTERM.
+///
+/// ```no_run
+/// #[tokio::main]
+/// async fn main() {
+///     oxp_runtime::serve().await
+/// }
+/// ```
+///
+/// A configuration or registration problem, or an address already in use, ends the process
+/// with a message and exit code 2; a shutdown whose grace period ran out with calls in flight,
+/// with exit code 1; a drained shutdown, with 0.
+pub async fn serve() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match commands::parse(&args) {
+        Ok(command) => command,
+        Err(message) => std::process::exit(commands::usage_error(&message)),
+    };
+    if command != Command::Serve {
+        std::process::exit(run_subcommand(command).await);
+    }
+    let config = match ServerConfig::from_env() {
+        Ok(config) => config,
+        Err(error) => fail(&format!("configuration error: {error}")),
+    };
+    config.init_logging();
+    crate::call::install_panic_hook();
+    let registry = match Registry::from_inventory() {
+        Ok(registry) => registry,
+        Err(error) => fail(&error.to_string()),
+    };
+    let server = match config.apply(Server::new(registry)).await {
+        Ok(server) => server,
+        Err(error) => fail(&format!("configuration error: {error}")),
+    };
+    let listener = match tokio::net::TcpListener::bind(config.addr).await {
+        Ok(listener) => listener,
+        Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
+    };
+    let addr = listener.local_addr().unwrap_or(config.addr);
+    let shutdown = shutdown_signal();
+    warn_about_exposure(&config, addr);
+    warn_about_authorization(&server);
+    tracing::info!("serving OXP 1.0 on http://{addr}");
+    match server
+        .serve(listener, shutdown, config.shutdown_grace)
+        .await
+    {
+        Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
+        Ok(Shutdown::GraceExpired { active }) => {
+            tracing::warn!(
+                active,
+                "stopped: the grace period ran out with calls in flight"
+            );
+            std::process::exit(1);
+        }
+        Err(error) => fail(&format!("the server stopped: {error}")),
+    }
+}
+
+/// `tools` and `dispatch`: no server, no logs on stdout (it carries the JSON).
+async fn run_subcommand(command: Command) -> i32 {
+    let registry = match Registry::from_inventory() {
+        Ok(registry) => registry,
+        Err(error) => fail(&error.to_string()),
+    };
+    match command {
+        Command::Tools { format, strict } => commands::tools(&registry, format, strict),
+        Command::Dispatch { provider } => {
+            let config = match ServerConfig::from_env() {
+                Ok(config) => config,
+                Err(error) => fail(&format!("configuration error: {error}")),
+            };
+            let mut pipeline = crate::call::Pipeline::new(registry);
+            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
+            commands::dispatch(pipeline, provider).await
+        }
+        #[cfg(feature = "mcp")]
+        Command::Mcp => {
+            // stdout carries the protocol: logs go to stderr.
+            let config = ServerConfig::from_env()
+                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(config.log_filter())
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .try_init();
+            crate::call::install_panic_hook();
+            let mut pipeline = crate::call::Pipeline::new(registry);
+            pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
+            let context = commands::context_from_env(pipeline.registry());
+            let mcp = crate::mcp::McpServer::new(pipeline).with_context(context);
+            match mcp.serve_stdio().await {
+                Ok(()) => 0,
+                Err(error) => {
+                    tracing::error!(%error, "MCP over stdio failed");
+                    1
+                }
+            }
+        }
+        #[cfg(not(feature = "mcp"))]
+        Command::Mcp => {
+            eprintln!("error: this binary was built without oxp-runtime's `mcp` feature");
+            2
+        }
+        Command::Serve => unreachable!("serving is not a subcommand"),
+    }
+}
+
+/// The spec's SHOULDs an operator can get wrong: internet-facing servers require authentication
+/// (oxp-notes §1 A.58), API keys carry at least 32 bytes of entropy (A.60).
+fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
+    if !addr.ip().is_loopback() && !config.auth.is_enabled() {
+        tracing::warn!(
+            "serving on {addr} without authentication: set OXP_API_KEYS or OXP_JWT_SECRET for any address others can reach"
+        );
+    }
+    if config.auth.has_short_api_key() {
+        tracing::warn!(
+            "an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes"
+        );
+    }
+}
+
+/// Tools that require authorization, on a server with no provider to mint challenges: their
+/// callers are refused with the providers named in `missing_requirements`, but cannot be told
+/// where to grant them. Worth saying once, at start-up, by name.
+fn warn_about_authorization(server: &Server) {
+    let pipeline = server.pipeline();
+    if pipeline.authorization_provider().is_some() {
+        return;
+    }
+    let tools: Vec<&str> = pipeline
+        .registry()
+        .tools()
+        .iter()
+        .filter(|t| !t.descriptor().authorization.is_empty())
+        .map(|t| t.id())
+        .collect();
+    if !tools.is_empty() {
+        tracing::warn!(
+            tools = %tools.join(", "),
+            "these tools require authorization, but the server has no authorization provider: \
+             calls without a token are refused without a challenge to complete"
+        );
+    }
+}
+
+fn fail(message: &str) -> ! {
+    tracing::error!("{message}");
+    eprintln!("oxp: {message}");
+    std::process::exit(2)
+}
+
+/// Ctrl-C or SIGTERM. The handlers are installed here, at once, not when the future is first
+/// polled: a signal that arrives right after the server says it is serving must already be ours.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut interrupt), Ok(mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {},
+                        _ = terminate.recv() => {},
+                    }
+                }
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
