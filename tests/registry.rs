@@ -504,3 +504,38 @@ async fn serde_attributes_on_parameters_are_honoured() {
     assert_eq!(schema["required"], json!(["n"]));
     assert!(invoke(renamed::TOOL, json!({"count": 4})).await.is_err());
 }
+
+/// `crate = "path"`: a crate that reaches the runtime by another path (a renamed dependency, or
+/// a re-export) says so, and the generated code goes through it (`ui/crate_path_not_found.rs`
+/// shows a wrong path is an error on the string).
+mod runtime_alias {
+    pub use oxp_runtime::__private;
+}
+
+/// Add two integers, through a renamed path.
+#[tool(toolkit = "Renamed", version = "1.0.0", crate = "crate::runtime_alias")]
+async fn renamed_add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test]
+async fn a_tool_reaches_the_runtime_by_the_path_it_names() {
+    let registry = Registry::builder().tool(renamed_add::TOOL).build().unwrap();
+    let outcome = Pipeline::new(registry)
+        .call(
+            serde_json::from_value(
+                json!({"tool_id": "Renamed.RenamedAdd", "input": {"a": 2, "b": 3}}),
+            )
+            .unwrap(),
+        )
+        .await;
+    let CallOutcome::Completed(response) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        response.result,
+        CallResult::Success {
+            value: Some(json!(5))
+        }
+    );
+}

@@ -30,16 +30,52 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     // emitted as it is even when there are errors (the fallback keeps the IDE working).
     let tool = model::read(&mut item, &mut errors);
     let identity = validate::identity(&args, &tool, model::name_span(&item), &mut errors);
+    let oxp = private_path(&args);
     if !errors.is_empty() {
         let errors = errors.into_compile_errors();
-        return quote!(#errors #item);
+        let fallback = fallback(&item, &oxp);
+        return quote!(#errors #item #fallback);
     }
-    let glue = glue(&item, &args, &tool, &identity);
+    let glue = glue(&item, &oxp, &args, &tool, &identity);
     quote!(#item #glue)
 }
 
-fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> TokenStream {
-    let oxp = quote!(::oxp_runtime::__private);
+/// `<runtime>::__private`: `::oxp_runtime` unless `crate = "path"` names another.
+fn private_path(args: &Args) -> TokenStream {
+    match &args.krate {
+        Some(path) => quote!(#path::__private),
+        None => quote!(::oxp_runtime::__private),
+    }
+}
+
+/// On an error, the tool's item too (`add::TOOL`), as a placeholder that only type-checks: the
+/// crate does not build, and code that registers `add::TOOL` should not fail a second time and
+/// bury the error that matters (thiserror's fallback expansion is the model).
+fn fallback(item: &syn::ItemFn, oxp: &TokenStream) -> TokenStream {
+    // A method sits in an `impl`, where no struct can go: its error says to make it a free fn.
+    if item.sig.receiver().is_some() {
+        return TokenStream::new();
+    }
+    let (vis, fn_name) = (&item.vis, &item.sig.ident);
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #fn_name {}
+
+        impl #fn_name {
+            #[doc(hidden)]
+            pub const TOOL: &'static #oxp::ToolDescriptor = &#oxp::FALLBACK;
+        }
+    }
+}
+
+fn glue(
+    item: &syn::ItemFn,
+    oxp: &TokenStream,
+    args: &Args,
+    tool: &Tool,
+    identity: &Identity,
+) -> TokenStream {
     let fn_name = &tool.fn_name;
     let vis = &item.vis;
 
@@ -68,12 +104,12 @@ fn glue(item: &syn::ItemFn, args: &Args, tool: &Tool, identity: &Identity) -> To
             }
             if params.iter().all(|p| p.passthrough.is_empty()) {
                 // `param::<T>` in the table asks what `assert_parameter` would, in our words.
-                plain_params(&oxp, params, &locals)
+                plain_params(oxp, params, &locals)
             } else {
                 for ty in params.iter().map(|p| &p.ty) {
                     checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
                 }
-                serde_params(&oxp, params, &locals)
+                serde_params(oxp, params, &locals)
             }
         }
         Inputs::Whole { ty, position } => {

@@ -3,7 +3,9 @@
 //! The pipeline, as in serde_derive: [`parse`] reads the attribute's arguments strictly,
 //! [`model`] turns the fn into a typed tool description, [`validate`] checks what can be checked
 //! at compile time, [`expand`] writes the glue. Every error is collected with its own span; on
-//! error the fn is still emitted, so the rest of the crate (and the IDE) keeps working.
+//! error the fn is still emitted, and so is its `TOOL` item (a placeholder that only
+//! type-checks), so the rest of the crate (and the IDE) keeps working and shows only the error
+//! that matters.
 
 mod errors;
 mod expand;

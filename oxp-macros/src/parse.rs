@@ -22,6 +22,7 @@ pub const KEYS: &[&str] = &[
     "secret",
     "authorization",
     "timeout_ms",
+    "crate",
 ];
 
 const AUTHORIZATION_KEYS: &[&str] = &["id", "scopes"];
@@ -35,6 +36,8 @@ pub struct Args {
     pub secrets: Vec<LitStr>,
     pub authorization: Vec<Authorization>,
     pub timeout_ms: Option<LitInt>,
+    /// `crate = "path"`: where `oxp_runtime` is, for a crate that renamed the dependency.
+    pub krate: Option<syn::Path>,
 }
 
 pub struct Authorization {
@@ -100,6 +103,17 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "authorization" => {
                 if let Some(authorization) = authorization(&meta, errors)? {
                     args.authorization.push(authorization);
+                }
+            }
+            "crate" => {
+                if let Some(path) = string(&meta, &key, "\"my_oxp\"", errors)? {
+                    match path.parse::<syn::Path>() {
+                        Ok(parsed) => args.krate = Some(parsed),
+                        Err(_) => errors.spanned(
+                            &path,
+                            "`crate` takes the path the runtime is reached by: `crate = \"my_oxp\"` after `my_oxp = { package = \"oxp-runtime\" }`",
+                        ),
+                    }
                 }
             }
             _ => {

@@ -241,3 +241,32 @@ impl<'de> serde::Deserializer<'de> for Missing {
         ignored_any
     }
 }
+
+/// What `add::TOOL` is when `#[tool]` on `add` reported a compile error: a descriptor that only
+/// has to type-check (the crate does not build), so that uses of `add::TOOL` elsewhere do not
+/// fail a second time and bury the real error — thiserror's fallback, here.
+pub const FALLBACK: ToolDescriptor = ToolDescriptor {
+    toolkit: "",
+    name: "",
+    version: "0.0.0",
+    description: "",
+    user_id: false,
+    secrets: &[],
+    authorization: &[],
+    timeout_ms: None,
+    input_schema: fallback_schema,
+    output_schema: None,
+    invoke: Invoke::Blocking(fallback_invoke),
+    module_path: "",
+    fn_name: "",
+    file: "",
+    line: 0,
+};
+
+fn fallback_schema() -> Schema {
+    unreachable!("a tool whose #[tool] failed to compile is never registered")
+}
+
+fn fallback_invoke(_: ToolContext, _: Value) -> InvokeResult {
+    unreachable!("a tool whose #[tool] failed to compile is never called")
+}
