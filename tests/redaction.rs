@@ -4,8 +4,6 @@
 #[path = "harness/mod.rs"]
 mod harness;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use harness::Oxp;
@@ -18,29 +16,10 @@ const CANARY: &str = "LEAKCANARY";
 const API_KEY: &str = "k_LEAKCANARY_0123456789abcdef01234567";
 const JWT_SECRET: &str = "jwt-LEAKCANARY-secret-of-32-bytes-or-more";
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_reaches_a_log_line_or_a_response() {
-    let logs = Captured::default();
-    let writer = logs.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .init();
-    oxp_runtime::call::install_panic_hook();
+    // Every line at TRACE, the panic hook installed.
+    let logs = harness::Log::captured();
 
     let server = Server::new(oxp_tests::all_tools().build().unwrap())
         .auth(
@@ -98,7 +77,7 @@ async fn no_secret_reaches_a_log_line_or_a_response() {
     assert_eq!(refused.status, 401);
     answers.push_str(&refused.body.to_string());
 
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("call finished"), "the capture works:\n{logs}");
     assert!(
         logs.contains("tool panicked"),
