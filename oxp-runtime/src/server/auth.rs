@@ -273,7 +273,7 @@ impl std::error::Error for AuthError {}
 
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
-        let mut response = super::json_response(
+        let mut response = super::respond::json_response(
             StatusCode::UNAUTHORIZED,
             &serde_json::json!({ "message": self.0 }),
         );

@@ -135,7 +135,7 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
             reason = ?refused,
             "refused a request from a browser context"
         );
-        return Some(super::error_response(
+        return Some(super::respond::error_response(
             StatusCode::FORBIDDEN,
             message,
             detail,
@@ -144,7 +144,7 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
     let limit = state.max_body_bytes;
     declared_length(request.headers())
         .is_some_and(|length| length > limit as u64)
-        .then(|| super::too_large(limit))
+        .then(|| super::respond::too_large(limit))
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<u64> {

@@ -1,0 +1,224 @@
+//! The routes' handlers: each reads its request, asks the pipeline or the registry, and hands
+//! what came of it to [`super::respond`].
+
+use std::sync::Arc;
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{OriginalUri, Path, Request, State};
+use axum::http::header::{HOST, USER_AGENT};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::dialect::{self, DEFAULT_SCHEMA};
+use super::respond::{
+    answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
+};
+use super::{AppState, LANGCHAIN_USER_AGENTS, PLAYGROUND, Principal};
+use crate::call::CallMeta;
+use crate::registry::Registry;
+
+/// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
+/// the list is written per request (it is asked for rarely, and only the `$schema` around it
+/// varies), not kept whole beside the registry.
+fn push_items(registry: &Registry, body: &mut String) {
+    let tools = registry.tools();
+    body.reserve(
+        tools
+            .iter()
+            .map(|t| t.definition_json().len() + 1)
+            .sum::<usize>()
+            + 1,
+    );
+    body.push('[');
+    for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(tool.definition_json());
+    }
+    body.push(']');
+}
+
+pub(super) async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match state.auth.authenticate(request.headers()) {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(error) => {
+            tracing::info!(path = ?request.uri().path(), reason = %error, "refused an unauthenticated request");
+            error.into_response()
+        }
+    }
+}
+
+pub(super) async fn playground_page() -> Response {
+    let mut response = response(StatusCode::OK, "text/html; charset=utf-8", PLAYGROUND);
+    let headers = response.headers_mut();
+    // Everything the page needs is inline; it talks only to this server.
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+        ),
+    );
+    response
+}
+
+/// §1 H.11–13: 200 when ready, no authentication.
+pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
+    if state.pipeline.is_draining() {
+        // §1 H.13: MAY 503 when not ready; a load balancer stops sending new calls here.
+        return json_bytes(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &br#"{"status":"draining"}"#[..],
+        );
+    }
+    json_bytes(StatusCode::OK, &br#"{"status":"ok"}"#[..])
+}
+
+/// §1 L: the tool list. A body is allowed and ignored, except a recognized `$schema`
+/// (oxp-notes §3.4): a malformed body is never an error.
+pub(super) async fn list_tools(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(error) => return body_failure(&error, state.max_body_bytes),
+    };
+    let schema = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|b| b.get("$schema").cloned())
+        .and_then(|s| dialect::check_schema(&s).ok());
+    let registry = state.pipeline.registry();
+    let mut body = String::new();
+    if state.langchain_compat && is_langchain(&headers) {
+        push_items(registry, &mut body);
+        return json_bytes(StatusCode::OK, body);
+    }
+    let echo = schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
+    let echo = serde_json::to_string(echo).expect("a string serializes");
+    body.push_str(&format!(r#"{{"$schema":{echo},"items":"#));
+    push_items(registry, &mut body);
+    // The OTC drafts called the list `tools`; a client that says `otc://` gets both keys.
+    if schema.as_deref().is_some_and(|s| s.starts_with("otc://")) {
+        body.push_str(r#","tools":"#);
+        push_items(registry, &mut body);
+    }
+    body.push('}');
+    json_bytes(StatusCode::OK, body)
+}
+
+fn is_langchain(headers: &HeaderMap) -> bool {
+    headers
+        .get(USER_AGENT)
+        .and_then(|ua| ua.to_str().ok())
+        .is_some_and(|ua| LANGCHAIN_USER_AGENTS.iter().any(|p| ua.starts_with(p)))
+}
+
+/// §1 C, E: one call. Size → dialect and shape → the pipeline → the answer in the caller's dialect.
+///
+/// A plain `fn` returning the future (rather than an `async fn`, which keeps storage for its
+/// arguments besides its locals): the future is moved into axum's box on every call.
+pub(super) fn call_tool(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+) -> impl std::future::Future<Output = Response> {
+    // The request taken apart rather than through extractors, which would copy the headers.
+    let (parts, body) = request.into_parts();
+    async move {
+        let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+            Ok(body) => body,
+            Err(error) => return body_failure(&error, state.max_body_bytes),
+        };
+        let (dialect, request) =
+            match dialect::read_call(&parts.headers, &body, state.langchain_compat) {
+                Ok(read) => read,
+                Err(error) => {
+                    let dialect = dialect_guess(&parts.headers, &body);
+                    return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
+                }
+            };
+        let meta = call_meta(&state, &parts);
+        let outcome = state.pipeline.call_with(request, &meta).await;
+        respond(&dialect, outcome, state.langchain_compat)
+    }
+}
+
+/// What the pipeline needs to know of a call besides its body.
+fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
+    CallMeta {
+        // Only an authenticated principal scopes idempotency; `None` is "anonymous".
+        principal: parts
+            .extensions
+            .get::<Principal>()
+            .filter(|p| **p != Principal::Anonymous)
+            .map(ToString::to_string),
+        // Only a server that mints challenges needs the URLs they point back to.
+        check_url_base: state.pipeline.authorization_provider().map(|_| {
+            let original = parts
+                .extensions
+                .get::<OriginalUri>()
+                .map_or(&parts.uri, |o| &o.0);
+            check_url_base(state, &parts.headers, original, &parts.uri)
+        }),
+        resolve_wire_names: state.langchain_compat,
+    }
+}
+
+/// Where `check_url`s point: the configured public URL, or this request's own origin and the
+/// prefix the router is nested under.
+fn check_url_base(state: &AppState, headers: &HeaderMap, original: &Uri, uri: &Uri) -> String {
+    if let Some(base) = &state.public_check_url {
+        return base.clone();
+    }
+    let prefix = original.path().strip_suffix(uri.path()).unwrap_or_default();
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    format!("{scheme}://{host}{prefix}/authorization/")
+}
+
+/// §1 R.56: `GET check_url` → `{"status": "pending"|"completed"|"failed"}`; unknown → 404.
+pub(super) async fn check_authorization(
+    State(state): State<Arc<AppState>>,
+    check_id: Result<Path<String>, PathRejection>,
+) -> Response {
+    // An id that does not even decode (`%FF`) is no challenge this server minted.
+    let status = match (state.pipeline.authorization_provider(), check_id) {
+        (Some(provider), Ok(Path(check_id))) => provider.status(&check_id).await,
+        _ => None,
+    };
+    match status {
+        Some(status) => json_response(StatusCode::OK, &json!({ "status": status })),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({ "message": "No such authorization challenge." }),
+        ),
+    }
+}
+
+pub(super) async fn not_found(method: Method, uri: Uri) -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({ "message": format!("No route for {method} {}", uri.path()) }),
+    )
+}
+
+pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &json!({ "message": format!("{method} is not allowed on {}", uri.path()) }),
+    )
+}
