@@ -149,7 +149,10 @@ async fn a_retryable_tool_error_is_retried_with_the_same_call_id_after_its_delay
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn temporarily_unavailable_answers_are_retried_after_retry_after_ms() {
-    let oxp = Oxp::start(server().limits(Some(1), 4)).await;
+    let oxp = Oxp::start(Server::from_pipeline(
+        harness::pipeline().limits(Some(1), 4),
+    ))
+    .await;
     let busy = Client::new(&oxp.base);
     let slow = tokio::spawn({
         let busy = busy.clone();

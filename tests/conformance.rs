@@ -23,11 +23,9 @@ fn fixtures() -> Registry {
 }
 
 async fn server() -> Oxp {
-    Oxp::start(
-        Server::new(fixtures()).authorization(InMemoryAuthorization::new(
-            "https://auth.example.com/authorize",
-        )),
-    )
+    Oxp::start(Server::from_pipeline(harness::pipeline().authorization(
+        InMemoryAuthorization::new("https://auth.example.com/authorize"),
+    )))
     .await
 }
 
@@ -86,11 +84,11 @@ async fn h11_h13_health_is_200_json_without_auth() {
 /// authentication, the body limit, the playground page and the MCP service — and in every status.
 #[tokio::test]
 async fn g9_every_response_carries_oxp_version() {
-    let server = Server::new(fixtures())
+    let pipeline = harness::pipeline().authorization(InMemoryAuthorization::new(
+        "https://auth.example.com/authorize",
+    ));
+    let server = Server::from_pipeline(pipeline)
         .auth(ServerAuth::default().api_key(API_KEY))
-        .authorization(InMemoryAuthorization::new(
-            "https://auth.example.com/authorize",
-        ))
         .max_body_bytes(1024)
         .playground(true);
     let oxp = Oxp::start(server).await;
@@ -785,8 +783,10 @@ async fn r52_r55_r56_missing_authorization_gets_a_challenge_with_a_check_url() {
     let provider = std::sync::Arc::new(InMemoryAuthorization::new(
         "https://auth.example.com/authorize",
     ));
-    let oxp =
-        Oxp::start(Server::new(fixtures()).authorization(SharedProvider(provider.clone()))).await;
+    let oxp = Oxp::start(Server::from_pipeline(
+        harness::pipeline().authorization(SharedProvider(provider.clone())),
+    ))
+    .await;
     let gmail = |context: Value| json!({"tool_id": "Gmail.GetEmails@1.2.0", "input": {}, "context": context});
     // Vector 70 (§3.22: never a 200).
     let reply = oxp
@@ -939,9 +939,11 @@ async fn e47_panics_and_timeouts_are_200_and_the_server_keeps_serving() {
 async fn the_router_nests_under_a_prefix() {
     let app = axum::Router::new().nest(
         "/oxp",
-        Server::new(fixtures())
-            .authorization(InMemoryAuthorization::new("https://auth.example.com/a"))
-            .router(),
+        Server::from_pipeline(
+            harness::pipeline()
+                .authorization(InMemoryAuthorization::new("https://auth.example.com/a")),
+        )
+        .router(),
     );
     let oxp = Oxp::start_router(app).await;
     assert_eq!(oxp.get("/oxp/health").await.status, 200);

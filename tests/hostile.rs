@@ -20,7 +20,7 @@ fn server() -> Server {
 /// a task while its place was given back with the handler, so every hang-up started one more.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
-    let server = server().limits(Some(4), 8);
+    let server = Server::from_pipeline(harness::pipeline().limits(Some(4), 8));
     let pipeline = server.pipeline().clone();
     let oxp = Oxp::start(server).await;
     let floods = (0..40).map(|i| {
@@ -55,7 +55,7 @@ async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
 /// the place went back with the timeout, and stuck tools piled up on tokio's own thread cap.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_return() {
-    let server = server().limits(None, 2);
+    let server = Server::from_pipeline(harness::pipeline().limits(None, 2));
     let pipeline = server.pipeline().clone();
     let oxp = Oxp::start(server).await;
     let started = std::time::Instant::now();
@@ -149,7 +149,7 @@ async fn served(server: Server) -> String {
 /// every one of these calls ran and answered 200.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_cannot_drive_the_server() {
-    let pipeline = oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap());
+    let pipeline = harness::pipeline();
     let mcp = oxp_runtime::mcp::McpServer::new(pipeline.clone()).into_router();
     let server = Server::from_pipeline(pipeline).nest("/mcp", mcp);
     let base = served(server.allowed_origins(["https://agent.example.com"])).await;
@@ -563,8 +563,7 @@ async fn huge_headers_are_a_431_and_cost_little_memory() {
 /// Results are bounded: one over `max_result_bytes` is a `success: false` tool error saying so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_over_the_cap_is_a_tool_error() {
-    let pipeline = oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap())
-        .max_result_bytes(100_000);
+    let pipeline = harness::pipeline().max_result_bytes(100_000);
     let oxp = Oxp::start(Server::from_pipeline(pipeline)).await;
     let small = oxp
         .call(json!({"tool_id": "Util.BigText", "input": {"n": 10_000}}))
@@ -826,7 +825,10 @@ async fn idempotent_answers_are_bounded_by_bytes() {
     let store =
         oxp_runtime::idempotency::InMemoryIdempotency::new(1_000_000, Duration::from_secs(600))
             .max_bytes(20 * 1024 * 1024);
-    let oxp = Oxp::start(server().idempotency(Some(store.clone()))).await;
+    let oxp = Oxp::start(Server::from_pipeline(
+        harness::pipeline().idempotency(Some(store.clone())),
+    ))
+    .await;
     let before = rss();
     let calls = (0..2_000).map(|i| {
         let oxp = &oxp;

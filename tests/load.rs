@@ -66,9 +66,11 @@ async fn many_clients_faults_and_duplicates_lose_nothing_and_run_nothing_twice()
     oxp_runtime::call::install_panic_hook();
     let calls = setting("OXP_LOAD_CALLS", 3_000);
     let clients = setting("OXP_LOAD_CLIENTS", 64);
-    let server = Server::new(oxp_tests::all_tools().build().unwrap())
-        .default_timeout(Duration::from_secs(10))
-        .limits(None, BLOCKING_CAP);
+    let server = Server::from_pipeline(
+        harness::pipeline()
+            .default_timeout(Duration::from_secs(10))
+            .limits(None, BLOCKING_CAP),
+    );
     let pipeline = server.pipeline().clone();
     let oxp = Arc::new(Oxp::start(server).await);
     let next = Arc::new(AtomicU64::new(0));

@@ -21,15 +21,14 @@ async fn no_secret_reaches_a_log_line_or_a_response() {
     // Every line at TRACE, the panic hook installed.
     let logs = harness::Log::captured();
 
-    let server = Server::new(oxp_tests::all_tools().build().unwrap())
-        .auth(
-            ServerAuth::default()
-                .jwt_secret(JWT_SECRET)
-                .api_key(API_KEY),
-        )
-        .authorization(InMemoryAuthorization::new(
-            "https://auth.example.com/authorize",
-        ));
+    let pipeline = harness::pipeline().authorization(InMemoryAuthorization::new(
+        "https://auth.example.com/authorize",
+    ));
+    let server = Server::from_pipeline(pipeline).auth(
+        ServerAuth::default()
+            .jwt_secret(JWT_SECRET)
+            .api_key(API_KEY),
+    );
     let oxp = Oxp::start(server).await;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)

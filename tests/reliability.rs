@@ -96,7 +96,10 @@ async fn a_client_that_disconnects_mid_call_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_server_answers_at_once_with_retry_hints() {
-    let oxp = Oxp::start(server().limits(Some(2), 8)).await;
+    let oxp = Oxp::start(Server::from_pipeline(
+        harness::pipeline().limits(Some(2), 8),
+    ))
+    .await;
     let slow = || oxp.call_request(json!({"tool_id": "Util.Sleep", "input": {"ms": 500}}));
     let (first, second, refused) = tokio::join!(slow(), slow(), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -126,7 +129,7 @@ async fn a_full_server_answers_at_once_with_retry_hints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_sync_tools_time_out_and_cannot_take_every_thread() {
     // One blocking slot: a stuck sync tool holds it past its 200 ms timeout.
-    let oxp = Oxp::start(server().limits(None, 1)).await;
+    let oxp = Oxp::start(Server::from_pipeline(harness::pipeline().limits(None, 1))).await;
     let stuck = || oxp.call_request(json!({"tool_id": "Util.Block", "input": {"ms": 1500}}));
     let (a, b) = tokio::join!(stuck(), stuck());
     for reply in [a, b] {

@@ -298,3 +298,9 @@ impl Log {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 }
+
+/// A pipeline over every fixture tool, to configure (limits, idempotency, authorization) before
+/// a server is made from it.
+pub fn pipeline() -> oxp_runtime::call::Pipeline {
+    oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap())
+}

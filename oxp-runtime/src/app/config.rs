@@ -364,19 +364,31 @@ impl ServerConfig {
     /// # });
     /// ```
     pub async fn apply(&self, server: Server) -> Result<Server, ConfigError> {
+        // The pipeline first, whole: the fronts nested below share it as it is then.
+        let store = self.idempotency_store().await?;
         let mut server = server
+            .map_pipeline(|pipeline| {
+                let pipeline = pipeline
+                    .limits(self.max_concurrent_calls, self.max_blocking_tools)
+                    .max_result_bytes(self.max_result_bytes)
+                    .default_timeout(self.tool_timeout.unwrap_or(Duration::ZERO));
+                match store {
+                    Some(store) => pipeline.idempotency(Some(store)),
+                    None => pipeline.idempotency(None::<InMemoryIdempotency>),
+                }
+            })
             .auth(self.auth.clone())
             .max_body_bytes(self.max_body_bytes)
             .langchain_compat(self.langchain_compat)
             .playground(self.playground)
-            .limits(self.max_concurrent_calls, self.max_blocking_tools)
-            .max_result_bytes(self.max_result_bytes)
             .body_timeout(self.body_timeout)
             .allowed_origins(&self.allowed_origins)
-            .connection_limits(self.connections.clone())
-            .default_timeout(self.tool_timeout.unwrap_or(Duration::ZERO));
+            .connection_limits(self.connections.clone());
         if !self.allowed_hosts.is_empty() {
             server = server.allowed_hosts(&self.allowed_hosts);
+        }
+        if let Some(url) = &self.public_url {
+            server = server.public_url(url);
         }
         #[cfg(feature = "mcp")]
         {
@@ -390,27 +402,30 @@ impl ServerConfig {
                 .session_limits(max_sessions, idle);
             server = server.nest("/mcp", mcp.into_router());
         }
-        server = match (self.idempotency_ttl, &self.redis_url) {
-            (None, _) => server.idempotency(None::<InMemoryIdempotency>),
-            #[cfg(feature = "redis")]
-            (Some(ttl), Some(url)) => {
-                let store = crate::idempotency::RedisIdempotency::connect(url, ttl)
-                    .await
-                    .map_err(|e| ConfigError {
-                        variable: "OXP_REDIS_URL",
-                        problem: format!("cannot connect: {e}"),
-                    })?;
-                server.idempotency(Some(store))
-            }
-            (Some(ttl), _) => server.idempotency(Some(
-                InMemoryIdempotency::new(self.idempotency_capacity, ttl)
-                    .max_bytes(self.idempotency_max_bytes),
-            )),
-        };
-        if let Some(url) = &self.public_url {
-            server = server.public_url(url);
-        }
         Ok(server)
+    }
+
+    /// Where answers to repeated `call_id`s are kept: nowhere (`OXP_IDEMPOTENCY_TTL_MS=0`),
+    /// Redis (`OXP_REDIS_URL`), or memory.
+    async fn idempotency_store(
+        &self,
+    ) -> Result<Option<Box<dyn crate::idempotency::IdempotencyStore>>, ConfigError> {
+        let Some(ttl) = self.idempotency_ttl else {
+            return Ok(None);
+        };
+        #[cfg(feature = "redis")]
+        if let Some(url) = &self.redis_url {
+            let store = crate::idempotency::RedisIdempotency::connect(url, ttl)
+                .await
+                .map_err(|e| ConfigError {
+                    variable: "OXP_REDIS_URL",
+                    problem: format!("cannot connect: {e}"),
+                })?;
+            return Ok(Some(Box::new(store)));
+        }
+        let store = InMemoryIdempotency::new(self.idempotency_capacity, ttl)
+            .max_bytes(self.idempotency_max_bytes);
+        Ok(Some(Box::new(store)))
     }
 
     /// Installs the global log subscriber (once; later calls do nothing).

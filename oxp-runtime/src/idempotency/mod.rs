@@ -228,6 +228,18 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, CallOutcome>;
 }
 
+/// A boxed store is a store: what a configuration that picks one at run time holds.
+impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
+    fn once<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, CallOutcome> {
+        (**self).once(key, fingerprint, run)
+    }
+}
+
 /// Answers kept by default.
 ///
 /// ```

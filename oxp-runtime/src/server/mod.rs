@@ -34,9 +34,7 @@ use axum::routing::get;
 pub use auth::{AuthError, Principal, ServerAuth};
 pub use listen::ConnectionLimits;
 
-use crate::authorization::AuthorizationProvider;
 use crate::call::Pipeline;
-use crate::idempotency::IdempotencyStore;
 use crate::registry::Registry;
 use guard::{Browsers, LOOPBACK_HOSTS};
 use handlers::{
@@ -111,7 +109,9 @@ impl Server {
         Server::from_pipeline(Pipeline::new(registry))
     }
 
-    /// A server over an already configured pipeline.
+    /// A server over an already configured pipeline: its time limits, concurrency limits,
+    /// idempotency store and authorization provider are the pipeline's (see [`Pipeline`]), and
+    /// another front nested with [`nest`](Self::nest) shares them by sharing the pipeline.
     ///
     /// ```
     /// # use oxp_runtime::{server::*, Registry};
@@ -271,49 +271,6 @@ impl Server {
         self
     }
 
-    /// The time limit for tools that set no `timeout_ms` of their own.
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).default_timeout(std::time::Duration::from_secs(30));
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.pipeline = self.pipeline.default_timeout(timeout);
-        self
-    }
-
-    /// The largest result a tool may return (see [`Pipeline::max_result_bytes`]).
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).max_result_bytes(4 * 1024 * 1024);
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
-        self.pipeline = self.pipeline.max_result_bytes(bytes);
-        self
-    }
-
-    /// The provider that mints authorization challenges (with `check_url`s on this server).
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// use oxp_runtime::authorization::InMemoryAuthorization;
-    /// let server = Server::new(registry).authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
-        self.pipeline = self.pipeline.authorization(provider);
-        self
-    }
-
     /// The URL clients reach this server at, for `check_url`s (behind a proxy); by default it
     /// is read from each request's `Host` and `X-Forwarded-Proto`.
     ///
@@ -346,34 +303,10 @@ impl Server {
         self
     }
 
-    /// At most `max_calls` calls at once (`None`: no limit; over it, a call is answered at once
-    /// as temporarily unavailable), and at most `max_blocking` sync tools on blocking threads.
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).limits(Some(512), 64);
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn limits(mut self, max_calls: Option<usize>, max_blocking: usize) -> Self {
-        self.pipeline = self.pipeline.limits(max_calls, max_blocking);
-        self
-    }
-
-    /// Where answers to calls with a `call_id` are kept (in memory by default); `None` turns
-    /// idempotency off.
-    ///
-    /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// use oxp_runtime::idempotency::InMemoryIdempotency;
-    /// let server = Server::new(registry).idempotency(None::<InMemoryIdempotency>); // off
-    /// # let _ = server;
-    /// ```
-    #[must_use]
-    pub fn idempotency(mut self, store: Option<impl IdempotencyStore>) -> Self {
-        self.pipeline = self.pipeline.idempotency(store);
+    /// Reconfigures the pipeline calls run through (crate-internal: `ServerConfig::apply` sets
+    /// the pipeline's parts from the environment on a server it is handed).
+    pub(crate) fn map_pipeline(mut self, configure: impl FnOnce(Pipeline) -> Pipeline) -> Self {
+        self.pipeline = configure(self.pipeline);
         self
     }
 
