@@ -183,7 +183,15 @@ fn invalid_versions_names_and_descriptions_are_caught_at_build_time() {
         "{text}"
     );
     assert!(text.contains("the name `Has Space`"), "{text}");
-    assert!(text.contains("the description must be"), "{text}");
+    assert!(
+        text.contains("the description is 0 characters; model providers allow 1 to 1024"),
+        "{text}"
+    );
+    // The same words `#[tool]` uses at compile time (ui/toolkit_with_space.stderr).
+    assert!(
+        text.contains("may only have letters, digits and underscores"),
+        "{text}"
+    );
     assert!(text.contains("registry::first::one"), "{text}");
 }
 

@@ -52,6 +52,24 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// The text a model reads for this error, over MCP or a provider's tool result: the message,
+    /// then the additional prompt content (which exists to be shown to the model). Never the
+    /// developer message, which is for logs.
+    ///
+    /// ```
+    /// use oxp_runtime::ToolError;
+    /// let error = ToolError::new("Doorbell ID not found")
+    ///     .developer_message("no row 42 in doorbells")
+    ///     .additional_prompt_content("ids: doorbell42, doorbell84");
+    /// assert_eq!(error.for_model(), "Doorbell ID not found\nids: doorbell42, doorbell84");
+    /// ```
+    pub fn for_model(&self) -> String {
+        match &self.additional_prompt_content {
+            Some(more) => format!("{}\n{more}", self.message),
+            None => self.message.clone(),
+        }
+    }
+
     /// A tool error with the given user-facing message and no retry hints.
     ///
     /// ```

@@ -414,14 +414,7 @@ impl ServerHandler for McpServer {
                 CallResult::Success { value: Some(value) } => {
                     CallToolResult::success(vec![Content::text(value.to_string())])
                 }
-                CallResult::Failure { error } => {
-                    let mut text = error.message;
-                    if let Some(more) = error.additional_prompt_content {
-                        text.push('\n');
-                        text.push_str(&more);
-                    }
-                    text_error(text)
-                }
+                CallResult::Failure { error } => text_error(error.for_model()),
             },
             // Input errors are tool errors in MCP, so the model can correct itself.
             CallOutcome::Invalid(invalid) => {

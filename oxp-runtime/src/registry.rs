@@ -578,6 +578,9 @@ impl RegistryBuilder {
     }
 }
 
+/// The rules `#[tool]` checks at compile time where its input is literal, checked again for
+/// descriptors made by hand or from a crate version; in the macro's words, so a reader meets one
+/// message per rule wherever it is caught (`oxp-macros/src/validate.rs` is the other half).
 fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
     let problem = |what: String| RegistryProblem::Invalid {
         at: descriptor.location(),
@@ -586,14 +589,14 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     for (kind, value) in [("toolkit", descriptor.toolkit), ("name", descriptor.name)] {
         if !is_segment(value) {
             return Err(problem(format!(
-                "the {kind} `{value}` must be letters, digits and underscores only"
+                "the {kind} `{value}` may only have letters, digits and underscores (it is part of the id `Toolkit.Name@x.y.z`)"
             )));
         }
     }
     let wire_name = format!("{}_{}", descriptor.toolkit, descriptor.name);
     if wire_name.len() > MAX_NAME_LEN {
         return Err(problem(format!(
-            "the wire name `{wire_name}` is {} characters; the limit is {MAX_NAME_LEN}",
+            "the wire name `{wire_name}` is {} characters; OXP and model providers allow {MAX_NAME_LEN}: shorten the toolkit or the name",
             wire_name.len()
         )));
     }
@@ -606,7 +609,8 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     let description = descriptor.description.trim();
     if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_LEN {
         return Err(problem(format!(
-            "the description must be 1 to {MAX_DESCRIPTION_LEN} characters"
+            "the description is {} characters; model providers allow 1 to {MAX_DESCRIPTION_LEN}: shorten the doc comment",
+            description.chars().count()
         )));
     }
     let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);

@@ -603,11 +603,7 @@ impl Dispatcher {
                     value,
                 },
                 CallResult::Failure { error: failure } => {
-                    let mut text = failure.message;
-                    if let Some(more) = failure.additional_prompt_content {
-                        text.push('\n');
-                        text.push_str(&more);
-                    }
+                    let mut text = failure.for_model();
                     if failure.can_retry {
                         text.push_str("\nYou may retry this call.");
                     }
