@@ -153,7 +153,10 @@ async fn one_call(oxp: &Oxp, kind: Kind, n: u64) -> bool {
         Kind::Panics => json!({"tool_id": "Util.Panic"}),
         Kind::Fails => json!({"tool_id": "Doorbell.Ring", "input": {"doorbell_id": "x"}}),
         Kind::TimesOut => json!({"tool_id": "Util.Slow"}),
-        Kind::SyncTimesOut => json!({"tool_id": "Gauge.HoldThread", "input": {"ms": 150}}),
+        // Four times its 100 ms limit: a run that finishes before the limit is noticed (a
+        // starved worker polls late) is answered with its value, which is right but not this
+        // case's point, so the margin is wide.
+        Kind::SyncTimesOut => json!({"tool_id": "Gauge.HoldThread", "input": {"ms": 400}}),
         Kind::Duplicate => {
             // Twenty ids shared by every client: most of these calls are duplicates.
             let shared = format!("load-dup-{}", n % 20);
