@@ -265,24 +265,35 @@ fn strip_null(property: &mut Value) {
         return;
     }
     // `{"anyOf": [S, {"type": "null"}], "description": ..}` → S with the description kept.
-    let is_null = |s: &Value| s.get("type").and_then(Value::as_str) == Some("null");
-    if let Some(Value::Array(branches)) = obj.get("anyOf") {
-        if branches.len() == 2 && branches.iter().any(is_null) {
-            let Some(Value::Array(branches)) = obj.remove("anyOf") else {
-                unreachable!("checked above")
-            };
-            let kept = branches.into_iter().find(|b| !is_null(b));
-            if let Some(Value::Object(kept)) = kept {
-                for (k, v) in kept {
-                    obj.entry(k).or_insert(v);
-                }
-            }
-        }
-    }
+    collapse_nullable(obj);
     // `{"enum": ["a", "b", null]}` (an optional unit enum)
     if let Some(Value::Array(values)) = obj.get_mut("enum") {
         values.retain(|v| !v.is_null());
     }
+}
+
+/// `{"anyOf": [S, {"type": "null"}], ..}` becomes S, merged into the object (its own keys, a
+/// description say, win); `true` if it was such a union. The one reading of "S or null", for the
+/// schema policy (which drops the null: `Option` is "not required") and the providers' projections
+/// (Gemini marks it `nullable`).
+pub(crate) fn collapse_nullable(obj: &mut serde_json::Map<String, Value>) -> bool {
+    let is_null = |s: &Value| s.get("type").and_then(Value::as_str) == Some("null");
+    let nullable = matches!(
+        obj.get("anyOf"),
+        Some(Value::Array(branches)) if branches.len() == 2 && branches.iter().any(is_null)
+    );
+    if !nullable {
+        return false;
+    }
+    let Some(Value::Array(branches)) = obj.remove("anyOf") else {
+        unreachable!("matched above")
+    };
+    if let Some(Value::Object(kept)) = branches.into_iter().find(|b| !is_null(b)) {
+        for (k, v) in kept {
+            obj.entry(k).or_insert(v);
+        }
+    }
+    true
 }
 
 #[cfg(test)]

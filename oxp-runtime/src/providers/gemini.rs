@@ -131,22 +131,11 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
     // A union reported as incompatible has no single type either; say so once.
     let reported = incompatible.len();
 
-    // `anyOf: [S, {"type": "null"}]` is exactly S with `nullable: true`.
-    if let Some(Value::Array(branches)) = source.get("anyOf") {
-        let is_null = |b: &Value| b.get("type") == Some(&json!("null"));
-        if branches.len() == 2 && branches.iter().any(is_null) {
-            let Some(Value::Array(branches)) = source.remove("anyOf") else {
-                unreachable!("matched above")
-            };
-            if let Some(Value::Object(inner)) = branches.into_iter().find(|b| !is_null(b)) {
-                for (k, v) in inner {
-                    source.entry(k).or_insert(v);
-                }
-            }
-            out.insert("nullable".into(), Value::Bool(true));
-        } else {
-            incompatible.push("anyOf".to_owned());
-        }
+    // `anyOf: [S, {"type": "null"}]` is exactly S with `nullable: true`; any other union is not.
+    if crate::schema::collapse_nullable(&mut source) {
+        out.insert("nullable".into(), Value::Bool(true));
+    } else if source.contains_key("anyOf") {
+        incompatible.push("anyOf".to_owned());
     }
     // A documented unit enum (`oneOf` of string constants) is a string enum; the variants'
     // docs move into the description so the model still reads them.

@@ -154,8 +154,9 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// A body that must arrive whole within its deadline, counted from the request's start, and
-/// whose bytes count against its connection's budget while it is read.
+/// A body that must arrive whole within its deadline — counted from the first time it keeps a
+/// reader waiting (a body that came with its head never starts a timer) — and whose bytes count
+/// against its connection's budget while it is read.
 struct Timed<B> {
     inner: B,
     limit: Duration,

@@ -52,7 +52,7 @@ use handlers::{
 /// ```
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// How long a request's body may take to arrive, by default, from the request's start.
+/// How long a request's body may take to arrive, by default, once its reader first waits on it.
 ///
 /// ```
 /// use oxp_runtime::server::{Server, DEFAULT_BODY_TIMEOUT};
@@ -209,8 +209,8 @@ impl Server {
         self
     }
 
-    /// How long a request's body may take to arrive (from the request's start); a slower one
-    /// is answered `400`. Default [`DEFAULT_BODY_TIMEOUT`].
+    /// How long a request's body may take to arrive, from the first time its reader waits on
+    /// it; a slower one is answered `400`. Default [`DEFAULT_BODY_TIMEOUT`].
     ///
     /// ```
     /// # use oxp_runtime::{server::*, Registry};
