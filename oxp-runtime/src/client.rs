@@ -134,6 +134,7 @@ impl fmt::Debug for Client {
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ClientError {
     /// `400`: refused before the tool ran (unknown tool, missing requirements, …).
     Server(ServerErrorResponse),

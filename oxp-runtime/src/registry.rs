@@ -380,6 +380,7 @@ impl Registry {
 /// assert_eq!(available, ["1.0.0"]);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ResolveError {
     /// The id does not match the `ToolId` grammar.
     InvalidId {
@@ -716,6 +717,7 @@ pub struct RegistryError {
 /// assert!(matches!(&error.problems[0], RegistryProblem::DuplicateId { .. }));
 /// ```
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum RegistryProblem {
     /// Two fns register the same id.
     DuplicateId {

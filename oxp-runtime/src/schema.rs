@@ -97,6 +97,7 @@ pub fn output_schema<T: JsonSchema>() -> Schema {
 /// assert!(error.to_string().contains("recursive"), "{error}");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SchemaError {
     /// A `$ref` survived inlining: the type refers to itself.
     Recursive {

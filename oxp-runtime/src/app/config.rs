@@ -82,6 +82,7 @@ pub enum LogFormat {
 /// assert!(ServerConfig::from_lookup(|n| (n == "OXP_MAX_BODY_BYTES").then(|| "lots".into())).is_err());
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// `OXP_ADDR`.
     pub addr: SocketAddr,

@@ -95,6 +95,7 @@ impl Default for Limits {
 /// assert!(matches!(&errors[0], ExportError::LimitExceeded { tool: Some(_), .. }));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExportError {
     /// `tool_schema_incompatible`: the tool's schema uses features the provider lacks.
     SchemaIncompatible {
@@ -368,6 +369,7 @@ pub struct Dispatcher {
 /// assert!(matches!(error, DispatchError::Malformed(_)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DispatchError {
     /// The response is not in the provider's documented shape.
     Malformed(String),
