@@ -175,10 +175,19 @@ impl Server {
     /// must not drive tools (CSRF). Written `scheme://host[:port]`.
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).allowed_origins(["https://agent.example.com"]);
-    /// # let _ = server;
+    /// use oxp_runtime::{server::Server, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let app = Server::new(Registry::builder().build().unwrap())
+    ///     .allowed_origins(["https://agent.example.com"])
+    ///     .router();
+    /// let from = |origin: &str| {
+    ///     axum::http::Request::get("/health").header("origin", origin).body(axum::body::Body::empty()).unwrap()
+    /// };
+    /// assert_eq!(app.clone().oneshot(from("https://agent.example.com")).await.unwrap().status(), 200);
+    /// assert_eq!(app.oneshot(from("https://evil.example")).await.unwrap().status(), 403);
+    /// # });
     /// ```
     #[must_use]
     pub fn allowed_origins<S: AsRef<str>>(mut self, origins: impl IntoIterator<Item = S>) -> Self {
@@ -194,10 +203,20 @@ impl Server {
     /// [`serve`](Self::serve) turns it on by itself for a loopback listener.
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).allowed_hosts(["my-laptop.local"]);
-    /// # let _ = server;
+    /// use oxp_runtime::{server::Server, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let app = Server::new(Registry::builder().build().unwrap())
+    ///     .allowed_hosts(["my-laptop.local"])
+    ///     .router();
+    /// let to = |host: &str| {
+    ///     axum::http::Request::get("/health").header("host", host).body(axum::body::Body::empty()).unwrap()
+    /// };
+    /// assert_eq!(app.clone().oneshot(to("localhost:8000")).await.unwrap().status(), 200);
+    /// assert_eq!(app.clone().oneshot(to("my-laptop.local:8000")).await.unwrap().status(), 200);
+    /// assert_eq!(app.oneshot(to("rebound.evil.example")).await.unwrap().status(), 403);
+    /// # });
     /// ```
     #[must_use]
     pub fn allowed_hosts<S: AsRef<str>>(mut self, hosts: impl IntoIterator<Item = S>) -> Self {
@@ -245,10 +264,22 @@ impl Server {
     /// How callers authenticate (off by default).
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).auth(ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef"));
-    /// # let _ = server;
+    /// use oxp_runtime::{server::{Server, ServerAuth}, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let key = "k_0123456789abcdef0123456789abcdef";
+    /// let app = Server::new(Registry::builder().build().unwrap())
+    ///     .auth(ServerAuth::default().api_key(key))
+    ///     .router();
+    /// let list = |key: Option<&str>| {
+    ///     let request = axum::http::Request::get("/tools");
+    ///     let request = match key { Some(key) => request.header("oxp-api-key", key), None => request };
+    ///     request.body(axum::body::Body::empty()).unwrap()
+    /// };
+    /// assert_eq!(app.clone().oneshot(list(None)).await.unwrap().status(), 401);
+    /// assert_eq!(app.oneshot(list(Some(key))).await.unwrap().status(), 200);
+    /// # });
     /// ```
     #[must_use]
     pub fn auth(mut self, auth: ServerAuth) -> Self {
@@ -260,10 +291,17 @@ impl Server {
     /// body (at once, when the declared `Content-Length` says so).
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).max_body_bytes(256 * 1024);
-    /// # let _ = server;
+    /// use oxp_runtime::{server::Server, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let app = Server::new(Registry::builder().build().unwrap()).max_body_bytes(1024).router();
+    /// let call = axum::http::Request::post("/tools/call")
+    ///     .header("content-type", "application/json")
+    ///     .body(axum::body::Body::from(vec![b' '; 4096]))
+    ///     .unwrap();
+    /// assert_eq!(app.oneshot(call).await.unwrap().status(), 413);
+    /// # });
     /// ```
     #[must_use]
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
