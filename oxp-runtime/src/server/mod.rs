@@ -139,12 +139,20 @@ impl Server {
     /// front shares the port. `serve()` nests MCP's streamable HTTP at `/mcp` this way.
     ///
     /// ```
-    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, server::Server, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let pipeline = Pipeline::new(registry);
+    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, server::{Server, ServerAuth}, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(Registry::builder().build().unwrap());
     /// let mcp = McpServer::new(pipeline.clone()).into_router();
-    /// let server = Server::from_pipeline(pipeline).nest("/mcp", mcp);
-    /// # let _ = server;
+    /// let app = Server::from_pipeline(pipeline)
+    ///     .auth(ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef"))
+    ///     .nest("/mcp", mcp)
+    ///     .router();
+    /// // The nested front is behind the server's authentication.
+    /// let initialize = axum::http::Request::post("/mcp").body(axum::body::Body::empty()).unwrap();
+    /// assert_eq!(app.oneshot(initialize).await.unwrap().status(), 401);
+    /// # });
     /// ```
     #[must_use]
     pub fn nest(mut self, path: &str, router: Router) -> Self {
@@ -250,10 +258,16 @@ impl Server {
     /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).playground(true);
-    /// # let _ = server;
+    /// use oxp_runtime::{server::Server, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let app = Server::new(Registry::builder().build().unwrap()).playground(true).router();
+    /// let page = axum::http::Request::get("/").body(axum::body::Body::empty()).unwrap();
+    /// let page = app.oneshot(page).await.unwrap();
+    /// assert_eq!(page.status(), 200);
+    /// assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
+    /// # });
     /// ```
     #[must_use]
     pub fn playground(mut self, on: bool) -> Self {
@@ -330,10 +344,20 @@ impl Server {
     /// §3.19). Off by default: strict OXP.
     ///
     /// ```
-    /// # use oxp_runtime::{server::*, Registry};
-    /// # let registry = Registry::builder().build().unwrap();
-    /// let server = Server::new(registry).langchain_compat(true);
-    /// # let _ = server;
+    /// use oxp_runtime::{server::Server, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let app = Server::new(Registry::builder().build().unwrap()).langchain_compat(true).router();
+    /// // LangChain's clients get the bare list they expect.
+    /// let list = axum::http::Request::get("/tools")
+    ///     .header("user-agent", "universal-tool-sdk-py/0.1")
+    ///     .body(axum::body::Body::empty())
+    ///     .unwrap();
+    /// let body = app.oneshot(list).await.unwrap().into_body();
+    /// let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    /// assert_eq!(&body[..], b"[]");
+    /// # });
     /// ```
     #[must_use]
     pub fn langchain_compat(mut self, on: bool) -> Self {
