@@ -234,13 +234,7 @@ struct StripOptionalNull;
 
 impl Transform for StripOptionalNull {
     fn transform(&mut self, schema: &mut Schema) {
-        let required: Vec<String> = match schema.get("required") {
-            Some(Value::Array(names)) => names
-                .iter()
-                .filter_map(|n| n.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        };
+        let required = schema.as_object().map(required).unwrap_or_default();
         if let Some(Value::Object(properties)) = schema.get_mut("properties") {
             for (name, property) in properties.iter_mut() {
                 if !required.contains(name) {
@@ -270,6 +264,18 @@ fn strip_null(property: &mut Value) {
     // `{"enum": ["a", "b", null]}` (an optional unit enum)
     if let Some(Value::Array(values)) = obj.get_mut("enum") {
         values.retain(|v| !v.is_null());
+    }
+}
+
+/// The names an object schema lists as `required` (none when it lists none): the one reading
+/// of `required`, for the schema policy and the providers' projections.
+pub(crate) fn required(schema: &serde_json::Map<String, Value>) -> Vec<String> {
+    match schema.get("required") {
+        Some(Value::Array(names)) => names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

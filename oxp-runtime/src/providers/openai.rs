@@ -176,15 +176,7 @@ fn strict_object(schema: &mut Map<String, Value>, incompatible: &mut Vec<String>
                 schema.insert("additionalProperties".into(), Value::Bool(false));
             }
         }
-        let required: Vec<String> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(|n| n.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let required = crate::schema::required(schema);
         let properties = schema
             .entry("properties")
             .or_insert_with(|| json!({}))

@@ -79,13 +79,9 @@ pub(crate) fn strip_optional_nulls(value: &mut Value, schema: &Value) {
     let (Value::Object(fields), Value::Object(schema)) = (value, schema) else {
         return;
     };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = crate::schema::required(schema);
     let properties = schema.get("properties").and_then(Value::as_object);
-    fields.retain(|name, v| !v.is_null() || required.contains(&name.as_str()));
+    fields.retain(|name, v| !v.is_null() || required.contains(name));
     if let Some(properties) = properties {
         for (name, field) in fields.iter_mut() {
             if let Some(sub) = properties.get(name) {
