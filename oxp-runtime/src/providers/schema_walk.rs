@@ -1,64 +1,46 @@
-//! Walking a JSON Schema by its keywords, for the provider projections: which values are
-//! subschemas (and so walked), and which are data (enum values, defaults) and left alone.
+//! Walking a JSON Schema for the provider projections (with schemars' walk), its depth, and the
+//! nulls a strict-mode model sends for optional properties.
 
+use schemars::Schema;
+use schemars::transform::transform_subschemas;
 use serde_json::{Map, Value};
 
-/// Keywords whose value is one subschema.
-const ONE: [&str; 8] = [
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-];
-/// Keywords whose value is a list of subschemas.
-const LIST: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
-/// Keywords whose value maps names to subschemas.
-const MAP: [&str; 3] = ["properties", "patternProperties", "dependentSchemas"];
-
-/// Calls `f` on every subschema of `schema` (not on `schema` itself), mutably.
+/// Calls `f` on every subschema of `schema` (not on `schema` itself), mutably: schemars' own
+/// walk, which knows which keywords hold subschemas and which hold data (enum values,
+/// defaults).
 pub(crate) fn for_each_subschema(
     schema: &mut Map<String, Value>,
     mut f: impl FnMut(&mut Map<String, Value>),
 ) {
-    for (key, value) in schema.iter_mut() {
-        let key = key.as_str();
-        if ONE.contains(&key) {
-            if let Value::Object(sub) = value {
-                f(sub);
-            }
-        } else if LIST.contains(&key) {
-            for sub in value.as_array_mut().into_iter().flatten() {
-                if let Value::Object(sub) = sub {
+    let mut value = Value::Object(std::mem::take(schema));
+    if let Ok(walked) = <&mut Schema>::try_from(&mut value) {
+        transform_subschemas(
+            &mut |sub: &mut Schema| {
+                if let Some(sub) = sub.as_object_mut() {
                     f(sub);
                 }
-            }
-        } else if MAP.contains(&key) {
-            for sub in value
-                .as_object_mut()
-                .into_iter()
-                .flat_map(|m| m.values_mut())
-            {
-                if let Value::Object(sub) = sub {
-                    f(sub);
-                }
-            }
-        }
+            },
+            walked,
+        );
+    }
+    if let Value::Object(map) = value {
+        *schema = map;
     }
 }
 
-/// How many object and array levels a schema nests (a flat object of scalars is 1).
+/// How many object and array levels a schema nests (a flat object of scalars is 1). The walk
+/// is mutable, so it goes over one copy of the schema, made once.
 pub(crate) fn depth(schema: &Value) -> usize {
-    let Value::Object(map) = schema else { return 0 };
-    let own = usize::from(is_container(map));
+    match schema.clone() {
+        Value::Object(mut map) => depth_of(&mut map),
+        _ => 0,
+    }
+}
+
+fn depth_of(schema: &mut Map<String, Value>) -> usize {
+    let own = usize::from(is_container(schema));
     let mut deepest = 0;
-    let mut copy = map.clone();
-    for_each_subschema(&mut copy, |sub| {
-        deepest = deepest.max(depth(&Value::Object(sub.clone())));
-    });
+    for_each_subschema(schema, |sub| deepest = deepest.max(depth_of(sub)));
     own + deepest
 }
 
@@ -95,6 +77,16 @@ pub(crate) fn strip_optional_nulls(value: &mut Value, schema: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn data_that_looks_like_a_schema_is_not_walked() {
+        // An enum value or a default is data, however much it looks like a schema.
+        let schema = json!({"type": "object", "properties": {
+            "x": {"enum": [{"type": "object", "properties": {"y": {"type": "object"}}}]},
+            "z": {"default": {"type": "array", "items": {"type": "array"}}}
+        }});
+        assert_eq!(depth(&schema), 1);
+    }
 
     #[test]
     fn depth_counts_containers() {
