@@ -47,7 +47,25 @@ pub enum Output {
 /// Reads the tool from `item`. Strips the attributes on parameters that only the macro
 /// understands (docs, serde, schemars), since rustc rejects them on a fn's parameters.
 pub fn read(item: &mut syn::ItemFn, errors: &mut Errors) -> Tool {
-    let sig = &item.sig;
+    check_signature(&item.sig, errors);
+    let (description, argument_docs) = split_docs(&item.attrs);
+    let (inputs, context) = read_inputs(&mut item.sig, &argument_docs, errors);
+    let output = match &item.sig.output {
+        ReturnType::Default => Output::Unit,
+        ReturnType::Type(_, ty) => output(ty, errors),
+    };
+    Tool {
+        fn_name: item.sig.ident.clone(),
+        is_async: item.sig.asyncness.is_some(),
+        description,
+        inputs,
+        context,
+        output,
+    }
+}
+
+/// What no tool's signature may have, whatever its parameters: each is an error on its token.
+fn check_signature(sig: &syn::Signature, errors: &mut Errors) {
     if let Some(constness) = &sig.constness {
         errors.spanned(constness, "a tool cannot be a `const fn`: remove `const`");
     }
@@ -66,12 +84,20 @@ pub fn read(item: &mut syn::ItemFn, errors: &mut Errors) -> Tool {
     if let Some(variadic) = &sig.variadic {
         errors.spanned(variadic, "a tool cannot be variadic");
     }
+}
 
-    let (description, argument_docs) = split_docs(&item.attrs);
+/// The parameters: the `ToolContext` (where, and whether by reference), and the input, either
+/// plain parameters (each with its docs, from `///` or a `# Arguments` list) or one `Input<T>`.
+/// Strips the parameter attributes rustc would reject, so the fn can be emitted as written.
+fn read_inputs(
+    sig: &mut syn::Signature,
+    argument_docs: &[(String, String)],
+    errors: &mut Errors,
+) -> (Inputs, Option<(usize, bool)>) {
     let mut params = Vec::new();
     let mut whole = None;
     let mut context = None;
-    for (position, arg) in item.sig.inputs.iter_mut().enumerate() {
+    for (position, arg) in sig.inputs.iter_mut().enumerate() {
         let arg = match arg {
             FnArg::Receiver(receiver) => {
                 errors.spanned(
@@ -148,20 +174,7 @@ pub fn read(item: &mut syn::ItemFn, errors: &mut Errors) -> Tool {
         }
         None => Inputs::Params(params),
     };
-
-    let output = match &item.sig.output {
-        ReturnType::Default => Output::Unit,
-        ReturnType::Type(_, ty) => output(ty, errors),
-    };
-
-    Tool {
-        fn_name: item.sig.ident.clone(),
-        is_async: item.sig.asyncness.is_some(),
-        description,
-        inputs,
-        context,
-        output,
-    }
+    (inputs, context)
 }
 
 fn output(ty: &Type, errors: &mut Errors) -> Output {
