@@ -26,50 +26,45 @@ use super::gate::{Admission, Gate};
 /// and log lines. A tool that puts a key into an error (a URL with `?key=…` in a transport
 /// error, say) does not leak it. Values shorter than four characters are left alone: replacing
 /// them would garble the text without protecting anything.
-pub(super) struct Redactor(Vec<String>);
+///
+/// Answers about the input (`422`s) quote the caller's values, so they are scrubbed of the user
+/// id too; tool errors may name the user on purpose ("no mail for ada@…"), so they are not.
+pub(super) struct Redactor {
+    secrets: Vec<String>,
+    user: Option<String>,
+}
 
 impl Redactor {
     const MIN_LEN: usize = 4;
 
-    fn new(context: &ToolContext) -> Self {
-        Redactor(
-            context
+    pub(super) fn new(context: &ToolContext) -> Self {
+        let long_enough = |v: &&str| v.len() >= Self::MIN_LEN;
+        Redactor {
+            secrets: context
                 .sensitive_values()
-                .filter(|v| v.len() >= Self::MIN_LEN)
+                .filter(long_enough)
                 .map(str::to_owned)
                 .collect(),
-        )
-    }
-
-    /// For answers about the input (`422`s), which quote the caller's values: the user id is
-    /// scrubbed too, with the secrets and tokens.
-    pub(super) fn for_input(context: &ToolContext) -> Self {
-        let mut redactor = Redactor::new(context);
-        redactor.0.extend(
-            context
-                .user_id()
-                .filter(|u| u.len() >= Self::MIN_LEN)
-                .map(str::to_owned),
-        );
-        redactor
-    }
-
-    pub(super) fn invalid(&self, mut invalid: ValidationErrorResponse) -> ValidationErrorResponse {
-        if !self.0.is_empty() {
-            self.text(&mut invalid.message);
-            invalid
-                .parameter_errors
-                .values_mut()
-                .for_each(|e| self.text(e));
+            user: context.user_id().filter(long_enough).map(str::to_owned),
         }
+    }
+
+    /// A `422` with the secrets, tokens and user id scrubbed from every message.
+    pub(super) fn invalid(&self, mut invalid: ValidationErrorResponse) -> ValidationErrorResponse {
+        let scrub = |text: &mut String| {
+            self.text(text);
+            if let Some(user) = &self.user {
+                redact(text, user);
+            }
+        };
+        scrub(&mut invalid.message);
+        invalid.parameter_errors.values_mut().for_each(scrub);
         invalid
     }
 
     fn text(&self, text: &mut String) {
-        for value in &self.0 {
-            if text.contains(value.as_str()) {
-                *text = text.replace(value.as_str(), "<redacted>");
-            }
+        for value in &self.secrets {
+            redact(text, value);
         }
     }
 
@@ -88,17 +83,16 @@ impl Redactor {
     }
 }
 
+fn redact(text: &mut String, value: &str) {
+    if text.contains(value) {
+        *text = text.replace(value, "<redacted>");
+    }
+}
+
 /// How long a run may take, and how large its result may be.
 pub(super) struct Bounds {
     pub(super) timeout: Option<Duration>,
     pub(super) max_result_bytes: usize,
-}
-
-/// A place on a blocking thread for a sync tool: taken before the call (when the tool has no
-/// time limit to wait within), or waited for by the run.
-pub(super) enum BlockingPlace {
-    Taken(OwnedSemaphorePermit),
-    WaitFor(Arc<Semaphore>),
 }
 
 /// A tool run, ready to start: the tool's future is made here, and nothing runs until it is
@@ -112,7 +106,7 @@ pub(super) fn execute(
     bounds: Bounds,
     admission: Admission,
     gate: Arc<Gate>,
-    blocking_place: BlockingPlace,
+    taken: Option<OwnedSemaphorePermit>,
 ) -> Execution {
     let Bounds {
         timeout,
@@ -120,7 +114,6 @@ pub(super) fn execute(
     } = bounds;
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
-    let input_redactor = Redactor::for_input(&context);
     let (run, admission) = match descriptor.invoke {
         // The glue boxes the tool's future without running any of it.
         Invoke::Async(glue) => (
@@ -129,16 +122,19 @@ pub(super) fn execute(
         ),
         // A sync tool's thread cannot be stopped: the admission goes with it, and is given
         // back when the thread returns, whatever became of the call.
-        Invoke::Blocking(glue) => (
-            Either::Right(blocking(glue, context, input, blocking_place, admission).boxed()),
-            None,
-        ),
+        Invoke::Blocking(glue) => {
+            let place = match taken {
+                Some(permit) => Place::Taken(permit),
+                None => Place::WaitFor(gate.blocking.clone()),
+            };
+            let run = blocking(glue, context, input, place, admission);
+            (Either::Right(run.boxed()), None)
+        }
     };
     Execution {
         descriptor,
         call_id,
         redactor,
-        input_redactor,
         run,
         limit: timeout,
         deadline: None,
@@ -169,7 +165,6 @@ pub(super) struct Execution {
     descriptor: &'static ToolDescriptor,
     call_id: String,
     redactor: Redactor,
-    input_redactor: Redactor,
     run: Run,
     /// The time limit, and its timer: made on the first poll, since the limit counts from the
     /// start (and a timer needs the runtime, which a caller may enter only to poll).
@@ -242,15 +237,13 @@ impl Execution {
                 error: redactor.tool_error(error),
             },
             Err(InvokeError::Input(e)) => {
-                return CallOutcome::Invalid(self.input_redactor.invalid(
-                    ValidationErrorResponse {
-                        message: format!(
-                            "The input for '{}_{}' is invalid: {e}",
-                            self.descriptor.toolkit, self.descriptor.name
-                        ),
-                        parameter_errors: BTreeMap::new(),
-                    },
-                ));
+                return CallOutcome::Invalid(self.redactor.invalid(ValidationErrorResponse {
+                    message: format!(
+                        "The input for '{}_{}' is invalid: {e}",
+                        self.descriptor.toolkit, self.descriptor.name
+                    ),
+                    parameter_errors: BTreeMap::new(),
+                }));
             }
             Err(InvokeError::Output(e)) => CallResult::Failure {
                 error: ToolError::new("The tool produced a value that could not be sent.")
@@ -299,6 +292,13 @@ fn timed_out(limit: Duration) -> InvokeError {
     )
 }
 
+/// A place on a blocking thread: taken before the call (a sync tool without a time limit to
+/// wait within), or to wait for within the run's limit.
+enum Place {
+    Taken(OwnedSemaphorePermit),
+    WaitFor(Arc<Semaphore>),
+}
+
 /// A sync tool on the blocking pool, within a bounded share of it. The thread itself holds the
 /// permit and the call's admission until it returns: a tool that timed out (or whose caller
 /// hung up) still occupies its place, so stuck tools can never take more threads than the cap,
@@ -307,13 +307,13 @@ async fn blocking(
     glue: fn(ToolContext, Value) -> InvokeResult,
     context: ToolContext,
     input: Value,
-    place: BlockingPlace,
+    place: Place,
     admission: Admission,
 ) -> Result<InvokeResult, Panic> {
     let permit = match place {
-        BlockingPlace::Taken(permit) => permit,
+        Place::Taken(permit) => permit,
         // Waited for within the run's time limit, which the `Execution` enforces.
-        BlockingPlace::WaitFor(places) => match places.acquire_owned().await {
+        Place::WaitFor(places) => match places.acquire_owned().await {
             Ok(permit) => permit,
             Err(_) => {
                 return Ok(Err(InvokeError::Tool(ToolError::new(

@@ -450,7 +450,7 @@ impl Pipeline {
         if let Some(invalid) = validate::validate(tool, &input) {
             // A 422 quotes the input, which may carry a value of the context (a secret pasted
             // into the wrong field): scrubbed like a tool's errors.
-            let invalid = invoke::Redactor::for_input(&context).invalid(invalid);
+            let invalid = invoke::Redactor::new(&context).invalid(invalid);
             return Either::Left(future::ready(CallOutcome::Invalid(invalid)).boxed());
         }
 
@@ -470,10 +470,10 @@ impl Pipeline {
         };
         // A sync tool with a time limit may wait for a blocking thread within it; one without
         // must find a place now, or be refused: it may never wait without bound.
-        let blocking_place = match (descriptor.invoke, timeout) {
+        let taken = match (descriptor.invoke, timeout) {
             (crate::Invoke::Blocking(_), None) => {
                 match self.gate.blocking.clone().try_acquire_owned() {
-                    Ok(permit) => invoke::BlockingPlace::Taken(permit),
+                    Ok(permit) => Some(permit),
                     Err(_) => {
                         return Either::Left(
                             future::ready(CallOutcome::unavailable(
@@ -484,7 +484,7 @@ impl Pipeline {
                     }
                 }
             }
-            _ => invoke::BlockingPlace::WaitFor(self.gate.blocking.clone()),
+            _ => None,
         };
         let execution = invoke::execute(
             descriptor,
@@ -496,7 +496,7 @@ impl Pipeline {
             },
             admission,
             self.gate.clone(),
-            blocking_place,
+            taken,
         );
         match once {
             Some((store, key, fingerprint)) => {
