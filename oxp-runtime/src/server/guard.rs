@@ -59,8 +59,8 @@ impl Browsers {
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Refused> {
         let host = headers.get(HOST).and_then(|h| h.to_str().ok());
         if let (Some(allowed), Some(host)) = (&self.hosts, host) {
-            let name = host_name(host).to_ascii_lowercase();
-            if !allowed.contains(&name) {
+            let name = host_name(host);
+            if !allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
                 return Err(Refused::Host);
             }
         }
@@ -71,15 +71,18 @@ impl Browsers {
         if headers.get_all(ORIGIN).iter().nth(1).is_some() {
             return Err(Refused::Origin);
         }
-        let origin = origin.to_str().map_err(|_| Refused::Origin)?;
-        let origin = Browsers::origin_of(origin);
+        // Compared without allocating: every call from a browser page passes here.
+        let origin = origin.to_str().map_err(|_| Refused::Origin)?.trim();
+        let origin = origin.strip_suffix('/').unwrap_or(origin);
         // The server's own origin, as the request names it (the Host check above is what makes
         // this safe on loopback, where a rebound name is not answered at all).
-        let own = host.is_some_and(|host| {
-            let host = host.to_ascii_lowercase();
-            origin == format!("http://{host}") || origin == format!("https://{host}")
-        });
-        if own || self.origins.contains(&origin) {
+        let authority = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        let own = authority
+            .zip(host)
+            .is_some_and(|(authority, host)| authority.eq_ignore_ascii_case(host));
+        if own || self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
             Ok(())
         } else {
             Err(Refused::Origin)
@@ -185,17 +188,25 @@ impl<B> Drop for Timed<B> {
     }
 }
 
-/// The body did not arrive within its deadline.
-#[derive(Debug)]
-pub(crate) struct BodyTimeout;
+/// Why the guard cut a body off (beside the length limit, which `Limited` reports itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// The body did not arrive within its deadline.
+    TooSlow,
+    /// The connection's requests hold more body bytes at once than its budget allows.
+    OverBudget,
+}
 
-impl std::fmt::Display for BodyTimeout {
+impl std::fmt::Display for Cut {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the request body did not arrive in time")
+        f.write_str(match self {
+            Cut::TooSlow => "the request body did not arrive in time",
+            Cut::OverBudget => "the connection's requests hold too many body bytes at once",
+        })
     }
 }
 
-impl std::error::Error for BodyTimeout {}
+impl std::error::Error for Cut {}
 
 impl<B> http_body::Body for Timed<B>
 where
@@ -214,7 +225,7 @@ where
             if let (Some(Ok(frame)), Some(budget)) = (&frame, &this.budget) {
                 let bytes = frame.data_ref().map_or(0, Bytes::len);
                 if !budget.take(bytes) {
-                    return Poll::Ready(Some(Err(Box::new(OverBudget))));
+                    return Poll::Ready(Some(Err(Box::new(Cut::OverBudget))));
                 }
                 this.taken += bytes;
             }
@@ -226,7 +237,7 @@ where
             .deadline
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout)))),
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Cut::TooSlow)))),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -239,18 +250,6 @@ where
         self.inner.size_hint()
     }
 }
-
-/// The connection's requests hold more body bytes at once than its budget allows.
-#[derive(Debug)]
-pub(crate) struct OverBudget;
-
-impl std::fmt::Display for OverBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the connection's requests hold too many body bytes at once")
-    }
-}
-
-impl std::error::Error for OverBudget {}
 
 /// Why reading a body failed: over the cap or the connection's budget (`413`), too slow, or
 /// broken (`400`).
@@ -268,11 +267,10 @@ impl BodyFailure {
             if error.is::<LengthLimitError>() {
                 return BodyFailure::TooLarge;
             }
-            if error.is::<BodyTimeout>() {
-                return BodyFailure::TooSlow;
-            }
-            if error.is::<OverBudget>() {
-                return BodyFailure::OverBudget;
+            match error.downcast_ref::<Cut>() {
+                Some(Cut::TooSlow) => return BodyFailure::TooSlow,
+                Some(Cut::OverBudget) => return BodyFailure::OverBudget,
+                None => {}
             }
             cause = error.source();
         }
