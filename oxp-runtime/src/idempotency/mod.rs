@@ -126,7 +126,13 @@ impl Fingerprint {
     /// assert_eq!(fingerprint.to_hex().len(), 64);
     /// ```
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for byte in self.0 {
+            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+        }
+        hex
     }
 }
 
@@ -334,12 +340,16 @@ impl InMemoryIdempotency {
     /// # let _ = store;
     /// ```
     pub fn new(capacity: u64, ttl: Duration) -> Self {
+        InMemoryIdempotency::with(capacity, DEFAULT_MAX_BYTES, ttl)
+    }
+
+    fn with(capacity: u64, max_bytes: u64, ttl: Duration) -> Self {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         InMemoryIdempotency {
             inner: Arc::new(Inner {
                 state: Mutex::default(),
                 capacity: size(capacity),
-                max_bytes: size(DEFAULT_MAX_BYTES),
+                max_bytes: size(max_bytes),
                 ttl,
             }),
         }
@@ -353,15 +363,7 @@ impl InMemoryIdempotency {
     /// ```
     #[must_use]
     pub fn max_bytes(self, bytes: u64) -> Self {
-        let inner = Inner {
-            state: Mutex::default(),
-            capacity: self.inner.capacity,
-            max_bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
-            ttl: self.inner.ttl,
-        };
-        InMemoryIdempotency {
-            inner: Arc::new(inner),
-        }
+        InMemoryIdempotency::with(self.inner.capacity as u64, bytes, self.inner.ttl)
     }
 
     /// How many entries it holds now, running and finished.
