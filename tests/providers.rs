@@ -727,6 +727,26 @@ fn the_binarys_subcommands_export_and_dispatch() {
     let messages: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(messages[0]["content"][0]["tool_use_id"], "toolu_9");
     assert_eq!(messages[0]["content"][0]["content"], "5.0");
+    // A broken model response on stdin is a clear exit 2, not a panic.
+    let mut broken = Command::new(&binary)
+        .args(["dispatch", "--format", "openai"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    broken
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"tool_calls\": [{\"id\": ")
+        .unwrap();
+    let out = broken.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("stdin is not JSON") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
     for bad in [
         &["tools", "--format", "cohere"][..],
         &["dispatch", "--format", "oxp"],

@@ -3,6 +3,15 @@
 //! hook, and runs the server or a subcommand (`tools`, `dispatch`, `mcp`). Only this layer reads
 //! the environment or exits the process; the fronts below it (`server`, `mcp`, `providers`) take
 //! explicit values.
+//!
+//! ```no_run
+//! // A binary's whole `main`: `cargo run` serves every #[tool]; `cargo run -- tools --format
+//! // anthropic` prints them for a model; `cargo run -- mcp` speaks MCP on stdio.
+//! #[tokio::main]
+//! async fn main() {
+//!     oxp_runtime::app::serve().await
+//! }
+//! ```
 
 mod commands;
 mod config;
