@@ -247,7 +247,17 @@ struct WriteDeadline {
     stream: TcpStream,
     limit: Duration,
     waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// While closing: how long, and how much more, unread input is drained (see
+    /// `poll_shutdown`).
+    lingering: Option<(Pin<Box<tokio::time::Sleep>>, usize)>,
 }
+
+/// A lingering close, as nginx does: after the server has answered (a `413` to a body it did not
+/// read, say), it shuts its side and reads away what the client still sends, for at most this
+/// long and this much. Closing with unread input would send a reset, which can destroy the
+/// answer in the client's buffers before it reads it.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 4 * 1024 * 1024;
 
 impl WriteDeadline {
     fn new(stream: TcpStream, limit: Duration) -> Self {
@@ -255,6 +265,7 @@ impl WriteDeadline {
             stream,
             limit,
             waiting: None,
+            lingering: None,
         }
     }
 
@@ -328,6 +339,30 @@ impl AsyncWrite for WriteDeadline {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        let this = &mut *self;
+        if this.lingering.is_none() {
+            std::task::ready!(Pin::new(&mut this.stream).poll_shutdown(cx))?;
+            this.lingering = Some((Box::pin(tokio::time::sleep(LINGER)), LINGER_BYTES));
+        }
+        let (deadline, left) = this.lingering.as_mut().expect("set above");
+        let mut buffer = [0u8; 8 * 1024];
+        loop {
+            let mut read = ReadBuf::new(&mut buffer);
+            match Pin::new(&mut this.stream).poll_read(cx, &mut read) {
+                // The client closed its side, or the socket failed: nothing left to protect.
+                Poll::Ready(Ok(())) if read.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => match left.checked_sub(read.filled().len()) {
+                    Some(rest) => *left = rest,
+                    None => return Poll::Ready(Ok(())),
+                },
+                Poll::Pending => {
+                    return match deadline.as_mut().poll(cx) {
+                        Poll::Ready(()) => Poll::Ready(Ok(())),
+                        Poll::Pending => Poll::Pending,
+                    };
+                }
+            }
+        }
     }
 }
