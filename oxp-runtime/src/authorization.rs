@@ -34,11 +34,15 @@ pub struct ChallengeRequest<'a> {
 /// A challenge the user must complete.
 ///
 /// ```
-/// let challenge = oxp_runtime::authorization::Challenge {
+/// use oxp_runtime::authorization::Challenge;
+///
+/// // What a provider returns from `challenge` when the user has not signed in yet.
+/// let challenge = Challenge {
 ///     url: "https://auth.example.com/authorize?state=c1".into(),
 ///     check_id: "c1".into(),
 /// };
-/// # let _ = challenge;
+/// // The pipeline answers `authorization_required` with it, and a check_url under `/authorization/c1`.
+/// assert!(challenge.url.ends_with(&challenge.check_id));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Challenge {

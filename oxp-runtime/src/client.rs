@@ -38,10 +38,15 @@ use crate::protocol::{
 
 /// How the client frames requests.
 ///
-/// ```
+/// ```no_run
 /// use oxp_runtime::client::{Client, Dialect};
+///
+/// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+/// // Every OXP server takes both; a bare request is the smaller one on the wire.
 /// let client = Client::new("http://127.0.0.1:8000").dialect(Dialect::Bare);
-/// # let _ = client;
+/// let response = client.call("Calculator.Add", serde_json::json!({"a": 1, "b": 2})).await?;
+/// println!("{response:?}");
+/// # Ok(()) }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Dialect {
@@ -63,9 +68,17 @@ enum Credentials {
 ///
 /// ```
 /// use oxp_runtime::client::{Client, RetryPolicy};
-/// let policy = RetryPolicy { max_attempts: 5, ..RetryPolicy::default() };
+/// use std::time::Duration;
+///
+/// // Five tries, waiting 50 ms, then 100 ms, … never more than 2 s between them.
+/// let policy = RetryPolicy {
+///     max_attempts: 5,
+///     initial_backoff: Duration::from_millis(50),
+///     max_backoff: Duration::from_secs(2),
+///     ..RetryPolicy::default()
+/// };
+/// assert!(policy.retry_tool_errors, "a tool error that says `can_retry` is retried too");
 /// let client = Client::new("http://127.0.0.1:8000").retry(policy);
-/// # let _ = client;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -174,9 +187,17 @@ impl Client {
     /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8000`), unauthenticated,
     /// in the envelope dialect, with the default [`RetryPolicy`].
     ///
-    /// ```
+    /// ```no_run
+    /// use oxp_runtime::protocol::CallResult;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = oxp_runtime::client::Client::new("http://127.0.0.1:8000/");
-    /// # let _ = client;
+    /// let response = client.call("Calculator.Add", serde_json::json!({"a": 1, "b": 2})).await?;
+    /// match response.result {
+    ///     CallResult::Success { value } => println!("1 + 2 = {value:?}"),
+    ///     CallResult::Failure { error } => eprintln!("the tool failed: {}", error.message),
+    /// }
+    /// # Ok(()) }
     /// ```
     pub fn new(base_url: impl Into<String>) -> Self {
         Client {
@@ -190,10 +211,17 @@ impl Client {
 
     /// Sends `Authorization: Bearer <token>` (an HS256 JWT, or a key the server takes as one).
     ///
-    /// ```
-    /// use oxp_runtime::client::*;
-    /// let client = Client::new("http://127.0.0.1:8000").bearer("eyJhbGciOiJIUzI1NiJ9…");
-    /// # let _ = client;
+    /// ```no_run
+    /// use oxp_runtime::client::{Client, ClientError};
+    ///
+    /// # async fn run() -> Result<(), ClientError> {
+    /// let token = std::env::var("OXP_CLIENT_TOKEN").expect("a token to call with");
+    /// let client = Client::new("http://127.0.0.1:8000").bearer(token);
+    /// match client.list().await {
+    ///     Err(ClientError::Unauthorized(why)) => eprintln!("the server refused the token: {why}"),
+    ///     tools => println!("{} tools", tools?.len()),
+    /// }
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn bearer(mut self, token: impl Into<String>) -> Self {
@@ -203,10 +231,13 @@ impl Client {
 
     /// Sends `OXP-API-Key: <key>`.
     ///
-    /// ```
-    /// use oxp_runtime::client::*;
-    /// let client = Client::new("http://127.0.0.1:8000").api_key("k_…");
-    /// # let _ = client;
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// let client = Client::new("http://127.0.0.1:8000").api_key(std::env::var("OXP_API_KEY").unwrap());
+    /// let tools = client.list().await?;
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
@@ -216,10 +247,14 @@ impl Client {
 
     /// Which dialect to speak.
     ///
-    /// ```
-    /// use oxp_runtime::client::*;
+    /// ```no_run
+    /// use oxp_runtime::client::{Client, Dialect};
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000").dialect(Dialect::Bare);
-    /// # let _ = client;
+    /// // Sent as `{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}, …}` with `OXP-Version: 1.0`.
+    /// let response = client.call("Calculator.Add", serde_json::json!({"a": 1, "b": 2})).await?;
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn dialect(mut self, dialect: Dialect) -> Self {
@@ -229,10 +264,15 @@ impl Client {
 
     /// How to retry.
     ///
-    /// ```
-    /// use oxp_runtime::client::*;
-    /// let client = Client::new("http://127.0.0.1:8000").retry(RetryPolicy { max_attempts: 5, ..RetryPolicy::default() });
-    /// # let _ = client;
+    /// ```no_run
+    /// use oxp_runtime::client::{Client, RetryPolicy};
+    ///
+    /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
+    /// // Retry a refused connection or a 503 up to 5 times; the call_id makes a repeat safe.
+    /// let client = Client::new("http://127.0.0.1:8000")
+    ///     .retry(RetryPolicy { max_attempts: 5, ..RetryPolicy::default() });
+    /// let response = client.request("Mail.Send").call_id("send-42").send().await?;
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
@@ -242,11 +282,14 @@ impl Client {
 
     /// Uses this HTTP client (for proxies, TLS settings, timeouts).
     ///
-    /// ```
-    /// use oxp_runtime::client::*;
-    /// let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap();
+    /// ```no_run
+    /// use oxp_runtime::client::Client;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build()?;
     /// let client = Client::new("http://127.0.0.1:8000").http_client(http);
-    /// # let _ = client;
+    /// let tools = client.list().await?;
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn http_client(mut self, http: reqwest::Client) -> Self {
@@ -438,7 +481,7 @@ fn status_error(status: u16, body: &[u8]) -> ClientError {
 ///     .secret("SMTP_PASSWORD", "…")
 ///     .send()
 ///     .await?;
-/// # let _ = response;
+/// println!("sent as {} in {:?} ms", response.call_id, response.duration);
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -456,7 +499,7 @@ impl CallBuilder<'_> {
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
     /// let response = client.request("Calculator.Add").input(serde_json::json!({"a": 1, "b": 2})).send().await?;
-    /// # let _ = response;
+    /// println!("{:?}", response.result);
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -474,7 +517,7 @@ impl CallBuilder<'_> {
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
     /// let response = client.request("Calculator.Add").call_id("add-1").send().await?;
-    /// # let _ = response;
+    /// assert_eq!(response.call_id, "add-1", "the server answers under the client's call_id");
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -490,8 +533,9 @@ impl CallBuilder<'_> {
     ///
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
-    /// let response = client.request("Calculator.Add").trace_id("trace-7").send().await?;
-    /// # let _ = response;
+    /// // The server logs the call under this trace, beside the agent's own spans.
+    /// let response = client.request("Calculator.Add").trace_id("4bf92f3577b34da6").send().await?;
+    /// println!("{:?}", response.result);
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -507,8 +551,13 @@ impl CallBuilder<'_> {
     ///
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
-    /// let response = client.request("Calculator.Add").user_id("ada").send().await?;
-    /// # let _ = response;
+    /// let response = client
+    ///     .request("Calendar.ListEvents")
+    ///     .input(serde_json::json!({"day": "2026-11-23"}))
+    ///     .user_id("ada@example.com")
+    ///     .send()
+    ///     .await?;
+    /// println!("{:?}", response.result);
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -524,8 +573,14 @@ impl CallBuilder<'_> {
     ///
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
-    /// let response = client.request("Calculator.Add").secret("API_KEY", "…").send().await?;
-    /// # let _ = response;
+    /// let key = std::env::var("WEATHER_API_KEY").expect("the weather service's key");
+    /// let response = client
+    ///     .request("Weather.Forecast")
+    ///     .input(serde_json::json!({"city": "Lisbon"}))
+    ///     .secret("WEATHER_API_KEY", key)
+    ///     .send()
+    ///     .await?;
+    /// println!("{:?}", response.result);
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -545,8 +600,14 @@ impl CallBuilder<'_> {
     ///
     /// # async fn run() -> Result<(), oxp_runtime::client::ClientError> {
     /// let client = Client::new("http://127.0.0.1:8000");
-    /// let response = client.request("Calculator.Add").authorization_token("github", "gho_…").send().await?;
-    /// # let _ = response;
+    /// let token = std::env::var("GITHUB_TOKEN").expect("the user's GitHub token");
+    /// let response = client
+    ///     .request("GitHub.ListIssues")
+    ///     .input(serde_json::json!({"repo": "oxp/oxp"}))
+    ///     .authorization_token("github", token)
+    ///     .send()
+    ///     .await?;
+    /// println!("{:?}", response.result);
     /// # Ok(()) }
     /// ```
     #[must_use]

@@ -65,9 +65,14 @@ impl From<ToolError> for InvokeError {
 /// What invoking a tool's glue produces: its value (`None` for a unit return) or why not.
 ///
 /// ```
-/// let nothing: oxp_runtime::InvokeResult = Ok(None);
-/// let five: oxp_runtime::InvokeResult = Ok(Some(5.into()));
-/// # let _ = (nothing, five);
+/// use oxp_runtime::{InvokeError, InvokeResult, ToolError};
+///
+/// // What the glue of `fn ring() -> Result<u32, ToolError>` makes of each return.
+/// fn glue(returned: Result<u32, ToolError>) -> InvokeResult {
+///     Ok(Some(serde_json::to_value(returned?).map_err(InvokeError::Output)?))
+/// }
+/// assert_eq!(glue(Ok(5)).unwrap(), Some(5.into()));
+/// assert!(matches!(glue(Err(ToolError::new("No bell"))), Err(InvokeError::Tool(_))));
 /// ```
 pub type InvokeResult = Result<Option<Value>, InvokeError>;
 

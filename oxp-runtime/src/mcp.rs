@@ -114,7 +114,7 @@ impl McpServer {
     ///
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
     /// let server = McpServer::new(pipeline);
-    /// # let _ = server;
+    /// assert_eq!(server.tools()[0].name, "Calculator_Add");
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
         McpServer {
@@ -131,8 +131,14 @@ impl McpServer {
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
-    /// let server = oxp_runtime::mcp::McpServer::new(pipeline).single_tenant(true);
-    /// # let _ = server;
+    /// // A desktop server its operator alone calls: the operator's GitHub token serves HTTP callers too.
+    /// let context = serde_json::from_value(serde_json::json!({
+    ///     "authorization": [{"id": "github", "token": std::env::var("GITHUB_TOKEN").unwrap_or_default()}]
+    /// })).unwrap();
+    /// let app: axum::Router = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .with_context(context)
+    ///     .single_tenant(true)
+    ///     .into_router();
     /// ```
     #[must_use]
     pub fn single_tenant(mut self, on: bool) -> Self {
@@ -147,7 +153,7 @@ impl McpServer {
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
     /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
     ///     .session_limits(100, std::time::Duration::from_secs(60));
-    /// # let _ = server;
+    /// let app: axum::Router = axum::Router::new().nest("/mcp", server.into_router());
     /// ```
     #[must_use]
     pub fn session_limits(mut self, max: usize, idle: std::time::Duration) -> Self {
@@ -167,7 +173,9 @@ impl McpServer {
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
     /// let context = serde_json::from_value(serde_json::json!({"user_id": "ada"})).unwrap();
     /// let server = McpServer::new(pipeline).with_context(context);
-    /// # let _ = server;
+    /// # async {
+    /// server.serve_stdio().await?; // every call made for ada
+    /// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(()) };
     /// ```
     #[must_use]
     pub fn with_context(mut self, context: CallContext) -> Self {
@@ -205,8 +213,9 @@ impl McpServer {
     /// async fn add(a: f64, b: f64) -> f64 { a + b }
     ///
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
-    /// let app: axum::Router = axum::Router::new().nest_service("/mcp", McpServer::new(pipeline).streamable_http_service());
-    /// # let _ = app;
+    /// // Behind your own session handling: the service alone, at a path of your choosing.
+    /// let service = McpServer::new(pipeline).streamable_http_service();
+    /// let app: axum::Router = axum::Router::new().nest_service("/agents/mcp", service);
     /// ```
     pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
         self.service(Arc::new(self.session_manager()))
@@ -237,7 +246,10 @@ impl McpServer {
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
     /// let app: axum::Router = axum::Router::new()
     ///     .nest("/mcp", oxp_runtime::mcp::McpServer::new(pipeline).into_router());
-    /// # let _ = app;
+    /// # async {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// axum::serve(listener, app).await?;
+    /// # Ok::<(), std::io::Error>(()) };
     /// ```
     pub fn into_router(self) -> axum::Router {
         let sessions = Arc::new(self.session_manager());

@@ -1,5 +1,5 @@
-//! In-process dispatch: request bytes → dialect → resolve → validate → invoke → response bytes,
-//! the whole transport-neutral path, with time per call (criterion) and allocations per call (a
+//! In-process dispatch: request bytes → request → resolve → validate → invoke → response bytes,
+//! the whole transport-neutral path (the HTTP dialects are measured by the router rows), with time per call (criterion) and allocations per call (a
 //! counting global allocator).
 //!
 //! ```sh
@@ -12,10 +12,9 @@ mod router;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::http::HeaderMap;
 use criterion::{Criterion, criterion_group, criterion_main};
 use oxp_runtime::call::{CallOutcome, Pipeline};
-use oxp_runtime::server::dialect;
+use oxp_runtime::protocol::CallToolRequest;
 use serde_json::json;
 
 struct Counting;
@@ -39,9 +38,15 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// One call, bytes to bytes, as the HTTP front does it.
-async fn dispatch(pipeline: &Pipeline, headers: &HeaderMap, body: &[u8]) -> Vec<u8> {
-    let (_, request) = dialect::read_call(headers, body, false).expect("a valid request");
+/// The OpenAPI envelope, as a front reads it.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    request: CallToolRequest,
+}
+
+/// One call, bytes to bytes.
+async fn dispatch(pipeline: &Pipeline, body: &[u8]) -> Vec<u8> {
+    let Envelope { request } = serde_json::from_slice(body).expect("a valid request");
     match pipeline.call(request).await {
         CallOutcome::Completed(response) => {
             let mut bytes = Vec::with_capacity(256);
@@ -97,8 +102,6 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     let pipeline = Pipeline::new(oxp_tests::all_tools().build().unwrap());
-    let mut headers = HeaderMap::new();
-    headers.insert("content-type", "application/json".parse().unwrap());
     let cases = [
         (
             "add (no call_id)",
@@ -122,8 +125,8 @@ fn bench(c: &mut Criterion) {
             template.replace("CALL", &format!("c{n}")).into_bytes()
         };
         measure(c, &runtime, name, next_body, |body| {
-            let (pipeline, headers) = (&pipeline, &headers);
-            async move { dispatch(pipeline, headers, &body).await }
+            let pipeline = &pipeline;
+            async move { dispatch(pipeline, &body).await }
         });
     }
 

@@ -34,7 +34,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Everything [`serve`] reads from the environment.
+/// Everything [`serve`](super::serve) reads from the environment.
 ///
 /// | variable | default | meaning |
 /// |---|---|---|
@@ -158,9 +158,16 @@ impl std::error::Error for ConfigError {}
 impl ServerConfig {
     /// Reads the process environment.
     ///
-    /// ```
-    /// let config = oxp_runtime::app::ServerConfig::from_env().expect("the environment's OXP_* settings");
-    /// # let _ = config;
+    /// ```no_run
+    /// use oxp_runtime::{app::ServerConfig, server::Server, Registry};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Your own main, configured as `serve()` is: from OXP_PORT, OXP_JWT_SECRET, ….
+    /// let config = ServerConfig::from_env()?;
+    /// let server = config.apply(Server::new(Registry::from_inventory()?)).await?;
+    /// let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    /// server.serve(listener, std::future::pending(), config.shutdown_grace).await?;
+    /// # Ok(()) }
     /// ```
     pub fn from_env() -> Result<Self, ConfigError> {
         ServerConfig::from_lookup(|name| std::env::var(name).ok())
@@ -359,9 +366,9 @@ impl ServerConfig {
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use oxp_runtime::{app::ServerConfig, server::Server};
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let config = ServerConfig::from_lookup(|_| None).unwrap();
+    /// let config = ServerConfig::from_lookup(|name| (name == "OXP_MAX_BODY_BYTES").then(|| "4096".into())).unwrap();
     /// let server = config.apply(Server::new(registry)).await.unwrap();
-    /// # let _ = server;
+    /// let app: axum::Router = server.router();
     /// # });
     /// ```
     pub async fn apply(&self, server: Server) -> Result<Server, ConfigError> {

@@ -12,8 +12,9 @@ use tokio::sync::{Notify, Semaphore};
 /// ```
 /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
 /// use oxp_runtime::call::{Pipeline, DEFAULT_MAX_BLOCKING};
+/// // A toolkit of mostly sync tools that wait on disks: twice the default threads.
 /// let pipeline = Pipeline::new(registry).limits(Some(1024), DEFAULT_MAX_BLOCKING * 2);
-/// # let _ = pipeline;
+/// let server = oxp_runtime::server::Server::from_pipeline(pipeline);
 /// ```
 pub const DEFAULT_MAX_BLOCKING: usize = 64;
 

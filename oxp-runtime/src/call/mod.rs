@@ -58,12 +58,15 @@ pub const MAX_ID_BYTES: usize = 256;
 /// ```
 /// use oxp_runtime::call::CallMeta;
 /// // What an HTTP front knows besides the body: who called, and where challenges are checked.
+/// # use oxp_runtime::{call::Pipeline, protocol::CallToolRequest, Registry};
+/// # async fn front(pipeline: Pipeline, request: CallToolRequest) {
 /// let meta = CallMeta {
 ///     principal: Some("jwt:ada".into()),
 ///     check_url_base: Some("https://tools.example.com/authorization/".into()),
 ///     ..CallMeta::default()
 /// };
-/// # let _ = meta;
+/// let outcome = pipeline.call_with(request, &meta).await;
+/// # }
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct CallMeta {
@@ -125,10 +128,12 @@ impl Pipeline {
     /// A pipeline over `registry`: a time limit of [`DEFAULT_TOOL_TIMEOUT`] for tools that set
     /// none, no concurrency limit, and in-memory idempotency by `call_id`.
     ///
-    /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry);
-    /// # let _ = pipeline;
+    /// ```no_run
+    /// use oxp_runtime::{call::Pipeline, server::Server, Registry};
+    ///
+    /// // Every `#[tool]` in the binary, served over OXP with the pipeline's defaults.
+    /// let pipeline = Pipeline::new(Registry::from_inventory().expect("the tools register"));
+    /// let app: axum::Router = Server::from_pipeline(pipeline).router();
     /// ```
     pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
         Pipeline {
@@ -146,9 +151,20 @@ impl Pipeline {
     /// written out, so a huge result costs no second copy.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).max_result_bytes(1024 * 1024);
-    /// # let _ = pipeline;
+    /// use oxp_runtime::{call::{CallOutcome, Pipeline}, protocol::CallResult, tool, Registry};
+    ///
+    /// /// Repeat a letter.
+    /// #[tool(toolkit = "Text", version = "1.0.0")]
+    /// async fn repeat(times: usize) -> String { "a".repeat(times) }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let registry = Registry::builder().tool(repeat::TOOL).build().unwrap();
+    /// let pipeline = Pipeline::new(registry).max_result_bytes(1024);
+    /// let request = serde_json::from_str(r#"{"tool_id": "Text.Repeat", "input": {"times": 5000}}"#).unwrap();
+    /// let CallOutcome::Completed(response) = pipeline.call(request).await else { panic!() };
+    /// let CallResult::Failure { error } = response.result else { panic!("too big to send") };
+    /// assert!(error.message.contains("too large"), "{}", error.message);
+    /// # });
     /// ```
     #[must_use]
     pub fn max_result_bytes(mut self, bytes: usize) -> Self {
@@ -160,10 +176,20 @@ impl Pipeline {
     /// none (such tools may then run for as long as they like).
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
-    ///     .default_timeout(std::time::Duration::from_secs(30));
-    /// # let _ = pipeline;
+    /// use oxp_runtime::{call::{CallOutcome, Pipeline}, protocol::CallResult, tool, Registry};
+    /// use std::time::Duration;
+    ///
+    /// /// Wait a while.
+    /// #[tool(toolkit = "Clock", version = "1.0.0")]
+    /// async fn wait(ms: u64) { tokio::time::sleep(Duration::from_millis(ms)).await }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let registry = Registry::builder().tool(wait::TOOL).build().unwrap();
+    /// let pipeline = Pipeline::new(registry).default_timeout(Duration::from_millis(50));
+    /// let request = serde_json::from_str(r#"{"tool_id": "Clock.Wait", "input": {"ms": 10000}}"#).unwrap();
+    /// let CallOutcome::Completed(response) = pipeline.call(request).await else { panic!() };
+    /// assert!(matches!(response.result, CallResult::Failure { .. }), "stopped after 50 ms");
+    /// # });
     /// ```
     #[must_use]
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
@@ -174,11 +200,12 @@ impl Pipeline {
     /// The provider that mints challenges when a call lacks an authorization token.
     ///
     /// ```
-    /// use oxp_runtime::authorization::InMemoryAuthorization;
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+    /// use oxp_runtime::{authorization::InMemoryAuthorization, call::Pipeline, Registry};
+    ///
+    /// # let registry = Registry::builder().build().unwrap();
+    /// let pipeline = Pipeline::new(registry)
     ///     .authorization(InMemoryAuthorization::new("https://auth.example.com/authorize"));
-    /// # let _ = pipeline;
+    /// assert!(pipeline.authorization_provider().is_some());
     /// ```
     #[must_use]
     pub fn authorization(mut self, provider: impl AuthorizationProvider) -> Self {
@@ -190,11 +217,27 @@ impl Pipeline {
     /// again; `None` turns idempotency off.
     ///
     /// ```
-    /// use oxp_runtime::idempotency::InMemoryIdempotency;
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry)
-    ///     .idempotency(Some(InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600))));
-    /// # let _ = pipeline;
+    /// use oxp_runtime::{call::Pipeline, idempotency::InMemoryIdempotency, tool, Registry};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// static SENT: AtomicU32 = AtomicU32::new(0);
+    ///
+    /// /// Send a mail (counted, not sent).
+    /// #[tool(toolkit = "Mail", version = "1.0.0")]
+    /// async fn send(to: String) -> u32 { SENT.fetch_add(1, Ordering::SeqCst) + 1 }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// // Answers kept for an hour, at most 100,000 of them.
+    /// let store = InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600));
+    /// let pipeline = Pipeline::new(Registry::builder().tool(send::TOOL).build().unwrap())
+    ///     .idempotency(Some(store));
+    /// let request = r#"{"tool_id": "Mail.Send", "call_id": "send-1", "input": {"to": "ada"}}"#;
+    /// for _retry in 0..3 {
+    ///     let outcome = pipeline.call(serde_json::from_str(request).unwrap()).await;
+    ///     assert_eq!(outcome.status(), 200);
+    /// }
+    /// assert_eq!(SENT.load(Ordering::SeqCst), 1, "a repeated call_id gets the first answer");
+    /// # });
     /// ```
     #[must_use]
     pub fn idempotency(mut self, store: Option<impl IdempotencyStore>) -> Self {
@@ -206,9 +249,12 @@ impl Pipeline {
     /// on blocking threads. A call over the limit is answered at once as temporarily unavailable.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).limits(Some(512), 64);
-    /// # let _ = pipeline;
+    /// use oxp_runtime::{call::Pipeline, Registry};
+    ///
+    /// # let registry = Registry::builder().build().unwrap();
+    /// // 512 calls at once, 64 of them sync tools on blocking threads.
+    /// let pipeline = Pipeline::new(registry).limits(Some(512), 64);
+    /// assert_eq!(pipeline.stats().active, 0);
     /// ```
     #[must_use]
     pub fn limits(mut self, max_calls: Option<usize>, max_blocking: usize) -> Self {

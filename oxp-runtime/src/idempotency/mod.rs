@@ -218,9 +218,20 @@ pub fn reused_call_id() -> CallOutcome {
 ///         run
 ///     }
 /// }
-/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+///
+/// /// Ring a bell.
+/// #[oxp_runtime::tool(toolkit = "Bell", version = "1.0.0")]
+/// async fn ring() {}
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let registry = oxp_runtime::Registry::builder().tool(ring::TOOL).build().unwrap();
 /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(Forgetful));
-/// # let _ = pipeline;
+/// for _ in 0..2 {
+///     let request = serde_json::from_str(r#"{"tool_id": "Bell.Ring", "call_id": "r1"}"#).unwrap();
+///     pipeline.call(request).await;
+/// }
+/// assert_eq!(pipeline.stats().started, 2, "nothing kept: the same call_id ran twice");
+/// # });
 /// ```
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Drives `run` if `key` is new; answers as the first run with `key` did if `fingerprint`
@@ -250,8 +261,10 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
 ///
 /// ```
 /// use oxp_runtime::idempotency::{InMemoryIdempotency, DEFAULT_CAPACITY, DEFAULT_TTL};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// // A busy server: ten times the answers, each kept as long as by default.
 /// let store = InMemoryIdempotency::new(DEFAULT_CAPACITY * 10, DEFAULT_TTL);
-/// # let _ = store;
+/// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
 /// ```
 pub const DEFAULT_CAPACITY: u64 = 10_000;
 /// How long an answer is kept by default.
@@ -264,8 +277,10 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 ///
 /// ```
 /// use oxp_runtime::idempotency::{InMemoryIdempotency, DEFAULT_MAX_BYTES};
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// // A small container: a quarter of the default memory for kept answers.
 /// let store = InMemoryIdempotency::default().max_bytes(DEFAULT_MAX_BYTES / 4);
-/// # let _ = store;
+/// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
 /// ```
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -336,8 +351,11 @@ impl InMemoryIdempotency {
     /// Keeps at most `capacity` answers, each for `ttl`, within [`DEFAULT_MAX_BYTES`].
     ///
     /// ```
-    /// let store = oxp_runtime::idempotency::InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600));
-    /// # let _ = store;
+    /// use oxp_runtime::idempotency::InMemoryIdempotency;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// // Agents that retry for up to an hour: keep answers that long, at most 100,000 of them.
+    /// let store = InMemoryIdempotency::new(100_000, std::time::Duration::from_secs(3600));
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
     /// ```
     pub fn new(capacity: u64, ttl: Duration) -> Self {
         InMemoryIdempotency::with(capacity, DEFAULT_MAX_BYTES, ttl)
@@ -358,8 +376,23 @@ impl InMemoryIdempotency {
     /// At most `bytes` of answers (counted as their JSON) kept at once.
     ///
     /// ```
-    /// let store = oxp_runtime::idempotency::InMemoryIdempotency::default().max_bytes(1 << 20);
-    /// # let _ = store;
+    /// use oxp_runtime::{call::Pipeline, idempotency::InMemoryIdempotency, tool, Registry};
+    ///
+    /// /// A long text.
+    /// #[tool(toolkit = "Text", version = "1.0.0")]
+    /// async fn long(bytes: usize) -> String { "a".repeat(bytes) }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = InMemoryIdempotency::default().max_bytes(1 << 20);
+    /// let pipeline = Pipeline::new(Registry::builder().tool(long::TOOL).build().unwrap())
+    ///     .idempotency(Some(store.clone()));
+    /// for i in 0..4 {
+    ///     let request = format!(r#"{{"tool_id": "Text.Long", "call_id": "t{i}", "input": {{"bytes": 400000}}}}"#);
+    ///     pipeline.call(serde_json::from_str(&request).unwrap()).await;
+    /// }
+    /// assert!(store.bytes() <= 1 << 20, "the oldest answers made room");
+    /// assert_eq!(store.len(), 2);
+    /// # });
     /// ```
     #[must_use]
     pub fn max_bytes(self, bytes: u64) -> Self {
@@ -369,7 +402,20 @@ impl InMemoryIdempotency {
     /// How many entries it holds now, running and finished.
     ///
     /// ```
-    /// assert!(oxp_runtime::idempotency::InMemoryIdempotency::default().is_empty());
+    /// use oxp_runtime::{call::Pipeline, idempotency::InMemoryIdempotency, tool, Registry};
+    ///
+    /// /// Ring a bell.
+    /// #[tool(toolkit = "Bell", version = "1.0.0")]
+    /// async fn ring() {}
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = InMemoryIdempotency::default();
+    /// let pipeline = Pipeline::new(Registry::builder().tool(ring::TOOL).build().unwrap())
+    ///     .idempotency(Some(store.clone()));
+    /// let request = serde_json::from_str(r#"{"tool_id": "Bell.Ring", "call_id": "r1"}"#).unwrap();
+    /// pipeline.call(request).await;
+    /// assert_eq!(store.len(), 1, "one answer kept, under r1");
+    /// # });
     /// ```
     pub fn len(&self) -> usize {
         self.inner.lock().entries.len()

@@ -27,8 +27,11 @@ const POLL: Duration = Duration::from_millis(20);
 /// # async fn run() -> redis::RedisResult<()> {
 /// use oxp_runtime::idempotency::RedisIdempotency;
 ///
+/// // Several replicas behind one balancer: a retried call_id is answered once, whichever gets it.
 /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379", std::time::Duration::from_secs(600)).await?;
-/// # let _ = store; Ok(()) }
+/// let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::from_inventory().unwrap())
+///     .idempotency(Some(store));
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct RedisIdempotency {
@@ -59,7 +62,6 @@ impl RedisIdempotency {
     ///     .await?;
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
-    /// # let _ = pipeline;
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str, ttl: Duration) -> redis::RedisResult<Self> {
@@ -86,7 +88,6 @@ impl RedisIdempotency {
     ///     .pending_ttl(Duration::from_secs(120));
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
-    /// # let _ = pipeline;
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -107,7 +108,6 @@ impl RedisIdempotency {
     ///     .prefix("tools-eu:call:");
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
-    /// # let _ = pipeline;
     /// # Ok(()) }
     /// ```
     #[must_use]

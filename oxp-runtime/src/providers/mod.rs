@@ -400,10 +400,23 @@ impl Dispatcher {
     /// Dispatches through `pipeline` with the default [`Limits`] and an empty context.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
-    /// let dispatcher = Dispatcher::new(Pipeline::new(registry));
-    /// # let _ = dispatcher;
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, ToolCall}, tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+    /// // What a provider's parser makes of a model's tool call.
+    /// let call = ToolCall {
+    ///     id: "call_1".into(),
+    ///     name: "Calculator_Add".into(),
+    ///     arguments: Ok(serde_json::json!({"a": 2, "b": 3})),
+    /// };
+    /// let results = dispatcher.run(vec![call]).await.unwrap();
+    /// assert_eq!((results[0].id.as_str(), results[0].content.as_str()), ("call_1", "5"));
+    /// # });
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
         let principal = format!("dispatch:{}", uuid::Uuid::new_v4().simple());
@@ -421,11 +434,19 @@ impl Dispatcher {
     /// Other limits.
     ///
     /// ```
+    /// use oxp_runtime::call::Pipeline;
+    /// use oxp_runtime::providers::{DispatchError, Dispatcher, Limits, ToolCall};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
     /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
     ///     .limits(Limits { max_calls_per_response: 5, ..Limits::default() });
-    /// # let _ = dispatcher;
+    /// let runaway: Vec<ToolCall> = (0..6)
+    ///     .map(|i| ToolCall { id: format!("call_{i}"), name: "Mail_Send".into(), arguments: Ok(serde_json::json!({})) })
+    ///     .collect();
+    /// let refused = dispatcher.run(runaway).await.unwrap_err();
+    /// assert_eq!(refused, DispatchError::TooManyCalls { calls: 6, limit: 5 });
+    /// # });
     /// ```
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
@@ -436,11 +457,14 @@ impl Dispatcher {
     /// The whole context every call carries (secrets, tokens, user), replacing any set before.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
-    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
-    ///     .with_context(serde_json::from_value(serde_json::json!({"user_id": "ada"})).unwrap());
-    /// # let _ = dispatcher;
+    /// use oxp_runtime::{call::Pipeline, protocol::CallContext, providers::Dispatcher, Registry};
+    ///
+    /// # let registry = Registry::builder().build().unwrap();
+    /// // The context a host keeps per signed-in user, e.g. read from its session store.
+    /// let context: CallContext = serde_json::from_str(
+    ///     r#"{"user_id": "ada", "secrets": [{"id": "SMTP_PASSWORD", "value": "…"}]}"#,
+    /// ).unwrap();
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry)).with_context(context);
     /// ```
     #[must_use]
     pub fn with_context(mut self, context: CallContext) -> Self {
@@ -451,11 +475,18 @@ impl Dispatcher {
     /// A secret every call may use (tools get only those they declare).
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
-    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
-    ///     .secret("SMTP_PASSWORD", "…");
-    /// # let _ = dispatcher;
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, ToolCall}, tool, Registry, ToolContext};
+    ///
+    /// /// Say which mail server the key opens.
+    /// #[tool(toolkit = "Mail", version = "1.0.0", secret = "SMTP_PASSWORD")]
+    /// async fn check(ctx: &ToolContext) -> usize { ctx.secret("SMTP_PASSWORD").map_or(0, str::len) }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(check::TOOL).build().unwrap()))
+    ///     .secret("SMTP_PASSWORD", "hunter22");
+    /// let call = ToolCall { id: "c1".into(), name: "Mail_Check".into(), arguments: Ok(serde_json::json!({})) };
+    /// assert_eq!(dispatcher.run(vec![call]).await.unwrap()[0].content, "8");
+    /// # });
     /// ```
     #[must_use]
     pub fn secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
@@ -470,11 +501,18 @@ impl Dispatcher {
     /// An authorization token for provider `id`.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
-    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, ToolCall}, tool, Registry, ToolContext};
+    ///
+    /// /// Whether the user's GitHub token arrived.
+    /// #[tool(toolkit = "GitHub", version = "1.0.0", authorization(id = "github"))]
+    /// async fn signed_in(ctx: &ToolContext) -> bool { ctx.authorization_token("github").is_some() }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(signed_in::TOOL).build().unwrap()))
     ///     .authorization_token("github", "gho_…");
-    /// # let _ = dispatcher;
+    /// let call = ToolCall { id: "c1".into(), name: "GitHub_SignedIn".into(), arguments: Ok(serde_json::json!({})) };
+    /// assert_eq!(dispatcher.run(vec![call]).await.unwrap()[0].content, "true");
+    /// # });
     /// ```
     #[must_use]
     pub fn authorization_token(mut self, id: impl Into<String>, token: impl Into<String>) -> Self {
@@ -489,11 +527,18 @@ impl Dispatcher {
     /// The user the calls are made for.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Limits}};
-    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, ToolCall}, tool, Registry, ToolContext};
+    ///
+    /// /// Greet the user.
+    /// #[tool(toolkit = "Greeter", version = "1.0.0", user_id)]
+    /// async fn hello(ctx: &ToolContext) -> String { format!("hello, {}", ctx.user_id().unwrap_or("?")) }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(hello::TOOL).build().unwrap()))
     ///     .user_id("ada");
-    /// # let _ = dispatcher;
+    /// let call = ToolCall { id: "c1".into(), name: "Greeter_Hello".into(), arguments: Ok(serde_json::json!({})) };
+    /// assert_eq!(dispatcher.run(vec![call]).await.unwrap()[0].content, "hello, ada");
+    /// # });
     /// ```
     #[must_use]
     pub fn user_id(mut self, user_id: impl Into<String>) -> Self {
@@ -530,7 +575,8 @@ impl Dispatcher {
     ///     {"type": "tool_use", "id": "toolu_2", "name": "Calculator_Add", "input": {"a": "two"}}
     /// ]})).unwrap();
     /// let results = dispatcher.run(calls).await.unwrap();
-    /// assert_eq!(results.len(), 2);
+    /// assert_eq!(results[0].content, "5");
+    /// assert!(results[1].is_error, "\"two\" is no integer: the model is told so and may retry");
     /// # });
     /// ```
     pub async fn run(&self, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>, DispatchError> {

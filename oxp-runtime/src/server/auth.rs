@@ -81,7 +81,8 @@ impl ServerAuth {
     /// let auth = oxp_runtime::server::ServerAuth::default()
     ///     .jwt_secret("a-secret-of-at-least-32-bytes-please")
     ///     .jwt_audience(["agent-1", "agent-2"]);
-    /// # let _ = auth;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let server = oxp_runtime::server::Server::new(registry).auth(auth);
     /// ```
     #[must_use]
     pub fn jwt_audience<S: Into<String>>(mut self, audiences: impl IntoIterator<Item = S>) -> Self {

@@ -11,17 +11,9 @@ use serde_json::{Map, Value};
 use crate::protocol::{CallToolRequest, ServerErrorResponse};
 
 /// The `$schema` a response carries when the request did not say.
-///
-/// ```
-/// assert_eq!(oxp_runtime::server::dialect::DEFAULT_SCHEMA, "urn:oxp:1.0");
-/// ```
-pub const DEFAULT_SCHEMA: &str = "urn:oxp:1.0";
+pub(crate) const DEFAULT_SCHEMA: &str = "urn:oxp:1.0";
 /// The `OXP-Version` every response carries.
-///
-/// ```
-/// assert_eq!(oxp_runtime::server::dialect::OXP_VERSION, "1.0");
-/// ```
-pub const OXP_VERSION: &str = "1.0";
+pub(crate) const OXP_VERSION: &str = "1.0";
 
 /// The header that carries [`OXP_VERSION`] (a `HeaderName` made once, not parsed per lookup).
 pub(crate) const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-version");
@@ -29,17 +21,8 @@ pub(crate) const OXP_VERSION_HEADER: HeaderName = HeaderName::from_static("oxp-v
 const MAJOR: u64 = 1;
 
 /// How a call was sent, and so how it is answered.
-///
-/// ```
-/// use oxp_runtime::server::dialect::{read_call, Dialect};
-/// let mut headers = axum::http::HeaderMap::new();
-/// headers.insert("content-type", "application/json".parse().unwrap());
-/// let body = br#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#;
-/// let (dialect, _) = read_call(&headers, body, false).unwrap();
-/// assert_eq!(dialect, Dialect::Bare);
-/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// `{"$schema", "request"}`; the `$schema` to echo.
     Envelope(Cow<'static, str>),
     /// A bare `CallToolRequest`.
@@ -57,14 +40,7 @@ fn bad_request(message: &str, developer_message: impl Into<String>) -> ServerErr
 
 /// The major version a `$schema` value names: `urn:oxp:M.m`, `otc://M.m`, or an http(s) URL of
 /// the spec ending in `/http/M.m/openapi.json`.
-///
-/// ```
-/// use oxp_runtime::server::dialect::schema_major;
-/// assert_eq!(schema_major("urn:oxp:1.0"), Some(1));
-/// assert_eq!(schema_major("otc://2.0"), Some(2));
-/// assert_eq!(schema_major("whatever"), None);
-/// ```
-pub fn schema_major(schema: &str) -> Option<u64> {
+pub(crate) fn schema_major(schema: &str) -> Option<u64> {
     let version = if let Some(v) = schema.strip_prefix("urn:oxp:") {
         v
     } else if let Some(v) = schema.strip_prefix("otc://") {
@@ -99,14 +75,9 @@ fn header_major(value: &str) -> Option<u64> {
 }
 
 /// Checks the `OXP-Version` header, if sent; returns its major version.
-///
-/// ```
-/// use axum::http::{HeaderMap, HeaderValue};
-/// let mut headers = HeaderMap::new();
-/// headers.insert("oxp-version", HeaderValue::from_static("2.0"));
-/// assert!(oxp_runtime::server::dialect::check_version_header(&headers).is_err());
-/// ```
-pub fn check_version_header(headers: &HeaderMap) -> Result<Option<u64>, ServerErrorResponse> {
+pub(crate) fn check_version_header(
+    headers: &HeaderMap,
+) -> Result<Option<u64>, ServerErrorResponse> {
     let Some(value) = headers.get(OXP_VERSION_HEADER) else {
         return Ok(None);
     };
@@ -130,13 +101,7 @@ fn unsupported(what: &str) -> ServerErrorResponse {
 }
 
 /// Checks a `$schema` value and returns it, to be echoed.
-///
-/// ```
-/// use oxp_runtime::server::dialect::check_schema;
-/// assert_eq!(check_schema(&"urn:oxp:1.1".into()).unwrap(), "urn:oxp:1.1");
-/// assert!(check_schema(&"urn:oxp:2.0".into()).is_err());
-/// ```
-pub fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
+pub(crate) fn check_schema(value: &Value) -> Result<String, ServerErrorResponse> {
     let Value::String(schema) = value else {
         return Err(bad_request(
             "The `$schema` value must be a string.",
@@ -183,20 +148,7 @@ fn echo(schema: Option<Cow<'_, str>>) -> Cow<'static, str> {
 /// `lenient` is the LangChain compatibility of oxp-notes §3.11–§3.12: a request-level `user_id`
 /// moves into `context`, `inputs` is read as `input`, and other unknown fields are dropped
 /// (and logged) instead of refused.
-///
-/// ```
-/// use oxp_runtime::server::dialect::{read_call, Dialect};
-/// let mut headers = axum::http::HeaderMap::new();
-/// headers.insert("content-type", "application/json".parse().unwrap());
-/// let body = br#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "input": {"a": 1}}}"#;
-/// let (dialect, request) = read_call(&headers, body, false).unwrap();
-/// assert!(matches!(dialect, Dialect::Envelope(_)));
-/// assert_eq!(request.tool_id, "Calculator.Add");
-/// assert!(read_call(&headers, b"[]", false).is_err());
-/// // No Content-Type: refused, as a browser's no-cors POST would send it.
-/// assert!(read_call(&Default::default(), body, false).is_err());
-/// ```
-pub fn read_call(
+pub(crate) fn read_call(
     headers: &HeaderMap,
     body: &[u8],
     lenient: bool,
@@ -431,12 +383,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ServerErrorResponse> {
 }
 
 /// Adds `$schema` to a top-level body (an error body, a list, an envelope).
-///
-/// ```
-/// let body = oxp_runtime::server::dialect::with_schema(serde_json::json!({"message": "no"}), Some("urn:oxp:1.0"));
-/// assert_eq!(body["$schema"], "urn:oxp:1.0");
-/// ```
-pub fn with_schema(body: Value, schema: Option<&str>) -> Value {
+pub(crate) fn with_schema(body: Value, schema: Option<&str>) -> Value {
     match (body, schema) {
         (Value::Object(fields), Some(schema)) => {
             let mut with = Map::with_capacity(fields.len() + 1);
@@ -474,6 +421,41 @@ mod tests {
         ] {
             assert_eq!(schema_major(bad), None, "{bad}");
         }
+    }
+
+    fn json_headers() -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", "application/json".parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_call_is_read_in_either_dialect() {
+        let bare = br#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#;
+        let (dialect, _) = read_call(&json_headers(), bare, false).unwrap();
+        assert_eq!(dialect, Dialect::Bare);
+        let envelope = br#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "input": {"a": 1}}}"#;
+        let (dialect, request) = read_call(&json_headers(), envelope, false).unwrap();
+        assert!(matches!(dialect, Dialect::Envelope(_)));
+        assert_eq!(request.tool_id, "Calculator.Add");
+        assert!(read_call(&json_headers(), b"[]", false).is_err());
+        // No Content-Type: refused, as a browser's no-cors POST would send it.
+        assert!(read_call(&HeaderMap::new(), envelope, false).is_err());
+    }
+
+    #[test]
+    fn only_major_version_1_is_spoken() {
+        let mut headers = HeaderMap::new();
+        headers.insert("oxp-version", "2.0".parse().unwrap());
+        assert!(check_version_header(&headers).is_err());
+        assert_eq!(check_schema(&"urn:oxp:1.1".into()).unwrap(), "urn:oxp:1.1");
+        assert!(check_schema(&"urn:oxp:2.0".into()).is_err());
+    }
+
+    #[test]
+    fn an_answer_carries_the_schema_it_was_asked_in() {
+        let body = with_schema(serde_json::json!({"message": "no"}), Some("urn:oxp:1.0"));
+        assert_eq!(body["$schema"], "urn:oxp:1.0");
     }
 
     #[test]

@@ -28,7 +28,10 @@ use tokio::sync::Semaphore;
 /// limits.max_connections = Some(2_000);
 /// limits.header_timeout = std::time::Duration::from_secs(5);
 /// let server = Server::new(registry).connection_limits(limits);
-/// # let _ = server;
+/// # async {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// server.serve(listener, std::future::pending(), std::time::Duration::from_secs(30)).await?;
+/// # Ok::<(), std::io::Error>(()) };
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -18,7 +18,7 @@
 //! ```
 
 mod auth;
-pub mod dialect;
+mod dialect;
 mod guard;
 mod handlers;
 mod listen;
@@ -47,8 +47,9 @@ use handlers::{
 /// ```
 /// use oxp_runtime::server::{Server, DEFAULT_MAX_BODY_BYTES};
 /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// // Tools that take documents inline: four times the default.
 /// let server = Server::new(registry).max_body_bytes(4 * DEFAULT_MAX_BODY_BYTES);
-/// # let _ = server;
+/// let app = axum::Router::new().nest("/oxp", server.router());
 /// ```
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 
@@ -57,8 +58,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// ```
 /// use oxp_runtime::server::{Server, DEFAULT_BODY_TIMEOUT};
 /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// // Clients on slow links: twice the default.
 /// let server = Server::new(registry).body_timeout(DEFAULT_BODY_TIMEOUT * 2);
-/// # let _ = server;
+/// let app = axum::Router::new().nest("/oxp", server.router());
 /// ```
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -73,11 +75,24 @@ const LANGCHAIN_USER_AGENTS: [&str; 3] = [
 /// An OXP server over a registry.
 ///
 /// ```
-/// use oxp_runtime::{server::Server, Registry};
+/// use oxp_runtime::{server::Server, tool, Registry};
+/// use tower::ServiceExt;
 ///
-/// let server = Server::new(Registry::builder().build().unwrap()).max_body_bytes(64 * 1024);
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let server = Server::new(Registry::builder().tool(add::TOOL).build().unwrap());
 /// let router: axum::Router = server.router();
-/// # let _ = router;
+/// let call = axum::http::Request::post("/tools/call")
+///     .header("OXP-Version", "1.0")
+///     .header("Content-Type", "application/json")
+///     .body(axum::body::Body::from(r#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#))
+///     .unwrap();
+/// let response = router.oneshot(call).await.unwrap();
+/// assert_eq!(response.status(), 200);
+/// # });
 /// ```
 #[derive(Debug, Clone)]
 pub struct Server {
@@ -100,10 +115,15 @@ const PLAYGROUND: &str = include_str!("playground.html");
 impl Server {
     /// A server for every tool of `registry`, with authentication off and the default limits.
     ///
-    /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// let server = oxp_runtime::server::Server::new(registry);
-    /// # let _ = server;
+    /// ```no_run
+    /// use oxp_runtime::{server::Server, Registry};
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let server = Server::new(Registry::from_inventory().expect("the tools register"));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// let ctrl_c = async { tokio::signal::ctrl_c().await.unwrap() };
+    /// server.serve(listener, ctrl_c, std::time::Duration::from_secs(30)).await?;
+    /// # Ok(()) }
     /// ```
     pub fn new(registry: Registry) -> Self {
         Server::from_pipeline(Pipeline::new(registry))
@@ -117,8 +137,9 @@ impl Server {
     /// # use oxp_runtime::{server::*, Registry};
     /// # let registry = Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).default_timeout(std::time::Duration::from_secs(5));
-    /// let server = Server::from_pipeline(pipeline);
-    /// # let _ = server;
+    /// // MCP beside OXP, both through the one pipeline (its limits and idempotency shared).
+    /// let mcp = oxp_runtime::mcp::McpServer::new(pipeline.clone()).into_router();
+    /// let app: axum::Router = Server::from_pipeline(pipeline).nest("/mcp", mcp).router();
     /// ```
     pub fn from_pipeline(pipeline: Pipeline) -> Self {
         Server {
@@ -169,7 +190,10 @@ impl Server {
     /// let mut limits = ConnectionLimits::default();
     /// limits.write_timeout = std::time::Duration::from_secs(10);
     /// let server = Server::new(registry).connection_limits(limits);
-    /// # let _ = server;
+    /// # async {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// server.serve(listener, std::future::pending(), std::time::Duration::from_secs(30)).await?;
+    /// # Ok::<(), std::io::Error>(()) };
     /// ```
     #[must_use]
     pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
@@ -243,7 +267,7 @@ impl Server {
     /// # use oxp_runtime::{server::*, Registry};
     /// # let registry = Registry::builder().build().unwrap();
     /// let server = Server::new(registry).body_timeout(std::time::Duration::from_secs(5));
-    /// # let _ = server;
+    /// let app = axum::Router::new().nest("/oxp", server.router());
     /// ```
     #[must_use]
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
@@ -329,8 +353,9 @@ impl Server {
     /// ```
     /// # use oxp_runtime::{server::*, Registry};
     /// # let registry = Registry::builder().build().unwrap();
+    /// // Behind a proxy that serves this router at https://tools.example.com/oxp.
     /// let server = Server::new(registry).public_url("https://tools.example.com/oxp");
-    /// # let _ = server;
+    /// let app = axum::Router::new().nest("/oxp", server.router());
     /// ```
     #[must_use]
     pub fn public_url(mut self, url: impl Into<String>) -> Self {
