@@ -1,15 +1,13 @@
-//! What can be checked at compile time, because it is written as a literal: the tool's identity,
-//! its description and its requirements. The registry checks the same rules again at start-up
-//! (for tools it did not see here, e.g. a version taken from `CARGO_PKG_VERSION`).
+//! The tool's identity, in three steps: read what the attribute says, default what it leaves
+//! out (the crate's name and version, the fn's name), then check the result by the rules in
+//! [`rules`](crate::rules), which the registry checks again at start-up in the same words.
 
 use proc_macro2::Span;
 
 use crate::errors::Errors;
 use crate::model::Tool;
 use crate::parse::Args;
-
-const MAX_NAME_LEN: usize = 64;
-const MAX_DESCRIPTION_LEN: usize = 1024;
+use crate::rules;
 
 /// The identity the tool is registered under.
 pub struct Identity {
@@ -19,96 +17,148 @@ pub struct Identity {
     pub timeout_ms: Option<u64>,
 }
 
+/// A value of the identity and where an error about it points: the literal the user wrote, or
+/// the place a default came from (and how to override it).
+struct Field {
+    value: String,
+    origin: Origin,
+}
+
+enum Origin {
+    Written(Span),
+    /// A default: what it was made from (`"the crate name `x`"`), pointed at `span`.
+    Default {
+        from: String,
+        span: Span,
+    },
+}
+
+/// Reads, defaults and checks; every problem goes to `errors`, and the identity is returned
+/// whole either way (the fallback expansion needs none of it, but the checks run once).
 pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) -> Identity {
-    let toolkit = match &args.toolkit {
-        Some(lit) => {
-            check_segment("toolkit", &lit.value(), lit.span(), errors);
-            lit.value()
-        }
-        None => {
+    let (toolkit, name, version) = (toolkit(args), name(args, tool, name_span), version(args));
+    check(&toolkit, &name, &version, name_span, errors);
+    check_description(tool, name_span, errors);
+    check_requirements(args, errors);
+    Identity {
+        toolkit: toolkit.value,
+        name: name.value,
+        version: version.value,
+        timeout_ms: timeout_ms(args, errors),
+    }
+}
+
+fn written(lit: &syn::LitStr) -> Field {
+    Field {
+        value: lit.value(),
+        origin: Origin::Written(lit.span()),
+    }
+}
+
+fn toolkit(args: &Args) -> Field {
+    args.toolkit.as_ref().map_or_else(
+        || {
             let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-            let toolkit = pascal_case(&package);
-            if !is_segment(&toolkit) {
-                errors.error(
-                    Span::call_site(),
-                    format!("the crate name `{package}` does not make a toolkit name: set `toolkit = \"MyToolkit\"`"),
-                );
+            Field {
+                value: rules::pascal_case(&package),
+                origin: Origin::Default {
+                    from: format!("the crate name `{package}`"),
+                    span: Span::call_site(),
+                },
             }
-            toolkit
-        }
-    };
-    let name = match &args.name {
-        Some(lit) => {
-            check_segment("name", &lit.value(), lit.span(), errors);
-            lit.value()
-        }
-        None => pascal_case(tool.fn_name.to_string().trim_start_matches("r#")),
-    };
-    let wire_len = toolkit.len() + 1 + name.len();
-    if wire_len > MAX_NAME_LEN && is_segment(&toolkit) && is_segment(&name) {
-        let span = args.name.as_ref().map_or(name_span, |l| l.span());
-        errors.error(
-            span,
-            format!(
-                "the wire name `{toolkit}_{name}` is {wire_len} characters; OXP and model providers allow {MAX_NAME_LEN}: shorten the toolkit or the name"
-            ),
-        );
-    }
-    let version = match &args.version {
-        Some(lit) => {
-            if !is_version(&lit.value()) {
-                errors.error(
-                    lit.span(),
-                    format!(
-                        "`{}` is not a tool version: write three whole numbers, `version = \"1.0.0\"`",
-                        lit.value()
-                    ),
-                );
+        },
+        written,
+    )
+}
+
+fn name(args: &Args, tool: &Tool, name_span: Span) -> Field {
+    args.name.as_ref().map_or_else(
+        || {
+            let fn_name = tool.fn_name.to_string();
+            let fn_name = fn_name.trim_start_matches("r#");
+            Field {
+                value: rules::pascal_case(fn_name),
+                origin: Origin::Default {
+                    from: format!("the fn name `{fn_name}`"),
+                    span: name_span,
+                },
             }
-            lit.value()
-        }
-        None => {
+        },
+        written,
+    )
+}
+
+fn version(args: &Args) -> Field {
+    args.version.as_ref().map_or_else(
+        || {
             let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
-            if !is_version(&version) {
-                errors.error(
-                    Span::call_site(),
-                    format!("the crate version `{version}` is not a tool version (x.y.z only): set `version = \"1.0.0\"`"),
-                );
+            Field {
+                origin: Origin::Default {
+                    from: format!("the crate version `{version}`"),
+                    span: Span::call_site(),
+                },
+                value: version,
             }
-            version
+        },
+        written,
+    )
+}
+
+fn check(toolkit: &Field, name: &Field, version: &Field, name_span: Span, errors: &mut Errors) {
+    let segments = [("toolkit", toolkit), ("name", name)].map(|(kind, field)| {
+        let problem = rules::segment_problem(kind, &field.value);
+        report(field, problem.as_deref(), kind, errors)
+    });
+    // A wire name made of broken segments has already been reported.
+    if segments.iter().all(|ok| *ok) {
+        if let Some(problem) = rules::wire_name_problem(&toolkit.value, &name.value) {
+            let span = match name.origin {
+                Origin::Written(span) => span,
+                Origin::Default { .. } => name_span,
+            };
+            errors.error(span, problem);
         }
-    };
-    match &tool.description {
-        None => errors.error(
-            name_span,
-            "a tool needs a description, which models read to decide when to call it: add a doc comment (`/// What the tool does.`) above the fn",
-        ),
-        Some(d) if d.chars().count() > MAX_DESCRIPTION_LEN => errors.error(
-            name_span,
-            format!(
-                "the description is {} characters; model providers allow {MAX_DESCRIPTION_LEN}: shorten the doc comment",
-                d.chars().count()
-            ),
-        ),
-        Some(_) => {}
     }
+    let problem = rules::version_problem(&version.value);
+    report(version, problem.as_deref(), "version", errors);
+}
+
+/// Reports `problem` of `field`: at the literal, or, for a default, saying what it was made
+/// from and which key to set instead. Whether the field is sound.
+fn report(field: &Field, problem: Option<&str>, key: &str, errors: &mut Errors) -> bool {
+    let Some(problem) = problem else {
+        return true;
+    };
+    match &field.origin {
+        Origin::Written(span) => errors.error(*span, problem),
+        Origin::Default { from, span } => errors.error(
+            *span,
+            format!("{problem} (the {key} comes from {from}: #[tool] sets no `{key}`)"),
+        ),
+    }
+    false
+}
+
+fn check_description(tool: &Tool, name_span: Span, errors: &mut Errors) {
+    let description = tool.description.as_deref().unwrap_or_default();
+    if let Some(problem) = rules::description_problem(description) {
+        errors.error(name_span, problem);
+    }
+}
+
+fn check_requirements(args: &Args, errors: &mut Errors) {
+    let mut seen: Vec<String> = Vec::new();
     for secret in &args.secrets {
-        if secret.value().trim().is_empty() {
+        let id = secret.value();
+        if id.trim().is_empty() {
             errors.error(
                 secret.span(),
                 "a secret needs an id: `secret = \"API_KEY\"`",
             );
+        } else if seen.contains(&id) {
+            errors.error(secret.span(), format!("the secret `{id}` is listed twice"));
         }
-    }
-    let mut seen_secrets: Vec<String> = Vec::new();
-    for secret in &args.secrets {
-        if seen_secrets.contains(&secret.value()) {
-            errors.error(
-                secret.span(),
-                format!("the secret `{}` is listed twice", secret.value()),
-            );
-        }
-        seen_secrets.push(secret.value());
+        seen.push(id);
     }
     for authorization in &args.authorization {
         if authorization.id.value().trim().is_empty() {
@@ -118,74 +168,18 @@ pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) 
             );
         }
     }
-    let timeout_ms = args
-        .timeout_ms
-        .as_ref()
-        .and_then(|lit| match lit.base10_parse::<u64>() {
-            Ok(0) | Err(_) => {
-                errors.error(
-                    lit.span(),
-                    "`timeout_ms` is a positive number of milliseconds",
-                );
-                None
-            }
-            Ok(ms) => Some(ms),
-        });
-    Identity {
-        toolkit,
-        name,
-        version,
-        timeout_ms,
+}
+
+fn timeout_ms(args: &Args, errors: &mut Errors) -> Option<u64> {
+    let lit = args.timeout_ms.as_ref()?;
+    match lit.base10_parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(ms),
+        _ => {
+            errors.error(
+                lit.span(),
+                "`timeout_ms` is a positive number of milliseconds",
+            );
+            None
+        }
     }
-}
-
-fn check_segment(kind: &str, value: &str, span: Span, errors: &mut Errors) {
-    if !is_segment(value) {
-        let cleaned: String = value
-            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-            .map(|part| {
-                let mut chars = part.chars();
-                chars
-                    .next()
-                    .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                    .unwrap_or_default()
-            })
-            .collect();
-        let hint = if cleaned.is_empty() {
-            String::new()
-        } else {
-            format!(", e.g. `{kind} = \"{cleaned}\"`")
-        };
-        errors.error(
-            span,
-            format!(
-                "the {kind} `{value}` may only have letters, digits and underscores (it is part of the id `Toolkit.Name@x.y.z`){hint}"
-            ),
-        );
-    }
-}
-
-fn is_segment(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-fn is_version(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('.').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| {
-            !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u64>().is_ok()
-        })
-}
-
-/// `get_emails` → `GetEmails`, `my-crate` → `MyCrate`.
-pub fn pascal_case(s: &str) -> String {
-    s.split(['_', '-'])
-        .map(|part| {
-            let mut chars = part.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
-                .unwrap_or_default()
-        })
-        .collect()
 }

@@ -47,6 +47,10 @@ mod principal;
 pub mod protocol;
 pub mod providers;
 pub mod registry;
+// The identity rules, shared with `#[tool]` (the file is `oxp-macros/src/rules.rs`); the macro
+// alone names fns and crates.
+#[allow(dead_code)]
+mod rules;
 pub mod schema;
 pub mod server;
 pub mod version;

@@ -10,21 +10,21 @@ use crate::protocol::{
     AuthorizationRequirement, OAuth2Requirement, SecretRequirement, ToolDefinition,
     ToolRequirements,
 };
-use crate::schema;
-use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest, is_segment};
+use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
+use crate::{rules, schema};
 
 /// The longest wire name OXP (and every model provider) accepts.
 ///
 /// ```
 /// assert_eq!(oxp_runtime::registry::MAX_NAME_LEN, 64);
 /// ```
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = rules::MAX_NAME_LEN;
 /// The longest description a tool may have (the provider limit of seed 003 §7).
 ///
 /// ```
 /// assert_eq!(oxp_runtime::registry::MAX_DESCRIPTION_LEN, 1024);
 /// ```
-pub const MAX_DESCRIPTION_LEN: usize = 1024;
+pub const MAX_DESCRIPTION_LEN: usize = rules::MAX_DESCRIPTION_LEN;
 
 /// A lookup table keyed by id, path or wire name. Built once and only read after, so a fast
 /// hash serves (no key a caller sends is ever inserted): std's SipHash cost ~200 instructions
@@ -580,40 +580,27 @@ impl RegistryBuilder {
 }
 
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
-/// descriptors made by hand or from a crate version; in the macro's words, so a reader meets one
-/// message per rule wherever it is caught (`oxp-macros/src/validate.rs` is the other half).
+/// descriptors made by hand or from a crate version, by the same [`rules`] in the same words.
 fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
     let problem = |what: String| RegistryProblem::Invalid {
         at: descriptor.location(),
         what,
     };
-    for (kind, value) in [("toolkit", descriptor.toolkit), ("name", descriptor.name)] {
-        if !is_segment(value) {
-            return Err(problem(format!(
-                "the {kind} `{value}` may only have letters, digits and underscores (it is part of the id `Toolkit.Name@x.y.z`)"
-            )));
-        }
-    }
+    let check = |found: Option<String>| found.map_or(Ok(()), |what| Err(problem(what)));
+    check(rules::segment_problem("toolkit", descriptor.toolkit))?;
+    check(rules::segment_problem("name", descriptor.name))?;
+    check(rules::wire_name_problem(
+        descriptor.toolkit,
+        descriptor.name,
+    ))?;
+    check(rules::version_problem(descriptor.version))?;
+    check(rules::description_problem(descriptor.description))?;
+    let version: ToolVersion = descriptor
+        .version
+        .parse()
+        .map_err(|e: ParseError| problem(e.to_string()))?;
     let wire_name = format!("{}_{}", descriptor.toolkit, descriptor.name);
-    if wire_name.len() > MAX_NAME_LEN {
-        return Err(problem(format!(
-            "the wire name `{wire_name}` is {} characters; OXP and model providers allow {MAX_NAME_LEN}: shorten the toolkit or the name",
-            wire_name.len()
-        )));
-    }
-    let version: ToolVersion = descriptor.version.parse().map_err(|e| {
-        problem(format!(
-            "the version `{}` is not x.y.z ({e}); set `version = \"1.0.0\"` on #[tool]",
-            descriptor.version
-        ))
-    })?;
     let description = descriptor.description.trim();
-    if description.is_empty() || description.chars().count() > MAX_DESCRIPTION_LEN {
-        return Err(problem(format!(
-            "the description is {} characters; model providers allow 1 to {MAX_DESCRIPTION_LEN}: shorten the doc comment",
-            description.chars().count()
-        )));
-    }
     let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
     let schema_problem = |error: schema::SchemaError| RegistryProblem::Schema {
         id: id.clone(),

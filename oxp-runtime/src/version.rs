@@ -132,7 +132,7 @@ pub struct ToolId<'a> {
 /// assert!(!oxp_runtime::version::is_segment("Calc.ulator"));
 /// ```
 pub fn is_segment(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    crate::rules::is_segment(s)
 }
 
 impl<'a> ToolId<'a> {

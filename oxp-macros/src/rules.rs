@@ -1,0 +1,149 @@
+//! The rules of a tool's identity, and the words that say one is broken: the single source for
+//! `#[tool]`, which checks what is written as a literal at compile time, and for the registry,
+//! which checks every descriptor again at start-up (a version taken from `CARGO_PKG_VERSION`, a
+//! descriptor written by hand). `oxp-runtime/src/rules.rs` is a link to this file — a proc-macro
+//! crate can export nothing but macros, so the file is shared rather than the crate (serde_derive
+//! shares its `internals` with serde_derive_internals the same way).
+//!
+//! Each check returns the problem as a sentence that ends in the fix; the caller decides where
+//! it points (a span, a source location).
+
+/// Characters in a wire name (`Toolkit_Name`): what OXP and every model provider allow.
+pub const MAX_NAME_LEN: usize = 64;
+/// Characters in a description: what model providers allow.
+pub const MAX_DESCRIPTION_LEN: usize = 1024;
+
+/// Whether `s` may be a toolkit or tool name, a segment of the id `Toolkit.Name@x.y.z`:
+/// `[A-Za-z0-9_]+`.
+pub fn is_segment(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Whether `s` is a tool version: three whole numbers, `x.y.z`, each fitting a `u64`.
+pub fn is_version(s: &str) -> bool {
+    let mut parts = 0;
+    let numeric = s.split('.').all(|part| {
+        parts += 1;
+        !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) && part.parse::<u64>().is_ok()
+    });
+    numeric && parts == 3
+}
+
+/// The toolkit or name (`kind`) `value`, unless it is a segment; with a corrected spelling when
+/// one can be made (`"my-tools"` → `MyTools`).
+pub fn segment_problem(kind: &str, value: &str) -> Option<String> {
+    if is_segment(value) {
+        return None;
+    }
+    let cleaned: String = value
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .map(capitalized)
+        .collect();
+    let hint = if cleaned.is_empty() {
+        String::new()
+    } else {
+        format!(", e.g. `{kind} = \"{cleaned}\"`")
+    };
+    Some(format!(
+        "the {kind} `{value}` may only have letters, digits and underscores (it is part of the id `Toolkit.Name@x.y.z`){hint}"
+    ))
+}
+
+/// The wire name `toolkit_name`, when it is longer than [`MAX_NAME_LEN`].
+pub fn wire_name_problem(toolkit: &str, name: &str) -> Option<String> {
+    let len = toolkit.len() + 1 + name.len();
+    (len > MAX_NAME_LEN).then(|| {
+        format!(
+            "the wire name `{toolkit}_{name}` is {len} characters; OXP and model providers allow {MAX_NAME_LEN}: shorten the toolkit or the name"
+        )
+    })
+}
+
+/// The version `value`, unless it is `x.y.z`.
+pub fn version_problem(value: &str) -> Option<String> {
+    (!is_version(value)).then(|| {
+        format!("`{value}` is not a tool version: write three whole numbers, `version = \"1.0.0\"`")
+    })
+}
+
+/// The description, when there is none (models read it to decide when to call the tool) or it
+/// is longer than [`MAX_DESCRIPTION_LEN`].
+pub fn description_problem(description: &str) -> Option<String> {
+    let len = description.trim().chars().count();
+    if len == 0 {
+        Some("a tool needs a description, which models read to decide when to call it: add a doc comment (`/// What the tool does.`) above the fn".to_owned())
+    } else if len > MAX_DESCRIPTION_LEN {
+        Some(format!(
+            "the description is {len} characters; model providers allow {MAX_DESCRIPTION_LEN}: shorten the doc comment"
+        ))
+    } else {
+        None
+    }
+}
+
+/// `get_emails` → `GetEmails`, `my-crate` → `MyCrate`: the default name of a fn or a crate.
+pub fn pascal_case(s: &str) -> String {
+    s.split(['_', '-']).map(capitalized).collect()
+}
+
+fn capitalized(part: &str) -> String {
+    let mut chars = part.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments() {
+        assert!(is_segment("Calculator_2"));
+        for bad in ["", "Calc.ulator", "my-tools", "Ünï"] {
+            assert!(!is_segment(bad), "{bad}");
+        }
+        let problem = segment_problem("toolkit", "my-tools").unwrap();
+        assert!(
+            problem.ends_with("e.g. `toolkit = \"MyTools\"`"),
+            "{problem}"
+        );
+        assert!(!segment_problem("name", "!!").unwrap().contains("e.g."));
+    }
+
+    #[test]
+    fn versions() {
+        assert!(is_version("1.0.0") && is_version("10.20.30"));
+        for bad in [
+            "1.0",
+            "1.0.0.0",
+            "v1.0.0",
+            "1.0.x",
+            "1..0",
+            "99999999999999999999.0.0",
+        ] {
+            assert!(version_problem(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lengths() {
+        let long = "A".repeat(MAX_NAME_LEN);
+        assert!(
+            wire_name_problem(&long, "B")
+                .unwrap()
+                .contains("66 characters")
+        );
+        assert!(wire_name_problem("Calculator", "Add").is_none());
+        assert!(description_problem("  ").unwrap().contains("doc comment"));
+        assert!(description_problem(&"x".repeat(MAX_DESCRIPTION_LEN + 1)).is_some());
+        assert!(description_problem("Add two numbers.").is_none());
+    }
+
+    #[test]
+    fn pascal() {
+        assert_eq!(pascal_case("get_emails"), "GetEmails");
+        assert_eq!(pascal_case("my-crate"), "MyCrate");
+    }
+}

@@ -1,0 +1,1 @@
+../../oxp-macros/src/rules.rs
