@@ -40,6 +40,7 @@ mod context;
 mod descriptor;
 mod error;
 pub mod idempotency;
+pub mod lock;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod outcome;

@@ -43,3 +43,21 @@ async fn ring(
 async fn main() {
     oxp_runtime::serve().await
 }
+
+#[cfg(test)]
+mod tests {
+    /// What `tools.lock` published still holds: run `cargo run -- lock` after a change that is
+    /// meant to be published, and this test says when one breaks a caller.
+    #[test]
+    fn published_tools_still_hold() {
+        let registry = oxp_runtime::Registry::from_inventory().unwrap();
+        let violations = oxp_runtime::lock::Lock::read("tools.lock")
+            .unwrap()
+            .check(&registry);
+        assert!(
+            violations.is_empty(),
+            "{}",
+            oxp_runtime::lock::lines(&violations)
+        );
+    }
+}

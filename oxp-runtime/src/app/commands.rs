@@ -1,11 +1,14 @@
-//! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`.
+//! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`,
+//! `lock`.
 //! Each returns its exit code; only [`super::serve`] exits.
 
 use std::io::Read;
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
 use crate::call::Pipeline;
+use crate::lock::{Lock, Review};
 use crate::protocol::CallContext;
 use crate::providers::{Dispatcher, ExportError, Limits, Provider};
 use crate::registry::Registry;
@@ -15,6 +18,10 @@ usage: <bin>                                 serve every tool over OXP (configur
        <bin> tools --format F [--strict]     print the tool definitions as JSON
        <bin> dispatch --format F             run the tool calls of a model response read on stdin
        <bin> mcp                             serve every tool over MCP on stdin/stdout
+       <bin> lock [--path FILE] [--allow-removal]
+                                             write tools.lock: every tool and its definition
+       <bin> lock --check [--path FILE] [--allow-removal]
+                                             exit 1 if a change breaks what tools.lock published
 formats: oxp, openai, openai-responses, anthropic, gemini (--strict: OpenAI's strict mode)";
 
 /// A format the subcommands take: OXP's own list, or a model provider's.
@@ -43,9 +50,19 @@ impl std::str::FromStr for Format {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Command {
     Serve,
-    Tools { format: Format, strict: bool },
-    Dispatch { provider: Provider },
+    Tools {
+        format: Format,
+        strict: bool,
+    },
+    Dispatch {
+        provider: Provider,
+    },
     Mcp,
+    Lock {
+        path: PathBuf,
+        check: bool,
+        allow_removal: bool,
+    },
 }
 
 /// Parses the arguments after the program name; `Err` carries the message for the usage.
@@ -53,6 +70,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
     let Some((command, rest)) = args.split_first() else {
         return Ok(Command::Serve);
     };
+    if command == "lock" {
+        return parse_lock(rest);
+    }
     let mut format = None;
     let mut strict = false;
     let mut rest = rest.iter();
@@ -87,6 +107,29 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
         "help" | "--help" | "-h" => Err(String::new()),
         other => Err(format!("unknown command `{other}`")),
     }
+}
+
+fn parse_lock(args: &[String]) -> Result<Command, String> {
+    let (mut path, mut check, mut allow_removal) = (None, false, false);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--check" => check = true,
+            "--allow-removal" => allow_removal = true,
+            "--path" => path = Some(args.next().ok_or("`--path` needs a file")?.clone()),
+            flag if flag.starts_with("--path=") => path = Some(flag["--path=".len()..].to_owned()),
+            other => return Err(format!("unexpected argument `{other}` to `lock`")),
+        }
+    }
+    let path = PathBuf::from(path.unwrap_or_else(|| "tools.lock".into()));
+    if path.as_os_str().is_empty() {
+        return Err("`--path` needs a file".into());
+    }
+    Ok(Command::Lock {
+        path,
+        check,
+        allow_removal,
+    })
 }
 
 /// Prints `message` (if any) and the usage; returns exit code 2.
@@ -191,6 +234,107 @@ pub(crate) async fn dispatch(pipeline: Pipeline, provider: Provider) -> i32 {
     }
 }
 
+/// `lock`: writes the lockfile (exit 0), unless the change breaks what the previous one
+/// published (exit 1, nothing written). `lock --check`: reports, writes nothing, exits 1 on a
+/// violation. Both exit 2 on a file they cannot read or write.
+pub(crate) fn lock(
+    registry: &Registry,
+    path: &std::path::Path,
+    check: bool,
+    allow_removal: bool,
+) -> i32 {
+    let shown = path.display();
+    let previous = match Lock::read(path) {
+        Ok(lock) => lock,
+        Err(crate::lock::LockError::Io(e))
+            if e.kind() == std::io::ErrorKind::NotFound && !check =>
+        {
+            Lock::default()
+        }
+        Err(crate::lock::LockError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "error: no lockfile at {shown}: write one with `{} lock`",
+                program()
+            );
+            return 2;
+        }
+        Err(error) => {
+            eprintln!("error: cannot read {shown}: {error}");
+            return 2;
+        }
+    };
+    let review = previous.review(registry, allow_removal);
+    let broken = review.violations.len();
+    // Writing, what is allowed goes into the file and the summary; checking, it is listed.
+    print_review(&review, check);
+    if check {
+        println!(
+            "{shown}: {} tools locked, {broken} violation{}",
+            previous.len(),
+            if broken == 1 { "" } else { "s" }
+        );
+        return i32::from(broken > 0);
+    }
+    if broken > 0 {
+        eprintln!(
+            "error: {shown} not written: {broken} change{} would break what it published (above)",
+            if broken == 1 { "" } else { "s" }
+        );
+        return 1;
+    }
+    let next = Lock::of(registry);
+    let new = next
+        .ids()
+        .filter(|id| !previous.ids().any(|p| p == *id))
+        .count();
+    let changed = next
+        .ids()
+        .filter(|id| {
+            previous.ids().any(|p| p == *id) && previous.definition(id) != next.definition(id)
+        })
+        .count();
+    let retired = previous
+        .ids()
+        .filter(|id| !next.ids().any(|n| n == *id))
+        .count();
+    if let Err(error) = next.write(path) {
+        eprintln!("error: cannot write {shown}: {error}");
+        return 2;
+    }
+    let retired = if retired > 0 {
+        format!(", {retired} retired")
+    } else {
+        String::new()
+    };
+    println!(
+        "{shown}: {} tools, {new} new, {changed} changed{retired} since the previous lock",
+        next.len()
+    );
+    0
+}
+
+fn print_review(review: &Review, notices: bool) {
+    let program = program();
+    for notice in review.notices.iter().filter(|_| notices) {
+        println!("{}", notice.to_string().replace("<bin>", &program));
+    }
+    for violation in &review.violations {
+        println!("{}", violation.to_string().replace("<bin>", &program));
+    }
+}
+
+/// The binary's name, for the commands the lines suggest.
+fn program() -> String {
+    std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "<bin>".into())
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).expect("JSON serializes")
 }
@@ -219,6 +363,24 @@ mod tests {
                 provider: Provider::Gemini
             })
         );
+        assert_eq!(
+            parse(&args("lock --check --path=api/tools.lock --allow-removal")),
+            Ok(Command::Lock {
+                path: "api/tools.lock".into(),
+                check: true,
+                allow_removal: true
+            })
+        );
+        assert_eq!(
+            parse(&args("lock")),
+            Ok(Command::Lock {
+                path: "tools.lock".into(),
+                check: false,
+                allow_removal: false
+            })
+        );
+        assert!(parse(&args("lock --path")).is_err());
+        assert!(parse(&args("lock --format oxp")).is_err());
         assert!(parse(&args("tools")).is_err());
         assert!(parse(&args("dispatch --format oxp")).is_err());
         assert!(parse(&args("dispatch --format openai --strict")).is_err());

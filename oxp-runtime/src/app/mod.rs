@@ -86,7 +86,7 @@ pub async fn serve() {
     }
 }
 
-/// `tools` and `dispatch`: no server, no logs on stdout (it carries the JSON).
+/// `tools`, `dispatch`, `mcp` and `lock`: no server, no logs on stdout (it carries the output).
 async fn run_subcommand(command: Command) -> i32 {
     let registry = match Registry::from_inventory() {
         Ok(registry) => registry,
@@ -94,6 +94,11 @@ async fn run_subcommand(command: Command) -> i32 {
     };
     match command {
         Command::Tools { format, strict } => commands::tools(&registry, format, strict),
+        Command::Lock {
+            path,
+            check,
+            allow_removal,
+        } => commands::lock(&registry, &path, check, allow_removal),
         Command::Dispatch { provider } => {
             let config = match ServerConfig::from_env() {
                 Ok(config) => config,
