@@ -285,17 +285,19 @@ pub(crate) fn lock(
     let next = Lock::of(registry);
     let new = next
         .ids()
-        .filter(|id| !previous.ids().any(|p| p == *id))
+        .filter(|id| previous.definition(id).is_none())
         .count();
     let changed = next
         .ids()
         .filter(|id| {
-            previous.ids().any(|p| p == *id) && previous.definition(id) != next.definition(id)
+            previous
+                .definition(id)
+                .is_some_and(|old| Some(old) != next.definition(id))
         })
         .count();
     let retired = previous
         .ids()
-        .filter(|id| !next.ids().any(|n| n == *id))
+        .filter(|id| next.definition(id).is_none())
         .count();
     if let Err(error) = next.write(path) {
         eprintln!("error: cannot write {shown}: {error}");
