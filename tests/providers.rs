@@ -145,9 +145,14 @@ fn openai_chat_and_responses_definitions() {
         chat[0]["function"]["parameters"]["required"],
         json!(["place"])
     );
-    assert!(chat[0]["function"].get("strict").is_none());
+    assert_eq!(chat[0]["function"]["strict"], false);
     let responses = openai::responses_tools(&registry, &Limits::default(), false).unwrap();
     assert_eq!(responses[0]["type"], "function");
+    // The Responses API takes a tool without `strict` as strict, and this schema (an optional
+    // parameter, not nullable) is not made for strict mode: `strict` is stated.
+    assert_eq!(responses[0]["strict"], false);
+    let strict = openai::responses_tools(&registry, &Limits::default(), true).unwrap();
+    assert_eq!(strict[0]["strict"], true);
     assert_eq!(responses[0]["name"], "Weather_Get");
     assert_eq!(
         responses[0]["parameters"],

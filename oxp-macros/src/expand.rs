@@ -201,6 +201,7 @@ fn glue(
         Some(ms) => quote!(::core::option::Option::Some(#ms)),
         None => quote!(::core::option::Option::None),
     };
+    let hints = hints(args, oxp);
     let fn_name_str = fn_name.to_string();
     let handle_doc =
         format!("The tool descriptor of [`{fn_name_str}`], for `RegistryBuilder::tool`.");
@@ -225,6 +226,7 @@ fn glue(
                 secrets: &[#(#secrets),*],
                 authorization: &[#(#authorization),*],
                 timeout_ms: #timeout_ms,
+                hints: #hints,
                 input_schema: #input_schema,
                 output_schema: #output_schema,
                 invoke: { #invoke },
@@ -241,6 +243,33 @@ fn glue(
 
             #oxp::inventory::submit! { __OXP_TOOL }
         };
+    }
+}
+
+/// The descriptor's `hints`.
+fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
+    let some_str = |lit: &Option<syn::LitStr>| match lit {
+        Some(lit) => quote!(::core::option::Option::Some(#lit)),
+        None => quote!(::core::option::Option::None),
+    };
+    let some_flag = |flag: &Option<crate::parse::Flag>| match flag {
+        Some(flag) => {
+            let value = flag.value;
+            quote!(::core::option::Option::Some(#value))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    let (title, deprecated) = (some_str(&args.title), some_str(&args.deprecated));
+    let read_only = some_flag(&args.read_only);
+    let destructive = some_flag(&args.destructive);
+    let idempotent = some_flag(&args.idempotent);
+    let open_world = some_flag(&args.open_world);
+    let (tags, examples) = (&args.tags, &args.examples);
+    quote! {
+        #oxp::ToolHints::__new(
+            #title, #read_only, #destructive, #idempotent, #open_world,
+            &[#(#tags),*], &[#(#examples),*], #deprecated,
+        )
     }
 }
 

@@ -5,11 +5,14 @@
 //! user_id                     secret = "TWILIO_API_KEY"   (repeatable)
 //! authorization(id = "google", scopes = ["…", "…"])        (repeatable)
 //! timeout_ms = 30000
+//! title = "Add numbers"       read_only   destructive[ = false]   idempotent   open_world[ = false]
+//! tags = ["math", "billing"]  example = r#"{"a": 1}"#  (repeatable)   deprecated = "use …"
 //! ```
 
 use proc_macro2::TokenStream;
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{LitInt, LitStr, Token};
 
 use crate::errors::Errors;
@@ -22,6 +25,14 @@ pub const KEYS: &[&str] = &[
     "secret",
     "authorization",
     "timeout_ms",
+    "title",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+    "tags",
+    "example",
+    "deprecated",
     "crate",
 ];
 
@@ -38,6 +49,20 @@ pub struct Args {
     pub timeout_ms: Option<LitInt>,
     /// `crate = "path"`: where `oxp_runtime` is, for a crate that renamed the dependency.
     pub krate: Option<syn::Path>,
+    pub title: Option<LitStr>,
+    pub read_only: Option<Flag>,
+    pub destructive: Option<Flag>,
+    pub idempotent: Option<Flag>,
+    pub open_world: Option<Flag>,
+    pub tags: Vec<LitStr>,
+    pub examples: Vec<LitStr>,
+    pub deprecated: Option<LitStr>,
+}
+
+/// A behaviour hint: `read_only` (true) or `read_only = false`, with where it was written.
+pub struct Flag {
+    pub value: bool,
+    pub span: proc_macro2::Span,
 }
 
 pub struct Authorization {
@@ -54,7 +79,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             errors.spanned(&meta.path, unknown_key_message("this path", KEYS));
             return skip_value(&meta);
         };
-        let repeatable = key == "secret" || key == "authorization";
+        let repeatable = matches!(key.as_str(), "secret" | "authorization" | "example");
         if KEYS.contains(&key.as_str()) && !repeatable {
             if seen.contains(&key) {
                 errors.spanned(&meta.path, format!("duplicate key `{key}`: give it once"));
@@ -105,6 +130,20 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
                     args.authorization.push(authorization);
                 }
             }
+            "title" => args.title = string(&meta, &key, "\"Add numbers\"", errors)?,
+            "deprecated" => {
+                args.deprecated = string(&meta, &key, "\"use Calculator.Add@2\"", errors)?;
+            }
+            "example" => {
+                if let Some(example) = string(&meta, &key, "r#\"{\"a\": 1}\"#", errors)? {
+                    args.examples.push(example);
+                }
+            }
+            "read_only" => args.read_only = flag(&meta, &key, errors)?,
+            "destructive" => args.destructive = flag(&meta, &key, errors)?,
+            "idempotent" => args.idempotent = flag(&meta, &key, errors)?,
+            "open_world" => args.open_world = flag(&meta, &key, errors)?,
+            "tags" => args.tags = tags(&meta, errors)?,
             "crate" => {
                 if let Some(path) = string(&meta, &key, "\"my_oxp\"", errors)? {
                     match path.parse::<syn::Path>() {
@@ -154,6 +193,62 @@ fn string(
         format!("`{key}` takes a string literal: write `{key} = {example}`"),
     );
     Ok(None)
+}
+
+/// A hint: the bare key for `true`, or `key = true` / `key = false`.
+fn flag(meta: &ParseNestedMeta, key: &str, errors: &mut Errors) -> syn::Result<Option<Flag>> {
+    let span = meta.path.span();
+    if !meta.input.peek(Token![=]) {
+        if meta.input.peek(syn::token::Paren) {
+            errors.spanned(
+                &meta.path,
+                format!("`{key}` is a flag: write `{key}` or `{key} = false`"),
+            );
+            skip_value(meta)?;
+            return Ok(None);
+        }
+        return Ok(Some(Flag { value: true, span }));
+    }
+    let value = meta.value()?;
+    if value.peek(syn::LitBool) {
+        let lit: syn::LitBool = value.parse()?;
+        return Ok(Some(Flag {
+            value: lit.value,
+            span,
+        }));
+    }
+    let expr: syn::Expr = value.parse()?;
+    errors.spanned(
+        expr,
+        format!("`{key}` takes `true` or `false`: write `{key}` or `{key} = false`"),
+    );
+    Ok(None)
+}
+
+/// `tags = ["math", "billing"]`: each a label `OXP_TOOLS=tag:NAME` can select.
+fn tags(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Vec<LitStr>> {
+    let example = "`tags = [\"math\", \"billing\"]`";
+    if !meta.input.peek(Token![=]) {
+        errors.spanned(
+            &meta.path,
+            format!("`tags` takes a list of strings: write {example}"),
+        );
+        skip_value(meta)?;
+        return Ok(Vec::new());
+    }
+    let value = meta.value()?;
+    if !value.peek(syn::token::Bracket) {
+        let expr: syn::Expr = value.parse()?;
+        errors.spanned(
+            expr,
+            format!("`tags` takes a list of strings: write {example}"),
+        );
+        return Ok(Vec::new());
+    }
+    let content;
+    syn::bracketed!(content in value);
+    let list = content.parse_terminated(|p| p.parse::<LitStr>(), Token![,])?;
+    Ok(list.into_iter().collect())
 }
 
 /// `authorization(id = "google", scopes = ["a", "b"])`
@@ -288,6 +383,39 @@ mod tests {
         assert_eq!(args.timeout_ms.unwrap().base10_parse::<u64>().unwrap(), 500);
         assert_eq!(args.authorization[0].id.value(), "google");
         assert_eq!(args.authorization[0].scopes.len(), 2);
+    }
+
+    #[test]
+    fn every_hint_is_read() {
+        let (args, errors) = parse(quote!(
+            title = "Add numbers",
+            read_only,
+            destructive = false,
+            idempotent = true,
+            open_world,
+            tags = ["math", "billing"],
+            example = r#"{"a": 1}"#,
+            example = r#"{"a": 2}"#,
+            deprecated = "use Calculator.Add@2"
+        ));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(args.title.unwrap().value(), "Add numbers");
+        let flags = [
+            &args.read_only,
+            &args.destructive,
+            &args.idempotent,
+            &args.open_world,
+        ]
+        .map(|f| f.as_ref().map(|f| f.value));
+        assert_eq!(flags, [Some(true), Some(false), Some(true), Some(true)]);
+        assert_eq!(args.tags.len(), 2);
+        assert_eq!(args.examples.len(), 2, "`example` repeats");
+        assert_eq!(args.deprecated.unwrap().value(), "use Calculator.Add@2");
+        let (_, errors) = parse(quote!(read_only, read_only));
+        assert!(
+            errors[0].contains("duplicate key `read_only`"),
+            "{errors:?}"
+        );
     }
 
     #[test]

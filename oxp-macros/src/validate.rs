@@ -40,6 +40,7 @@ pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) 
     check(&toolkit, &name, &version, name_span, errors);
     check_description(tool, name_span, errors);
     check_requirements(args, errors);
+    check_hints(args, errors);
     Identity {
         toolkit: toolkit.value,
         name: name.value,
@@ -165,6 +166,57 @@ fn check_requirements(args: &Args, errors: &mut Errors) {
             errors.error(
                 authorization.id.span(),
                 "an authorization needs a provider id: `id = \"google\"`",
+            );
+        }
+    }
+}
+
+/// The behaviour hints agree with each other, and tags, examples and texts are usable.
+fn check_hints(args: &Args, errors: &mut Errors) {
+    if let (Some(read_only), Some(destructive)) = (&args.read_only, &args.destructive) {
+        if read_only.value && destructive.value {
+            errors.error(
+                destructive.span,
+                "a `read_only` tool cannot be `destructive`: it changes nothing it could destroy; remove `destructive`, or `read_only` if the tool does change things",
+            );
+        }
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for tag in &args.tags {
+        let value = tag.value();
+        let usable = !value.is_empty()
+            && !value.starts_with('-')
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !usable {
+            errors.error(
+                tag.span(),
+                format!("the tag `{value}` may only have letters, digits, `_` and `-` (not first), so that `OXP_TOOLS=tag:{value}` selects it: e.g. `tags = [\"billing\"]`"),
+            );
+        } else if seen.contains(&value) {
+            errors.error(tag.span(), format!("the tag `{value}` is listed twice"));
+        }
+        seen.push(value);
+    }
+    for example in &args.examples {
+        match serde_json::from_str::<serde_json::Value>(&example.value()) {
+            Err(error) => errors.error(
+                example.span(),
+                format!("this example is not JSON ({error}): write the input object, e.g. `example = r#\"{{\"a\": 1, \"b\": 2}}\"#`"),
+            ),
+            Ok(value) if !value.is_object() => errors.error(
+                example.span(),
+                "an example is the tool's input, a JSON object: e.g. `example = r#\"{\"a\": 1, \"b\": 2}\"#`",
+            ),
+            Ok(_) => {}
+        }
+    }
+    for (key, text) in [("title", &args.title), ("deprecated", &args.deprecated)] {
+        if let Some(text) = text.as_ref().filter(|t| t.value().trim().is_empty()) {
+            errors.error(
+                text.span(),
+                format!("`{key}` needs a text: e.g. `{key} = \"…\"`"),
             );
         }
     }

@@ -9,7 +9,7 @@ pub use serde_json;
 
 pub use crate::context::ToolContext;
 pub use crate::descriptor::{
-    AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor,
+    AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,
 };
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
@@ -254,6 +254,7 @@ pub const FALLBACK: ToolDescriptor = ToolDescriptor {
     secrets: &[],
     authorization: &[],
     timeout_ms: None,
+    hints: ToolHints::NONE,
     input_schema: fallback_schema,
     output_schema: None,
     invoke: Invoke::Blocking(fallback_invoke),

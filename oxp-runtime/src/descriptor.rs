@@ -150,6 +150,8 @@ pub struct ToolDescriptor {
     pub authorization: &'static [AuthorizationSpec],
     /// The tool's own timeout, overriding the server's default.
     pub timeout_ms: Option<u64>,
+    /// What the tool tells hosts about itself: title, behaviour, tags, examples, deprecation.
+    pub hints: ToolHints,
     /// The input schema, before the schema policy runs.
     pub input_schema: fn() -> schemars::Schema,
     /// The output schema, or `None` for a unit return.
@@ -199,3 +201,88 @@ impl std::fmt::Debug for ToolDescriptor {
 }
 
 inventory::collect!(ToolDescriptor);
+
+/// What a tool tells hosts about itself besides its schemas, as `#[tool]` states it: a title for
+/// UIs, how it behaves (MCP's annotations: an MCP host runs a read-only tool without asking, and
+/// takes a tool that says nothing for a destructive one), tags for selecting tools, input
+/// examples, and whether it is deprecated. A behaviour the tool did not state is `None`, and is
+/// not sent: hosts apply the spec's defaults.
+///
+/// ```
+/// use oxp_runtime::tool;
+///
+/// /// Add two numbers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0", title = "Add numbers", read_only,
+///        idempotent, open_world = false, tags = ["math"], example = r#"{"a": 1, "b": 2}"#)]
+/// async fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// let hints = add::TOOL.hints;
+/// assert_eq!(hints.title, Some("Add numbers"));
+/// assert_eq!((hints.read_only, hints.destructive, hints.open_world), (Some(true), None, Some(false)));
+/// assert_eq!((hints.tags, hints.examples), (&["math"][..], &[r#"{"a": 1, "b": 2}"#][..]));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolHints {
+    /// A human-readable name for UIs (`title = "Add numbers"`).
+    pub title: Option<&'static str>,
+    /// Does not change its environment (`read_only`).
+    pub read_only: Option<bool>,
+    /// May destroy or overwrite data (`destructive`); meaningful only when not read-only.
+    pub destructive: Option<bool>,
+    /// A second call with the same input has no further effect (`idempotent`).
+    pub idempotent: Option<bool>,
+    /// Talks to the outside world: web, email, third-party APIs (`open_world`).
+    pub open_world: Option<bool>,
+    /// Free labels, for selecting tools (`tags = ["math"]`, `OXP_TOOLS=tag:math`).
+    pub tags: &'static [&'static str],
+    /// Input examples as JSON text (`example = r#"{…}"#`, repeatable); the registry checks each
+    /// against the input schema.
+    pub examples: &'static [&'static str],
+    /// Why not to use it any more (`deprecated = "use Calculator.Add@2"`): still served, marked
+    /// for hosts and models, and logged when called.
+    pub deprecated: Option<&'static str>,
+}
+
+impl ToolHints {
+    /// A tool that states nothing.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::ToolHints::NONE, oxp_runtime::ToolHints::default());
+    /// ```
+    pub const NONE: ToolHints = ToolHints {
+        title: None,
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+        tags: &[],
+        examples: &[],
+        deprecated: None,
+    };
+
+    /// Hints from `#[tool]`'s expansion (the struct is `#[non_exhaustive]` so it may grow).
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn __new(
+        title: Option<&'static str>,
+        read_only: Option<bool>,
+        destructive: Option<bool>,
+        idempotent: Option<bool>,
+        open_world: Option<bool>,
+        tags: &'static [&'static str],
+        examples: &'static [&'static str],
+        deprecated: Option<&'static str>,
+    ) -> ToolHints {
+        ToolHints {
+            title,
+            read_only,
+            destructive,
+            idempotent,
+            open_world,
+            tags,
+            examples,
+            deprecated,
+        }
+    }
+}

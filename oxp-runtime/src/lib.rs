@@ -53,12 +53,15 @@ pub mod registry;
 #[allow(dead_code)]
 mod rules;
 pub mod schema;
+mod selection;
 pub mod server;
 pub mod version;
 
 pub use app::serve;
 pub use context::ToolContext;
-pub use descriptor::{AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor};
+pub use descriptor::{
+    AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,
+};
 pub use error::ToolError;
 pub use registry::{Registry, RegistryBuilder, RegistryError};
 pub use version::ToolVersion;

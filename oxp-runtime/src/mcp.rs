@@ -36,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -345,9 +345,27 @@ fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
     };
     let mut mcp = Tool::new(
         name,
-        definition.description.clone(),
+        tool.description_for_models().into_owned(),
         Arc::new(object(&definition.input_schema)),
     );
+    // Only what the tool stated: a host applies the spec's defaults to the rest.
+    let hints = tool.hints();
+    mcp.title = hints.title.map(str::to_owned);
+    let stated = [
+        hints.read_only,
+        hints.destructive,
+        hints.idempotent,
+        hints.open_world,
+    ];
+    if hints.title.is_some() || stated.iter().any(Option::is_some) {
+        mcp.annotations = Some(ToolAnnotations::from_raw(
+            hints.title.map(str::to_owned),
+            hints.read_only,
+            hints.destructive,
+            hints.idempotent,
+            hints.open_world,
+        ));
+    }
     // MCP's `outputSchema` must describe an object (structured content is an object); other
     // values are returned as text only.
     if let Some(output) = &definition.output_schema {

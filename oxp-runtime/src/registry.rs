@@ -10,6 +10,7 @@ use crate::protocol::{
     AuthorizationRequirement, OAuth2Requirement, SecretRequirement, ToolDefinition,
     ToolRequirements,
 };
+use crate::selection::Selection;
 use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
 use crate::{rules, schema};
 
@@ -79,6 +80,47 @@ impl RegisteredTool {
     /// ```
     pub fn descriptor(&self) -> &'static ToolDescriptor {
         self.descriptor
+    }
+
+    /// What the tool tells hosts about itself (title, behaviour, tags, examples, deprecation).
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Delete a file.
+    /// #[tool(toolkit = "Files", version = "1.0.0", destructive, deprecated = "use Files.Trash")]
+    /// fn delete(path: String) {}
+    ///
+    /// let registry = Registry::builder().tool(delete::TOOL).build().unwrap();
+    /// let hints = registry.tools()[0].hints();
+    /// assert_eq!((hints.destructive, hints.deprecated), (Some(true), Some("use Files.Trash")));
+    /// ```
+    pub fn hints(&self) -> &'static crate::ToolHints {
+        &self.descriptor.hints
+    }
+
+    /// The description MCP hosts and models read: the tool's own, after `Deprecated: …` when the
+    /// tool is (so a model prefers another without anyone renaming it).
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0", deprecated = "use Calculator.Add@2")]
+    /// fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].description_for_models(), "Deprecated: use Calculator.Add@2. Add two numbers.");
+    /// ```
+    pub fn description_for_models(&self) -> std::borrow::Cow<'_, str> {
+        let description = &self.definition().description;
+        match self.descriptor.hints.deprecated {
+            Some(why) => {
+                let why = why.trim().trim_end_matches('.');
+                format!("Deprecated: {why}. {description}").into()
+            }
+            None => description.as_str().into(),
+        }
     }
 
     /// `Toolkit.Name@x.y.z`.
@@ -447,6 +489,7 @@ impl std::error::Error for ResolveError {}
 #[derive(Debug, Default)]
 pub struct RegistryBuilder {
     descriptors: Vec<&'static ToolDescriptor>,
+    selection: Option<String>,
 }
 
 impl RegistryBuilder {
@@ -498,6 +541,40 @@ impl RegistryBuilder {
         self
     }
 
+    /// Keeps only the tools `selection` names (what `OXP_TOOLS` says for `serve()`): a
+    /// comma-separated list of `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1` (major 1),
+    /// `Toolkit.Name@1.2.3`, `tag:NAME`, each excluding with a `-` before it. With no inclusion,
+    /// everything is included first; exclusions apply last. An item that matches no tool, or a
+    /// selection that leaves none, is a build error.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0", tags = ["math"])]
+    /// fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// /// Divide.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0", tags = ["math"])]
+    /// fn div(a: f64, b: f64) -> f64 { a / b }
+    ///
+    /// /// Ping.
+    /// #[tool(toolkit = "Util", version = "1.0.0")]
+    /// fn ping() {}
+    ///
+    /// let all = || Registry::builder().tool(add::TOOL).tool(div::TOOL).tool(ping::TOOL);
+    /// let registry = all().select("tag:math,-Calculator.Div").build().unwrap();
+    /// let ids: Vec<&str> = registry.tools().iter().map(|t| t.id()).collect();
+    /// assert_eq!(ids, ["Calculator.Add@1.0.0"]);
+    /// assert_eq!(all().select("-Util.*").build().unwrap().tools().len(), 2);
+    /// assert!(all().select("Mail.*").build().is_err(), "matches no tool");
+    /// ```
+    #[must_use]
+    pub fn select(mut self, selection: &str) -> Self {
+        self.selection = Some(selection.to_owned());
+        self
+    }
+
     /// Checks every tool and builds the registry, or reports every problem found at once.
     ///
     /// ```
@@ -513,7 +590,18 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
-        for descriptor in self.descriptors {
+        let descriptors = match &self.selection {
+            None => self.descriptors,
+            Some(text) => match Selection::parse(text).and_then(|s| s.apply(self.descriptors)) {
+                Ok(selected) => selected,
+                Err(what) => {
+                    return Err(RegistryError {
+                        problems: vec![RegistryProblem::Selection { what }],
+                    });
+                }
+            },
+        };
+        for descriptor in descriptors {
             match register(descriptor) {
                 Ok(tool) => tools.push(tool),
                 Err(problem) => problems.push(problem),
@@ -613,8 +701,25 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         Some(output) => schema::finalize_output(output()).map_err(schema_problem)?,
         None => None,
     };
-    compile(input_schema.clone())
+    let validator = compile(input_schema.clone())
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
+    for (i, example) in descriptor.hints.examples.iter().enumerate() {
+        let what = |why: String| {
+            problem(format!(
+                "example {} does not fit the input schema: {why}",
+                i + 1
+            ))
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(example).map_err(|e| what(format!("not JSON ({e})")))?;
+        if let Some(error) = validator.iter_errors(&value).next() {
+            let at = error.instance_path().to_string();
+            return Err(what(format!(
+                "{} {error}",
+                if at.is_empty() { "/" } else { &at }
+            )));
+        }
+    }
 
     let requirements = ToolRequirements {
         authorization: descriptor
@@ -733,6 +838,12 @@ pub enum RegistryProblem {
         /// What is wrong.
         what: String,
     },
+    /// The tool selection (`OXP_TOOLS`, [`RegistryBuilder::select`]) is malformed, names a tool
+    /// that is not there, or leaves none.
+    Selection {
+        /// What is wrong.
+        what: String,
+    },
     /// A schema breaks the schema policy.
     Schema {
         /// The tool.
@@ -762,6 +873,7 @@ impl fmt::Display for RegistryProblem {
                 "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
             ),
             RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
+            RegistryProblem::Selection { what } => f.write_str(what),
             RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
         }
     }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::idempotency::InMemoryIdempotency;
+use crate::registry::{Registry, RegistryError};
 use crate::server::{
     ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Server, ServerAuth,
 };
@@ -46,6 +47,7 @@ pub enum LogFormat {
 /// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
 /// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
 /// | `OXP_TOOL_TIMEOUT_MS` | `60000` | time limit for tools without their own `timeout_ms` (`0`: none) |
+/// | `OXP_TOOLS` | every tool | which tools to expose on every front: `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `-` to exclude, comma-separated |
 /// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
 /// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
 /// | `OXP_ALLOWED_HOSTS` | – | host names a loopback server answers to besides `localhost`, `127.0.0.1`, `[::1]` |
@@ -111,6 +113,9 @@ pub struct ServerConfig {
     pub mcp_sessions: (usize, Duration),
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
+    /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
+    /// set but empty is an error when the registry is built.
+    pub tools: Option<String>,
     /// `OXP_LANGCHAIN_COMPAT`.
     pub langchain_compat: bool,
     /// `OXP_MAX_CONCURRENT_CALLS`.
@@ -344,6 +349,7 @@ impl ServerConfig {
                 .map_or(crate::call::DEFAULT_MAX_RESULT_BYTES, size),
             tool_timeout,
             public_url: get("OXP_PUBLIC_URL"),
+            tools: lookup("OXP_TOOLS"),
             allowed_origins: list("OXP_ALLOWED_ORIGINS"),
             allowed_hosts: list("OXP_ALLOWED_HOSTS"),
             connections,
@@ -357,6 +363,31 @@ impl ServerConfig {
             log,
             log_format,
         })
+    }
+
+    /// The registry these settings serve: every `#[tool]` in the binary, narrowed by `OXP_TOOLS`.
+    ///
+    /// ```standalone_crate
+    /// use oxp_runtime::{app::ServerConfig, tool};
+    ///
+    /// /// Add.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// /// Ping.
+    /// #[tool(toolkit = "Util", version = "1.0.0")]
+    /// fn ping() {}
+    ///
+    /// let config = ServerConfig::from_lookup(|name| (name == "OXP_TOOLS").then(|| "-Util.*".into())).unwrap();
+    /// assert_eq!(config.registry().unwrap().tools().len(), 1);
+    /// ```
+    pub fn registry(&self) -> Result<Registry, RegistryError> {
+        let builder = Registry::builder().all();
+        match &self.tools {
+            Some(selection) => builder.select(selection),
+            None => builder,
+        }
+        .build()
     }
 
     /// Applies the settings to a server. Connecting to Redis (with `OXP_REDIS_URL`) is the one

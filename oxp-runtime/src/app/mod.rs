@@ -53,7 +53,7 @@ pub async fn serve() {
     };
     config.init_logging();
     crate::call::install_panic_hook();
-    let registry = match Registry::from_inventory() {
+    let registry = match config.registry() {
         Ok(registry) => registry,
         Err(error) => fail(&error.to_string()),
     };
@@ -88,22 +88,22 @@ pub async fn serve() {
 
 /// `tools`, `dispatch`, `mcp` and `lock`: no server, no logs on stdout (it carries the output).
 async fn run_subcommand(command: Command) -> i32 {
-    let registry = match Registry::from_inventory() {
-        Ok(registry) => registry,
-        Err(error) => fail(&error.to_string()),
-    };
+    // `lock` records every tool the binary has; the others expose what `OXP_TOOLS` selects.
+    if let Command::Lock {
+        path,
+        check,
+        allow_removal,
+    } = &command
+    {
+        let registry = Registry::from_inventory().unwrap_or_else(|e| fail(&e.to_string()));
+        return commands::lock(&registry, path, *check, *allow_removal);
+    }
+    let config =
+        ServerConfig::from_env().unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
+    let registry = config.registry().unwrap_or_else(|e| fail(&e.to_string()));
     match command {
         Command::Tools { format, strict } => commands::tools(&registry, format, strict),
-        Command::Lock {
-            path,
-            check,
-            allow_removal,
-        } => commands::lock(&registry, &path, check, allow_removal),
         Command::Dispatch { provider } => {
-            let config = match ServerConfig::from_env() {
-                Ok(config) => config,
-                Err(error) => fail(&format!("configuration error: {error}")),
-            };
             let mut pipeline = crate::call::Pipeline::new(registry);
             pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
             commands::dispatch(pipeline, provider).await
@@ -111,8 +111,6 @@ async fn run_subcommand(command: Command) -> i32 {
         #[cfg(feature = "mcp")]
         Command::Mcp => {
             // stdout carries the protocol: logs go to stderr.
-            let config = ServerConfig::from_env()
-                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(config.log_filter())
                 .with_writer(std::io::stderr)
@@ -136,7 +134,7 @@ async fn run_subcommand(command: Command) -> i32 {
             eprintln!("error: this binary was built without oxp-runtime's `mcp` feature");
             2
         }
-        Command::Serve => unreachable!("serving is not a subcommand"),
+        Command::Serve | Command::Lock { .. } => unreachable!("handled before"),
     }
 }
 

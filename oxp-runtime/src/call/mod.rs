@@ -450,6 +450,9 @@ impl Pipeline {
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
         );
+        if let Some(why) = tool.hints().deprecated {
+            span.in_scope(|| tracing::warn!(deprecated = why, "a deprecated tool was called"));
+        }
         let run =
             span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta, admission));
         Started {

@@ -28,11 +28,22 @@ use crate::registry::Registry;
 pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<ExportError>> {
     export(registry, limits, |tool| {
         let definition = tool.definition();
-        Ok(json!({
+        let mut exported = json!({
             "name": definition.name,
-            "description": definition.description,
+            "description": tool.description_for_models(),
             "input_schema": definition.input_schema,
-        }))
+        });
+        // The registry checked each example against the input schema.
+        let examples: Vec<Value> = tool
+            .hints()
+            .examples
+            .iter()
+            .filter_map(|e| serde_json::from_str(e).ok())
+            .collect();
+        if !examples.is_empty() {
+            exported["input_examples"] = Value::Array(examples);
+        }
+        Ok(exported)
     })
 }
 

@@ -86,7 +86,7 @@ pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<Exp
         })?;
         let mut declaration = json!({
             "name": definition.name,
-            "description": definition.description,
+            "description": tool.description_for_models(),
         });
         // A tool without parameters declares none (an empty OBJECT is refused).
         if parameters["properties"]

@@ -218,7 +218,7 @@ pub(crate) fn exported_tools<'r>(
         if name.chars().count() > limits.max_name_len {
             errors.push(too_long("name", name.chars().count(), limits.max_name_len));
         }
-        let description = definition.description.chars().count();
+        let description = tool.description_for_models().chars().count();
         if description > limits.max_description_len {
             errors.push(too_long(
                 "description",

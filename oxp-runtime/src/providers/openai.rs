@@ -107,15 +107,14 @@ fn function(tool: &RegisteredTool, strict: bool) -> Result<Value, ExportError> {
         }
         schema
     };
-    let mut function = json!({
+    // `strict` is stated either way: the Responses API takes a tool that omits it as strict,
+    // and would refuse (or constrain) schemas that were not made strict.
+    Ok(json!({
         "name": definition.name,
-        "description": definition.description,
+        "description": tool.description_for_models(),
         "parameters": parameters,
-    });
-    if strict {
-        function["strict"] = Value::Bool(true);
-    }
-    Ok(function)
+        "strict": strict,
+    }))
 }
 
 /// The strict projection of a policy schema, or the features it cannot express.
