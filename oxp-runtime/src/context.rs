@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::protocol::Sensitive;
+use crate::signals::{CallSignals, Progress};
 
 /// Everything a call brings besides the tool's input: secrets, authorization tokens, the user's
 /// id, and the call's own ids.
@@ -31,6 +32,7 @@ pub struct ToolContext {
     user_id: Option<String>,
     secrets: HashMap<String, Sensitive>,
     authorization: HashMap<String, Sensitive>,
+    signals: CallSignals,
 }
 
 impl ToolContext {
@@ -152,6 +154,103 @@ impl ToolContext {
 impl ToolContext {
     /// Every secret and token value, for scrubbing them out of errors and logs.
     /// The ids of the secrets and authorization tokens it carries (never their values).
+    /// The progress and cancellation of the call, as the front that carries it passes them.
+    ///
+    /// ```
+    /// use oxp_runtime::signals::{CallSignals, Cancellation};
+    /// let cancellation = Cancellation::new();
+    /// let ctx = oxp_runtime::ToolContext::new("c1")
+    ///     .with_signals(CallSignals::new().cancelled_by(&cancellation));
+    /// cancellation.cancel();
+    /// assert!(ctx.is_cancelled());
+    /// ```
+    #[must_use]
+    pub fn with_signals(mut self, signals: CallSignals) -> Self {
+        self.signals = signals;
+        self
+    }
+
+    /// Reports progress: `done` of `total` (when known), with a message for people. Over MCP,
+    /// a client that sent a `progressToken` receives `notifications/progress` (at most one
+    /// every 50 ms, the latest report winning); elsewhere it costs nothing. Never blocks.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, ToolContext};
+    ///
+    /// /// Import the rows.
+    /// #[tool(toolkit = "Sheets", version = "1.0.0")]
+    /// async fn import(ctx: &ToolContext, rows: u64) -> u64 {
+    ///     for row in 1..=rows {
+    ///         // … one row's work …
+    ///         ctx.progress(row, Some(rows), Some("importing"));
+    ///     }
+    ///     rows
+    /// }
+    /// ```
+    pub fn progress(&self, done: u64, total: Option<u64>, message: Option<&str>) {
+        self.signals.report(|| Progress {
+            done,
+            total,
+            message: message.map(str::to_owned),
+        });
+    }
+
+    /// Whether the caller cancelled the call (MCP's `notifications/cancelled`): for a sync tool,
+    /// or an async one between steps, to stop early. An OXP call is never cancelled: a client
+    /// that hangs up may retry with its `call_id` and get the answer.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, ToolContext};
+    ///
+    /// /// Crunch numbers.
+    /// #[tool(toolkit = "Batch", version = "1.0.0")]
+    /// fn crunch(ctx: &ToolContext, n: u64) -> u64 {
+    ///     let mut done = 0;
+    ///     while done < n && !ctx.is_cancelled() {
+    ///         done += 1;
+    ///     }
+    ///     done
+    /// }
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        self.signals.is_cancelled()
+    }
+
+    /// Resolves when the caller cancels the call; never, where calls cannot be cancelled.
+    ///
+    /// An async tool need not wait for it: a cancelled call is dropped at its next await
+    /// point, its answer never sent — unless it called
+    /// [`finish_when_cancelled`](Self::finish_when_cancelled).
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, ToolContext};
+    ///
+    /// /// Watch a queue.
+    /// #[tool(toolkit = "Queue", version = "1.0.0")]
+    /// async fn watch(ctx: &ToolContext) -> &'static str {
+    ///     ctx.finish_when_cancelled(); // stop on our own terms
+    ///     tokio::select! {
+    ///         _ = ctx.cancelled() => "stopped",
+    ///         _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => "nothing came",
+    ///     }
+    /// }
+    /// ```
+    pub async fn cancelled(&self) {
+        self.signals.cancelled().await;
+    }
+
+    /// Asks that a cancelled call run to its end instead of being dropped at its next await
+    /// point: for a tool with a side effect it must not leave half done. Its answer is still
+    /// not sent to a caller that cancelled.
+    ///
+    /// ```
+    /// let ctx = oxp_runtime::ToolContext::new("c1");
+    /// ctx.finish_when_cancelled(); // harmless where nothing can cancel
+    /// ```
+    pub fn finish_when_cancelled(&self) {
+        self.signals.finish_when_cancelled();
+    }
+
     pub(crate) fn requirement_ids(&self) -> Vec<&str> {
         self.secrets
             .keys()

@@ -55,6 +55,7 @@ mod rules;
 pub mod schema;
 mod selection;
 pub mod server;
+pub mod signals;
 pub mod version;
 
 pub use app::serve;

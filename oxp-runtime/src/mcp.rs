@@ -32,22 +32,25 @@
 //! ```
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
+use crate::signals::{CallSignals, Cancellation};
 use crate::version::ToolVersion;
 
 /// How many HTTP sessions are kept, and for how long without a request.
@@ -376,6 +379,77 @@ fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
     mcp
 }
 
+/// How often progress reaches an MCP client at most: the latest report in each interval wins,
+/// so a tool reporting in a tight loop cannot flood the client.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Hands a call's progress reports to `notifications/progress` without ever blocking the tool:
+/// the tool's report replaces any not sent yet; a task sends them.
+struct ProgressForwarder {
+    shared: Arc<ProgressShared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct ProgressShared {
+    latest: std::sync::Mutex<Option<crate::signals::Progress>>,
+    ready: tokio::sync::Notify,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl ProgressForwarder {
+    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+        let shared = Arc::new(ProgressShared::default());
+        let task = tokio::spawn({
+            let shared = shared.clone();
+            async move {
+                loop {
+                    let ready = shared.ready.notified();
+                    let report = shared
+                        .latest
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    if let Some(report) = report {
+                        let mut param =
+                            ProgressNotificationParam::new(token.clone(), report.done as f64);
+                        param.total = report.total.map(|t| t as f64);
+                        param.message = report.message;
+                        if peer.notify_progress(param).await.is_err() {
+                            return; // the client is gone
+                        }
+                        tokio::time::sleep(PROGRESS_INTERVAL).await;
+                        continue;
+                    }
+                    if shared.done.load(std::sync::atomic::Ordering::Acquire) {
+                        return;
+                    }
+                    ready.await;
+                }
+            }
+        });
+        ProgressForwarder { shared, task }
+    }
+
+    fn sink(&self) -> impl Fn(crate::signals::Progress) + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move |report| {
+            *shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(report);
+            shared.ready.notify_one();
+        }
+    }
+
+    /// Sends what is left, then stops (within a second: a stuck client does not hold the
+    /// answer back).
+    async fn finish(self) {
+        self.shared
+            .done
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.shared.ready.notify_one();
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.task).await;
+    }
+}
+
 fn text_error(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![Content::text(text.into())])
 }
@@ -425,13 +499,45 @@ impl ServerHandler for McpServer {
             input: Some(Value::Object(request.arguments.unwrap_or_default())),
             context: Some(call_context),
         };
+        let cancellation = Cancellation::new();
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let mut signals = CallSignals::new().cancelled_by(&cancellation);
+        if let Some(progress) = &progress {
+            signals = signals.on_progress(progress.sink());
+        }
         let meta = CallMeta {
             principal: principal
                 .filter(|p| **p != Principal::Anonymous)
                 .map(ToString::to_string),
+            signals,
             ..CallMeta::default()
         };
-        let outcome = self.pipeline.call_with(call, &meta).await;
+        // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
+        let cancelled = context.ct.clone();
+        let watch = async {
+            cancelled.cancelled().await;
+            cancellation.cancel();
+            std::future::pending::<()>().await
+        };
+        let outcome = tokio::select! {
+            outcome = self.pipeline.call_with(call, &meta) => outcome,
+            () = watch => unreachable!("the watch never ends"),
+        };
+        // Progress reported before the answer reaches the client before it (none after).
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        if cancellation.is_cancelled() {
+            // rmcp answers every request; the tool's own answer is not what it sends.
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::INTERNAL_ERROR,
+                "the call was cancelled",
+                None,
+            ));
+        }
         let result = match outcome {
             CallOutcome::Completed(response) => match response.result {
                 CallResult::Success { value: None } => CallToolResult::success(Vec::new()),

@@ -180,6 +180,12 @@ pub(super) struct Execution {
     max_result_bytes: usize,
 }
 
+impl Execution {
+    pub(super) fn call_id(&self) -> &str {
+        &self.call_id
+    }
+}
+
 impl Future for Execution {
     type Output = CallOutcome;
 

@@ -78,6 +78,29 @@ pub struct CallMeta {
     /// Also resolve a `tool_id` that is a wire name (`Calculator_Add`), as LangChain's clients
     /// send (oxp-notes §3.19). Off: strict OXP.
     pub resolve_wire_names: bool,
+    /// Progress and cancellation, for a front that carries them (MCP); none by default.
+    pub signals: crate::signals::CallSignals,
+}
+
+/// Drives `run` until its caller cancels: then it is dropped at its next await point (unless
+/// the tool asked to finish) and answered as cancelled — an answer the front does not send, and
+/// the one an idempotency store keeps for the `call_id`.
+async fn cancellable(
+    run: invoke::Execution,
+    cancellation: crate::signals::Cancellation,
+) -> CallOutcome {
+    let call_id = run.call_id().to_owned();
+    tokio::select! {
+        biased;
+        outcome = run => outcome,
+        () = cancellation.dropping() => CallOutcome::Completed(CallToolResponse {
+            call_id,
+            duration: None,
+            result: CallResult::Failure {
+                error: crate::ToolError::new("The call was cancelled."),
+            },
+        }),
+    }
 }
 
 /// Runs calls against a registry.
@@ -360,6 +383,7 @@ impl Pipeline {
             principal: None,
             check_url_base: None,
             resolve_wire_names: false,
+            signals: crate::signals::CallSignals::new(),
         };
         self.call_with(request, &ANONYMOUS)
     }
@@ -491,7 +515,8 @@ impl Pipeline {
         let context = match request.trace_id {
             Some(trace_id) => context.with_trace_id(trace_id),
             None => context,
-        };
+        }
+        .with_signals(meta.signals.clone());
 
         let input = request
             .input
@@ -547,11 +572,16 @@ impl Pipeline {
             self.gate.clone(),
             taken,
         );
-        match once {
-            Some((store, key, fingerprint)) => {
-                Either::Left(store.once(key, fingerprint, execution.boxed()))
-            }
+        // A call its front may cancel races its cancellation (only such calls pay for it).
+        let run = match meta.signals.cancellation() {
+            Some(cancellation) => Either::Left(cancellable(execution, cancellation).boxed()),
             None => Either::Right(execution),
+        };
+        match (once, run) {
+            (Some((store, key, fingerprint)), run) => {
+                Either::Left(store.once(key, fingerprint, run.boxed()))
+            }
+            (None, run) => run,
         }
     }
 }

@@ -39,6 +39,7 @@ use crate::protocol::{
     AuthorizationToken, CallContext, CallResult, CallToolRequest, Sensitive, ToolSecret,
 };
 use crate::registry::{RegisteredTool, Registry};
+use crate::signals::Cancellation;
 
 /// The guardrails of seed 003 §7.1, checked when exporting tools and when dispatching calls.
 ///
@@ -396,6 +397,15 @@ impl fmt::Display for DispatchError {
 
 impl std::error::Error for DispatchError {}
 
+/// Cancels when dropped (a finished run's cancellation reaches nothing).
+struct CancelOnDrop(Cancellation);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 impl Dispatcher {
     /// Dispatches through `pipeline` with the default [`Limits`] and an empty context.
     ///
@@ -586,11 +596,19 @@ impl Dispatcher {
                 limit: self.limits.max_calls_per_response,
             });
         }
-        let runs = calls.into_iter().map(|call| self.run_one(call));
+        // Dropping this future (the host gave up on the model's turn) cancels its calls: a
+        // tool sees `ctx.is_cancelled()`, and a run is dropped at its next await point.
+        let cancellation = Cancellation::new();
+        let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
+        let meta = CallMeta {
+            signals: self.meta.signals.clone().cancelled_by(&cancellation),
+            ..self.meta.clone()
+        };
+        let runs = calls.into_iter().map(|call| self.run_one(call, &meta));
         Ok(futures_util::future::join_all(runs).await)
     }
 
-    async fn run_one(&self, call: ToolCall) -> ToolResult {
+    async fn run_one(&self, call: ToolCall, meta: &CallMeta) -> ToolResult {
         let error = |content: String| ToolResult {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -636,7 +654,7 @@ impl Dispatcher {
             input: Some(arguments),
             context: Some(self.context.clone()),
         };
-        let outcome = self.pipeline.call_with(request, &self.meta).await;
+        let outcome = self.pipeline.call_with(request, meta).await;
         let mut result = match outcome {
             CallOutcome::Completed(response) => match response.result {
                 CallResult::Success { value } => ToolResult {

@@ -169,6 +169,9 @@ fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
             check_url_base(state, &parts.headers, original, &parts.uri)
         }),
         resolve_wire_names: state.langchain_compat,
+        // OXP carries no progress, and a hang-up cancels nothing: a retry with the call_id
+        // gets the answer.
+        signals: crate::signals::CallSignals::new(),
     }
 }
 

@@ -1,0 +1,232 @@
+//! Progress and cancellation (issue #15): `ctx.progress` reaches an MCP client that sent a
+//! progress token as `notifications/progress`; `notifications/cancelled` stops a run before its
+//! side effect; a dropped provider dispatch cancels its calls; OXP keeps its rule (a hang-up
+//! cancels nothing).
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::Oxp;
+use oxp_runtime::call::Pipeline;
+use oxp_runtime::mcp::McpServer;
+use oxp_runtime::providers::{Dispatcher, ToolCall};
+use oxp_runtime::server::Server;
+use oxp_runtime::{Registry, ToolContext, tool};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::json;
+
+/// Work in three steps.
+#[tool(toolkit = "Steps", version = "1.0.0")]
+async fn run(ctx: &ToolContext) -> &'static str {
+    for step in 1..=3 {
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        ctx.progress(step, Some(3), Some("working"));
+    }
+    "done"
+}
+
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// Send after a while (the side effect is counted).
+#[tool(toolkit = "Mail", version = "1.0.0")]
+async fn send_later() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    SENT.fetch_add(1, Ordering::SeqCst);
+    "sent"
+}
+
+static FINISHED: AtomicU32 = AtomicU32::new(0);
+
+/// Send after a while, and finish even when cancelled.
+#[tool(toolkit = "Mail", version = "1.0.0")]
+async fn send_surely(ctx: &ToolContext) -> &'static str {
+    ctx.finish_when_cancelled();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    FINISHED.fetch_add(1, Ordering::SeqCst);
+    "sent"
+}
+
+fn registry() -> Registry {
+    Registry::builder()
+        .tool(run::TOOL)
+        .tool(send_later::TOOL)
+        .tool(send_surely::TOOL)
+        .tool(post::TOOL)
+        .build()
+        .unwrap()
+}
+
+async fn start() -> Oxp {
+    let pipeline = Pipeline::new(registry());
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await
+}
+
+/// An rmcp client that keeps the progress it is sent.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+
+impl ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push(params);
+    }
+}
+
+/// A `tools/call` of `name`, without arguments.
+fn call(name: &str) -> ClientRequest {
+    ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+        name.to_owned(),
+    )))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_mcp_client_that_asked_for_it() {
+    let oxp = start().await;
+    let recorder = Recorder::default();
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    let client = recorder.clone().serve(transport).await.unwrap();
+    // rmcp's client sends a progress token with every request.
+    let handle = client
+        .send_cancellable_request(call("Steps_Run"), PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let token = handle.progress_token.clone();
+    handle.await_response().await.unwrap();
+    let got = recorder.0.lock().unwrap().clone();
+    let steps: Vec<(f64, Option<f64>)> = got.iter().map(|p| (p.progress, p.total)).collect();
+    assert_eq!(
+        steps,
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+    assert!(
+        got.iter()
+            .all(|p| p.progress_token == token && p.message.as_deref() == Some("working"))
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_mcp_call_never_makes_its_side_effect() {
+    let oxp = start().await;
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    let client = ().serve(transport).await.unwrap();
+    let handle = client
+        .send_cancellable_request(call("Mail_SendLater"), PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle
+        .cancel(Some("the user changed their mind".into()))
+        .await
+        .unwrap();
+    // Long past the tool's 400 ms: had it gone on, it would have sent.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        SENT.load(Ordering::SeqCst),
+        0,
+        "dropped at its next await point"
+    );
+
+    // A tool that asked to finish does, though its answer is not the client's.
+    let handle = client
+        .send_cancellable_request(call("Mail_SendSurely"), PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle.cancel(None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(FINISHED.load(Ordering::SeqCst), 1);
+
+    // An uncancelled call still runs to its end.
+    let done = client
+        .send_cancellable_request(call("Mail_SendLater"), PeerRequestOptions::no_options())
+        .await
+        .unwrap()
+        .await_response()
+        .await;
+    assert!(done.is_ok());
+    assert_eq!(SENT.load(Ordering::SeqCst), 1);
+    client.cancel().await.unwrap();
+}
+
+static POSTED: AtomicU32 = AtomicU32::new(0);
+
+/// Post a letter after a while.
+#[tool(toolkit = "Mail", version = "1.0.0")]
+async fn post() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    POSTED.fetch_add(1, Ordering::SeqCst);
+    "posted"
+}
+
+static DISPATCHED: AtomicU32 = AtomicU32::new(0);
+
+/// Charge a card after a while.
+#[tool(toolkit = "Billing", version = "1.0.0")]
+async fn charge() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    DISPATCHED.fetch_add(1, Ordering::SeqCst);
+    "charged"
+}
+
+#[tokio::test]
+async fn a_dropped_dispatch_cancels_its_calls() {
+    let registry = Registry::builder().tool(charge::TOOL).build().unwrap();
+    let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    let calls = vec![ToolCall {
+        id: "call_1".into(),
+        name: "Billing_Charge".into(),
+        arguments: Ok(json!({})),
+    }];
+    // The host gives up on the turn after 50 ms.
+    let gave_up = tokio::time::timeout(Duration::from_millis(50), dispatcher.run(calls)).await;
+    assert!(gave_up.is_err());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        DISPATCHED.load(Ordering::SeqCst),
+        0,
+        "the charge never went through"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oxp_hang_up_cancels_nothing() {
+    let oxp = start().await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let hung_up = client
+        .post(format!("{}/tools/call", oxp.base))
+        .header("OXP-Version", "1.0")
+        .json(&json!({"tool_id": "Mail.Post", "call_id": "mail-1"}))
+        .send()
+        .await;
+    assert!(hung_up.is_err(), "the client gave up");
+    // The retry with the same call_id gets the one run's answer.
+    let reply: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/tools/call", oxp.base))
+        .header("OXP-Version", "1.0")
+        .json(&json!({"tool_id": "Mail.Post", "call_id": "mail-1"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["value"], "posted");
+    assert_eq!(POSTED.load(Ordering::SeqCst), 1);
+}
