@@ -30,6 +30,27 @@ async def exercise(session: ClientSession, transport: str) -> None:
     assert field(failed, "is_error", "isError") and failed.content[0].text.startswith("Doorbell ID not found"), failed
     invalid = await session.call_tool("Calculator_Add", {"a": 1, "b": "two"})
     assert field(invalid, "is_error", "isError") and "`b`" in invalid.content[0].text, invalid
+    # The title and the behaviour the tool stated, nothing it did not.
+    assert add.title == "Add numbers", add
+    hints = add.annotations
+    assert field(hints, "read_only_hint", "readOnlyHint") is True, hints
+    assert field(hints, "idempotent_hint", "idempotentHint") is True, hints
+    assert field(hints, "open_world_hint", "openWorldHint") is False, hints
+    assert field(hints, "destructive_hint", "destructiveHint") is None, hints
+    ring = next(t for t in tools.tools if t.name == "Doorbell_Ring")
+    assert ring.annotations is None and ring.title is None, ring
+    # Progress: three reports when asked for, none otherwise.
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    result = await session.call_tool("Doorbell_RingAll", {"doorbells": 3}, progress_callback=on_progress)
+    assert result.content[0].text == "3", result
+    assert seen == [(1, 3, "ringing"), (2, 3, "ringing"), (3, 3, "ringing")], seen
+    seen.clear()
+    await session.call_tool("Doorbell_RingAll", {"doorbells": 2})
+    assert seen == [], seen
     print(f"{transport}: ok")
 
 

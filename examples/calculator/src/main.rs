@@ -1,6 +1,6 @@
 //! The example server: `cargo run` serves these tools on http://127.0.0.1:8000.
 
-use oxp_runtime::{ToolError, tool};
+use oxp_runtime::{ToolContext, ToolError, tool};
 
 /// Add two integers.
 #[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]
@@ -14,7 +14,8 @@ async fn add_integers(
 }
 
 /// Add two numbers.
-#[tool(toolkit = "Calculator", name = "Add", version = "2.0.0")]
+#[tool(toolkit = "Calculator", name = "Add", version = "2.0.0", title = "Add numbers",
+       read_only, idempotent, open_world = false, tags = ["math"], example = r#"{"a": 1.5, "b": 2}"#)]
 async fn add(
     /// The first addend.
     a: f64,
@@ -37,6 +38,21 @@ async fn ring(
         .can_retry(true)
         .additional_prompt_content("ids: doorbell42,doorbell84")
         .retry_after_ms(500))
+}
+
+/// Ring every doorbell of a street, one after another.
+#[tool(toolkit = "Doorbell", version = "0.1.0", open_world)]
+async fn ring_all(
+    ctx: &ToolContext,
+    /// How many doorbells the street has.
+    doorbells: u64,
+) -> u64 {
+    for rung in 1..=doorbells {
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        // Over MCP, a client that asked for progress sees each doorbell.
+        ctx.progress(rung, Some(doorbells), Some("ringing"));
+    }
+    doorbells
 }
 
 #[tokio::main]
