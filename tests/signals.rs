@@ -71,10 +71,14 @@ async fn start() -> Oxp {
     Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await
 }
 
-/// An rmcp client that keeps the progress it is sent.
+/// An rmcp client that keeps the progress and the log messages it is sent.
 #[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+struct Recorder(
+    Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    Arc<Mutex<Vec<serde_json::Value>>>,
+);
 
+#[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it
 impl ClientHandler for Recorder {
     async fn on_progress(
         &self,
@@ -82,6 +86,17 @@ impl ClientHandler for Recorder {
         _context: NotificationContext<RoleClient>,
     ) {
         self.0.lock().unwrap().push(params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.1
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(params).unwrap());
     }
 }
 
@@ -170,6 +185,78 @@ async fn post() -> &'static str {
     tokio::time::sleep(Duration::from_millis(300)).await;
     POSTED.fetch_add(1, Ordering::SeqCst);
     "posted"
+}
+
+/// Call a service, saying so in the log.
+#[tool(toolkit = "Service", version = "1.0.0", secret = "SERVICE_KEY")]
+async fn call_service(ctx: &ToolContext) -> &'static str {
+    let key = ctx.secret("SERVICE_KEY").unwrap_or_default();
+    tracing::info!("calling the service with {key}");
+    tracing::warn!(attempt = 2, "the service was slow");
+    "called"
+}
+
+#[allow(deprecated)] // logging levels: see `Recorder`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let _ = tracing_subscriber::registry()
+            .with(oxp_runtime::mcp::log_layer())
+            .try_init();
+    }
+    let registry = Registry::builder()
+        .tool(call_service::TOOL)
+        .build()
+        .unwrap();
+    let pipeline = Pipeline::new(registry);
+    let context: oxp_runtime::protocol::CallContext =
+        serde_json::from_value(json!({"secrets": [{"id": "SERVICE_KEY", "value": "sk-live-123"}]}))
+            .unwrap();
+    let mcp = McpServer::new(pipeline.clone())
+        .with_context(context)
+        .into_router();
+    let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
+    let recorder = Recorder::default();
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    let client = recorder.clone().serve(transport).await.unwrap();
+    let call = || {
+        client.send_cancellable_request(
+            call("Service_CallService"),
+            PeerRequestOptions::no_options(),
+        )
+    };
+    // No level chosen: nothing sent.
+    call().await.unwrap().await_response().await.unwrap();
+    assert!(recorder.1.lock().unwrap().is_empty());
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Warning,
+        ))
+        .await
+        .unwrap();
+    call().await.unwrap().await_response().await.unwrap();
+    let warnings = std::mem::take(&mut *recorder.1.lock().unwrap());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0]["level"], "warning");
+    assert_eq!(warnings[0]["data"]["message"], "the service was slow");
+    assert_eq!(warnings[0]["data"]["attempt"], 2);
+    client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Debug,
+        ))
+        .await
+        .unwrap();
+    call().await.unwrap().await_response().await.unwrap();
+    let all = recorder.1.lock().unwrap().clone();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(
+        all[0]["data"]["message"],
+        "calling the service with [redacted]"
+    );
+    assert!(!serde_json::to_string(&all).unwrap().contains("sk-live-123"));
+    client.cancel().await.unwrap();
 }
 
 static DISPATCHED: AtomicU32 = AtomicU32::new(0);

@@ -474,10 +474,13 @@ impl ServerConfig {
     /// config.init_logging();
     /// ```
     pub fn init_logging(&self) {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
         let builder = tracing_subscriber::fmt().with_env_filter(self.log_filter());
+        // A tool's events also reach the MCP client whose call it serves.
         let _ = match self.log_format {
-            LogFormat::Pretty => builder.try_init(),
-            LogFormat::Json => builder.json().try_init(),
+            LogFormat::Pretty => builder.finish().with(mcp_log_layer()).try_init(),
+            LogFormat::Json => builder.json().finish().with(mcp_log_layer()).try_init(),
         };
     }
 
@@ -492,6 +495,17 @@ impl ServerConfig {
             tracing_subscriber::EnvFilter::new("info")
         })
     }
+}
+
+/// The layer that sends a tool's events to its MCP client, where MCP is built in.
+pub(crate) fn mcp_log_layer<S>() -> Option<impl tracing_subscriber::Layer<S>>
+where
+    S: tracing::Subscriber,
+{
+    #[cfg(feature = "mcp")]
+    return Some(crate::mcp::log_layer());
+    #[cfg(not(feature = "mcp"))]
+    return None::<tracing_subscriber::layer::Identity>;
 }
 
 #[cfg(test)]

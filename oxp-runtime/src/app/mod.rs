@@ -111,11 +111,17 @@ async fn run_subcommand(command: Command) -> i32 {
         #[cfg(feature = "mcp")]
         Command::Mcp => {
             // stdout carries the protocol: logs go to stderr.
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(config.log_filter())
-                .with_writer(std::io::stderr)
-                .with_ansi(false)
-                .try_init();
+            {
+                use tracing_subscriber::layer::SubscriberExt;
+                use tracing_subscriber::util::SubscriberInitExt;
+                let _ = tracing_subscriber::fmt()
+                    .with_env_filter(config.log_filter())
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false)
+                    .finish()
+                    .with(crate::mcp::log_layer())
+                    .try_init();
+            }
             crate::call::install_panic_hook();
             let mut pipeline = crate::call::Pipeline::new(registry);
             pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));

@@ -31,6 +31,8 @@
 //! # let _: axum::Router = app;
 //! ```
 
+mod logging;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -94,6 +96,9 @@ pub struct McpServer {
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
+    /// The level this session's client chose with `logging/setLevel` (each HTTP session has
+    /// its own).
+    log_level: logging::SessionLevel,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -126,6 +131,7 @@ impl McpServer {
             single_tenant: false,
             sessions: SessionLimits::default(),
             tools: Arc::default(),
+            log_level: logging::SessionLevel::default(),
         }
     }
 
@@ -236,7 +242,7 @@ impl McpServer {
     ) -> StreamableHttpService<McpServer, LocalSessionManager> {
         let server = self.clone();
         StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.session()),
             sessions,
             StreamableHttpServerConfig::default().disable_allowed_hosts(),
         )
@@ -296,6 +302,14 @@ impl McpServer {
         let running = self.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
         Ok(())
+    }
+
+    /// A copy for a new session: everything shared but the session's own log level.
+    fn session(&self) -> McpServer {
+        McpServer {
+            log_level: logging::SessionLevel::default(),
+            ..self.clone()
+        }
     }
 
     fn tool_id(&self, name: &str) -> Option<String> {
@@ -379,6 +393,8 @@ fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
     mcp
 }
 
+pub use logging::log_layer;
+
 /// How often progress reaches an MCP client at most: the latest report in each interval wins,
 /// so a tool reporting in a tight loop cannot flood the client.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
@@ -455,9 +471,25 @@ fn text_error(text: impl Into<String>) -> CallToolResult {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
+    }
+
+    #[allow(deprecated)] // logging, deprecated by the newest revision, still asked for by clients
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log_level.set(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -522,10 +554,34 @@ impl ServerHandler for McpServer {
             cancellation.cancel();
             std::future::pending::<()>().await
         };
+        // The tool's `tracing` events reach a client that chose a log level.
+        let secrets: Vec<String> = call
+            .context
+            .iter()
+            .flat_map(|c| {
+                c.secrets
+                    .iter()
+                    .map(|s| s.value.expose())
+                    .chain(c.authorization.iter().map(|a| a.token.expose()))
+            })
+            .map(str::to_owned)
+            .collect();
+        let log = logging::CallLog::open(&self.log_level, context.peer.clone(), secrets);
+        let run = self.pipeline.call_with(call, &meta);
+        let (run, flush) = match log {
+            Some((log, flush)) => (
+                futures_util::future::Either::Left(log.scope(run)),
+                Some(flush),
+            ),
+            None => (futures_util::future::Either::Right(run), None),
+        };
         let outcome = tokio::select! {
-            outcome = self.pipeline.call_with(call, &meta) => outcome,
+            outcome = run => outcome,
             () = watch => unreachable!("the watch never ends"),
         };
+        if let Some(flush) = flush {
+            flush.done().await;
+        }
         // Progress reported before the answer reaches the client before it (none after).
         if let Some(progress) = progress {
             progress.finish().await;

@@ -1,0 +1,129 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm) against `/mcp`
+//! of a server whose tools are written with `#[tool]` under the names the suite calls. The
+//! scenarios a tool server must pass are listed below; README says why the others do not apply.
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::process::Command;
+use std::time::Duration;
+
+use oxp_runtime::call::Pipeline;
+use oxp_runtime::mcp::McpServer;
+use oxp_runtime::server::Server;
+use oxp_runtime::{Registry, ToolContext, ToolError, tool};
+
+/// The scenarios every oxp tool server passes.
+const SCENARIOS: [&str; 9] = [
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-with-logging",
+    "logging-set-level",
+    "dns-rebinding-protection",
+];
+
+// The suite's tool names are our wire names `Toolkit_Name`: toolkit `test`.
+
+/// Returns a simple text.
+#[tool(toolkit = "test", name = "simple_text", version = "1.0.0")]
+fn simple_text() -> &'static str {
+    "This is a simple text response for testing."
+}
+
+/// Always fails.
+#[tool(toolkit = "test", name = "error_handling", version = "1.0.0")]
+fn error_handling() -> Result<(), ToolError> {
+    Err(ToolError::new(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Reports progress in three steps.
+#[tool(toolkit = "test", name = "tool_with_progress", version = "1.0.0")]
+async fn tool_with_progress(ctx: &ToolContext) -> &'static str {
+    for done in [0, 50, 100] {
+        ctx.progress(done, Some(100), Some("working"));
+        tokio::time::sleep(Duration::from_millis(80)).await;
+    }
+    "done"
+}
+
+/// Logs three messages.
+#[tool(toolkit = "test", name = "tool_with_logging", version = "1.0.0")]
+async fn tool_with_logging() -> &'static str {
+    for step in ["starting", "halfway", "finished"] {
+        tracing::info!(step, "the tool is {step}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    "logged"
+}
+
+/// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
+/// Node.js >= 22 it needs).
+fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let bin =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_conformance/node_modules/.bin");
+    let (conformance, node) = (bin.join("conformance"), bin.join("node"));
+    (conformance.exists() && node.exists()).then_some((conformance, bin))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_mcp_conformance_suite() {
+    let Some((conformance, bin)) = suite() else {
+        harness::skip("the MCP conformance suite (`npm install` in tests/mcp_conformance)");
+        return;
+    };
+    // What serve() installs: tools' events reach their MCP clients.
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let _ = tracing_subscriber::registry()
+            .with(oxp_runtime::mcp::log_layer())
+            .try_init();
+    }
+    let registry = Registry::builder()
+        .tool(simple_text::TOOL)
+        .tool(error_handling::TOOL)
+        .tool(tool_with_progress::TOOL)
+        .tool(tool_with_logging::TOOL)
+        .build()
+        .unwrap();
+    let pipeline = Pipeline::new(registry);
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    // Served as `serve()` serves, so the loopback listener's Host check is on.
+    let server = Server::from_pipeline(pipeline).nest("/mcp", mcp);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let serving =
+        tokio::spawn(server.serve(listener, std::future::pending(), Duration::from_secs(1)));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for scenario in SCENARIOS {
+        let (conformance, url, path) = (conformance.clone(), url.clone(), path.clone());
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(conformance)
+                .args(["server", "--url", &url, "--scenario", scenario])
+                .env("PATH", path)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success()
+                && stdout.contains(" 0 failed,")
+                && !stdout.contains("Passed: 0/"),
+            "{scenario} failed:\n{stdout}\n{stderr}"
+        );
+    }
+    serving.abort();
+}
