@@ -188,10 +188,19 @@ async fn rmcp_client_over_the_stdio_subcommand() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["Calculator_Add__v1_0_0", "Calculator_Add", "Doorbell_Ring"]
+        [
+            "Calculator_Add__v1_0_0",
+            "Calculator_Add",
+            "Doorbell_Ring",
+            "Doorbell_RingAll"
+        ]
     );
     let sum = call(&client, "Calculator_Add__v1_0_0", json!({"a": 2, "b": 3})).await;
     assert_eq!(text(&sum), "5");
+    // rmcp's client initializes at 2025-11-25: output schemas describe objects only.
+    let add = tools.iter().find(|t| t.name == "Calculator_Add").unwrap();
+    assert!(add.output_schema.is_none());
+    assert_eq!(sum.structured_content, None);
     let failed = call(&client, "Doorbell_Ring", json!({"doorbell_id": "d1"})).await;
     assert_eq!(failed.is_error, Some(true));
     client.cancel().await.unwrap();
@@ -314,4 +323,57 @@ async fn mcp_sessions_are_capped() {
     assert_eq!(third.status(), 503);
     first.cancel().await.unwrap();
     second.cancel().await.unwrap();
+}
+
+/// A request of the 2026-07-28 revision: no session, each request carries its revision and
+/// the client's description (SEP-2243 headers, `_meta` keys); the answer is one SSE event.
+async fn request_2026(oxp: &Oxp, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "revision-2026", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let mut request = oxp
+        .request(reqwest::Method::POST, "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = request
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let data = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("no event in {body}"));
+    serde_json::from_str::<Value>(data).unwrap()["result"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_the_newest_revision_get_structured_content_for_any_value() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let list = request_2026(&oxp, "tools/list", json!({})).await;
+    let add = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Calculator_Add")
+        .unwrap();
+    assert_eq!(add["outputSchema"]["type"], "number", "{add}");
+    let sum = request_2026(
+        &oxp,
+        "tools/call",
+        json!({"name": "Calculator_Add", "arguments": {"a": 2, "b": 3}}),
+    )
+    .await;
+    assert_eq!(sum["structuredContent"], json!(5.0), "{sum}");
+    assert_eq!(sum["content"][0]["text"], "5.0", "the text beside it");
 }

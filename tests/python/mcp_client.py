@@ -22,8 +22,12 @@ async def exercise(session: ClientSession, transport: str) -> None:
     assert "Calculator_Add" in names and "Calculator_Add__v1_0_0" in names, names
     add = next(t for t in tools.tools if t.name == "Calculator_Add")
     assert field(add, "input_schema", "inputSchema")["required"] == ["a", "b"], add
+    # A revision before 2026-07-28: output schemas describe objects only, so a number has none
+    # and comes back as text alone.
+    assert field(add, "output_schema", "outputSchema") is None, add
     result = await session.call_tool("Calculator_Add", {"a": 2.5, "b": 3})
     assert not field(result, "is_error", "isError") and result.content[0].text == "5.5", result
+    assert field(result, "structured_content", "structuredContent") is None, result
     result = await session.call_tool("Calculator_Add__v1_0_0", {"a": 2, "b": 3})
     assert result.content[0].text == "5", result
     failed = await session.call_tool("Doorbell_Ring", {"doorbell_id": "doorbell1"})

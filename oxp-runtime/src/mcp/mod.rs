@@ -96,6 +96,8 @@ pub struct McpServer {
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
+    /// The same for clients on a revision that takes any output schema (2026-07-28 on).
+    tools_any_output: Arc<OnceLock<Vec<Tool>>>,
     /// The level this session's client chose with `logging/setLevel` (each HTTP session has
     /// its own).
     log_level: logging::SessionLevel,
@@ -131,6 +133,7 @@ impl McpServer {
             single_tenant: false,
             sessions: SessionLimits::default(),
             tools: Arc::default(),
+            tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
         }
     }
@@ -207,7 +210,18 @@ impl McpServer {
     /// assert_eq!(tool.input_schema["required"], serde_json::json!(["a", "b"]));
     /// ```
     pub fn tools(&self) -> &[Tool] {
-        self.tools.get_or_init(|| tools(self.pipeline.registry()))
+        self.tools_for(false)
+    }
+
+    /// The tool list for a client that may (`any_output`) or may not take non-object output
+    /// schemas.
+    fn tools_for(&self, any_output: bool) -> &[Tool] {
+        let cache = if any_output {
+            &self.tools_any_output
+        } else {
+            &self.tools
+        };
+        cache.get_or_init(|| tools(self.pipeline.registry(), any_output))
     }
 
     /// The streamable HTTP transport as a tower service, without the session cap (see
@@ -329,7 +343,7 @@ impl McpServer {
 }
 
 /// Every tool: the latest version under its wire name, older ones with a version suffix.
-fn tools(registry: &Registry) -> Vec<Tool> {
+fn tools(registry: &Registry, any_output: bool) -> Vec<Tool> {
     let all = registry.tools();
     all.iter()
         .enumerate()
@@ -347,12 +361,12 @@ fn tools(registry: &Registry) -> Vec<Tool> {
                     v.patch
                 )
             };
-            mcp_tool(tool, name)
+            mcp_tool(tool, name, any_output)
         })
         .collect()
 }
 
-fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
+fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
     let definition = tool.definition();
     let object = |schema: &Value| -> JsonObject {
         match schema {
@@ -383,10 +397,10 @@ fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
             hints.open_world,
         ));
     }
-    // MCP's `outputSchema` must describe an object (structured content is an object); other
-    // values are returned as text only.
+    // Before 2026-07-28 MCP's `outputSchema` must describe an object (structured content is an
+    // object); from it (SEP-2106) any schema. Before, other values are returned as text only.
     if let Some(output) = &definition.output_schema {
-        if output.get("type") == Some(&Value::String("object".into())) {
+        if any_output || output.get("type") == Some(&Value::String("object".into())) {
             mcp.output_schema = Some(Arc::new(object(output)));
         }
     }
@@ -394,6 +408,19 @@ fn mcp_tool(tool: &RegisteredTool, name: String) -> Tool {
 }
 
 pub use logging::log_layer;
+
+/// Whether the client's revision takes any output schema and any structured content
+/// (2026-07-28, SEP-2106), or only objects: the revision its requests carry, or the one it
+/// asked for when it initialized.
+fn takes_any_output(context: &RequestContext<RoleServer>) -> bool {
+    let version = context.meta.protocol_version().or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .map(|info| info.protocol_version.clone())
+    });
+    version.is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
 
 /// How often progress reaches an MCP client at most: the latest report in each interval wins,
 /// so a tool reporting in a tight loop cannot flood the client.
@@ -495,9 +522,12 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools().to_vec()))
+        let any_output = takes_any_output(&context);
+        Ok(ListToolsResult::with_all_items(
+            self.tools_for(any_output).to_vec(),
+        ))
     }
 
     async fn call_tool(
@@ -507,6 +537,7 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
         // left the caller's principal; over stdio there are none.
+        let any_output = takes_any_output(&context);
         let http = context.extensions.get::<axum::http::request::Parts>();
         let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
         let per_caller = http.is_some() && !self.single_tenant;
@@ -600,11 +631,17 @@ impl ServerHandler for McpServer {
                 CallResult::Success {
                     value: Some(value @ Value::Object(_)),
                 } => CallToolResult::structured(value),
-                CallResult::Success {
-                    value: Some(Value::String(text)),
-                } => CallToolResult::success(vec![Content::text(text)]),
+                // Any other value: text, and from 2026-07-28 structured content beside it.
                 CallResult::Success { value: Some(value) } => {
-                    CallToolResult::success(vec![Content::text(value.to_string())])
+                    let text = match &value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    let mut result = CallToolResult::success(vec![Content::text(text)]);
+                    if any_output {
+                        result.structured_content = Some(value);
+                    }
+                    result
                 }
                 CallResult::Failure { error } => text_error(error.for_model()),
             },
