@@ -361,3 +361,43 @@ async fn oxp_tools_narrows_the_served_list_and_mcp() {
     assert_eq!(names, ["Calculator_Add"]);
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_playgrounds_hints_are_behind_the_servers_authentication() {
+    use oxp_runtime::server::ServerAuth;
+    let key = "a-playground-test-key-of-at-least-32-bytes";
+    let server = Server::new(ten().build().unwrap())
+        .playground(true)
+        .auth(ServerAuth::default().api_key(key));
+    let oxp = Oxp::start(server).await;
+    let anonymous = oxp
+        .request(reqwest::Method::GET, "/playground/hints")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let hints: Value = oxp
+        .request(reqwest::Method::GET, "/playground/hints")
+        .header("OXP-API-Key", key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(hints["Files.Read@1.0.0"]["title"], "Read a file");
+    assert_eq!(
+        hints["Files.Read@1.0.0"]["examples"],
+        json!([{"path": "/etc/hostname"}])
+    );
+    assert_eq!(hints["Files.Delete@1.0.0"]["destructive"], true);
+    assert_eq!(hints["Text.Echo@0.3.0"]["read_only"], Value::Null);
+    // Without the playground there is no such route.
+    let off = Oxp::start(Server::new(ten().build().unwrap()).playground(false)).await;
+    let missing = off
+        .request(reqwest::Method::GET, "/playground/hints")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}

@@ -191,6 +191,7 @@ async fn rmcp_client_over_the_stdio_subcommand() {
         [
             "Calculator_Add__v1_0_0",
             "Calculator_Add",
+            "Doorbell_Forget",
             "Doorbell_Ring",
             "Doorbell_RingAll"
         ]

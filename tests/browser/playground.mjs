@@ -49,6 +49,37 @@ try {
   if (promptHint !== "ids: doorbell42,doorbell84") fail(`the prompt hint is "${promptHint}"`);
   console.log("retry hint: ok");
 
+  // Calculator.Add@2.0.0 states its behaviour: its title and badges show, and an example
+  // fills the input.
+  const addTwo = 'nav button[data-id="Calculator.Add@2.0.0"]';
+  const navBadges = await page.textContent(addTwo);
+  if (!navBadges.includes("read-only") || !navBadges.includes("idempotent")) fail(`the nav shows "${navBadges}"`);
+  await page.click(addTwo);
+  const heading = await page.textContent("#tool h2");
+  if (!heading.startsWith("Add numbers")) fail(`the heading is "${heading}"`);
+  if (heading.includes("destructive")) fail("a badge the tool did not state");
+  await page.click("button.example");
+  const filled = JSON.parse(await page.inputValue("#raw-input"));
+  if (filled.a !== 1.5 || filled.b !== 2) fail("the example filled " + JSON.stringify(filled));
+  await page.click("#call");
+  await page.waitForSelector("#result.success", { timeout: 5000 });
+  if ((await page.textContent("#value")).trim() !== "3.5") fail("the example's call did not give 3.5");
+  console.log("hints and examples: ok");
+
+  // Doorbell.Forget is destructive: nothing is sent until the user confirms.
+  await page.click('nav button[data-id="Doorbell.Forget@0.1.0"]');
+  await page.fill('[data-path="/doorbell_id"] input', "doorbell42");
+  let asked = "";
+  page.once("dialog", (dialog) => { asked = dialog.message(); dialog.dismiss(); });
+  await page.click("#call");
+  await page.waitForTimeout(300);
+  if (!asked.includes("may destroy or overwrite data")) fail(`the confirmation said "${asked}"`);
+  if (await page.$("#result")) fail("a declined call was sent");
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.click("#call");
+  await page.waitForSelector("#result.success", { timeout: 5000 });
+  console.log("destructive confirmation: ok");
+
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log("screenshot: " + screenshot);
 } finally {

@@ -40,6 +40,15 @@ async fn ring(
         .retry_after_ms(500))
 }
 
+/// Forget a doorbell: it is no longer rung.
+#[tool(toolkit = "Doorbell", version = "0.1.0", destructive, idempotent)]
+async fn forget(
+    /// The doorbell to forget.
+    doorbell_id: String,
+) -> String {
+    format!("{doorbell_id} is forgotten")
+}
+
 /// Ring every doorbell of a street, one after another.
 #[tool(toolkit = "Doorbell", version = "0.1.0", open_world)]
 async fn ring_all(

@@ -71,6 +71,37 @@ pub(super) async fn playground_page() -> Response {
     response
 }
 
+/// Each tool's hints by id, for the playground's badges, confirmation and examples.
+pub(super) async fn playground_hints(State(state): State<Arc<AppState>>) -> Response {
+    let hints: serde_json::Map<String, serde_json::Value> = state
+        .pipeline
+        .registry()
+        .tools()
+        .iter()
+        .map(|tool| {
+            let h = tool.hints();
+            let examples: Vec<serde_json::Value> = h
+                .examples
+                .iter()
+                .filter_map(|e| serde_json::from_str(e).ok())
+                .collect();
+            let value = serde_json::json!({
+                "title": h.title,
+                "read_only": h.read_only,
+                "destructive": h.destructive,
+                "idempotent": h.idempotent,
+                "open_world": h.open_world,
+                "tags": h.tags,
+                "examples": examples,
+                "deprecated": h.deprecated,
+            });
+            (tool.id().to_owned(), value)
+        })
+        .collect();
+    let body = serde_json::to_vec(&hints).expect("JSON serializes");
+    response(StatusCode::OK, "application/json", body)
+}
+
 /// §1 H.11–13: 200 when ready, no authentication.
 pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
     if state.pipeline.is_draining() {

@@ -39,7 +39,7 @@ use crate::registry::Registry;
 use guard::{Browsers, LOOPBACK_HOSTS};
 use handlers::{
     authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed,
-    not_found, playground_page,
+    not_found, playground_hints, playground_page,
 };
 
 /// The default cap on a request body.
@@ -487,6 +487,13 @@ impl Server {
             .route("/tools", get(list_tools))
             .route("/tools/call", axum::routing::post(call_tool))
             .route("/authorization/{check_id}", get(check_authorization));
+        // What the playground shows beside each tool (OXP's definitions have no room for it),
+        // behind the same authentication as the list.
+        let protected = if playground {
+            protected.route("/playground/hints", get(playground_hints))
+        } else {
+            protected
+        };
         // Other fronts on the same port (MCP), behind the same authentication.
         let protected = self
             .nested
