@@ -326,42 +326,10 @@ async fn mcp_sessions_are_capped() {
     second.cancel().await.unwrap();
 }
 
-/// A request of the 2026-07-28 revision: no session, each request carries its revision and
-/// the client's description (SEP-2243 headers, `_meta` keys); the answer is one SSE event.
-async fn request_2026(oxp: &Oxp, method: &str, params: Value) -> Value {
-    let mut params = params;
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "revision-2026", "version": "1.0.0"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let mut request = oxp
-        .request(reqwest::Method::POST, "/mcp")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = params["name"].as_str() {
-        request = request.header("mcp-name", name);
-    }
-    let body = request
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let data = body
-        .lines()
-        .find_map(|line| line.strip_prefix("data: "))
-        .unwrap_or_else(|| panic!("no event in {body}"));
-    serde_json::from_str::<Value>(data).unwrap()["result"].clone()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_of_the_newest_revision_get_structured_content_for_any_value() {
     let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
-    let list = request_2026(&oxp, "tools/list", json!({})).await;
+    let list = harness::mcp_2026(&oxp, "tools/list", json!({})).await;
     let add = list["tools"]
         .as_array()
         .unwrap()
@@ -369,7 +337,7 @@ async fn clients_of_the_newest_revision_get_structured_content_for_any_value() {
         .find(|t| t["name"] == "Calculator_Add")
         .unwrap();
     assert_eq!(add["outputSchema"]["type"], "number", "{add}");
-    let sum = request_2026(
+    let sum = harness::mcp_2026(
         &oxp,
         "tools/call",
         json!({"name": "Calculator_Add", "arguments": {"a": 2, "b": 3}}),

@@ -134,6 +134,36 @@ async fn progress_reaches_the_mcp_client_that_asked_for_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_sent_only_when_the_request_carries_a_token() {
+    let oxp = start().await;
+    let progress = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["method"] == "notifications/progress")
+            .map(|e| e["params"]["progress"].clone())
+            .collect()
+    };
+    let asked = harness::mcp_2026_events(
+        &oxp,
+        "tools/call",
+        json!({"name": "Steps_Run", "_meta": {"progressToken": "p-1"}}),
+    )
+    .await;
+    assert_eq!(
+        progress(&asked),
+        [json!(1.0), json!(2.0), json!(3.0)],
+        "{asked:?}"
+    );
+    assert_eq!(
+        asked.last().unwrap()["result"]["content"][0]["text"],
+        "done"
+    );
+    let unasked = harness::mcp_2026_events(&oxp, "tools/call", json!({"name": "Steps_Run"})).await;
+    assert!(progress(&unasked).is_empty(), "{unasked:?}");
+    assert_eq!(unasked.len(), 1, "the answer alone: {unasked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_mcp_call_never_makes_its_side_effect() {
     let oxp = start().await;
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));

@@ -304,3 +304,51 @@ impl Log {
 pub fn pipeline() -> oxp_runtime::call::Pipeline {
     oxp_runtime::call::Pipeline::new(oxp_tests::all_tools().build().unwrap())
 }
+
+/// An MCP request of the 2026-07-28 revision to `/mcp`: no session, the revision and the
+/// client's description on each request (SEP-2243 headers, `_meta` keys). The answer is an SSE
+/// stream: its events' JSON, notifications first, the result last.
+#[allow(dead_code)] // not every test binary speaks MCP
+pub async fn mcp_2026_events(oxp: &Oxp, method: &str, params: Value) -> Vec<Value> {
+    let mut params = params;
+    let meta = params["_meta"].take();
+    params["_meta"] = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "revision-2026", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    if let Value::Object(extra) = meta {
+        params["_meta"].as_object_mut().unwrap().extend(extra);
+    }
+    let mut request = oxp
+        .request(reqwest::Method::POST, "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let body = request
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| !data.is_empty())
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect()
+}
+
+/// The result of an MCP request of the 2026-07-28 revision (see [`mcp_2026_events`]).
+#[allow(dead_code)]
+pub async fn mcp_2026(oxp: &Oxp, method: &str, params: Value) -> Value {
+    let events = mcp_2026_events(oxp, method, params).await;
+    let last = events
+        .last()
+        .unwrap_or_else(|| panic!("no answer to {method}"));
+    last["result"].clone()
+}
