@@ -36,6 +36,7 @@ mod logging;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures_util::future::Either;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
@@ -535,9 +536,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let any_output = takes_any_output(&context);
         // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
         // left the caller's principal; over stdio there are none.
-        let any_output = takes_any_output(&context);
         let http = context.extensions.get::<axum::http::request::Parts>();
         let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
         let per_caller = http.is_some() && !self.single_tenant;
@@ -562,6 +563,24 @@ impl ServerHandler for McpServer {
             input: Some(Value::Object(request.arguments.unwrap_or_default())),
             context: Some(call_context),
         };
+        let principal = principal
+            .filter(|p| **p != Principal::Anonymous)
+            .map(ToString::to_string);
+        let outcome = self.run(call, principal, &context).await?;
+        Ok(mcp_result(outcome, any_output, per_caller).into())
+    }
+}
+
+impl McpServer {
+    /// Runs one call with what MCP carries besides it: progress to the client that asked for
+    /// it, its cancellation, the tool's log messages. Progress and logs all precede the answer;
+    /// a cancelled call is answered with an error, never with the tool's result.
+    async fn run(
+        &self,
+        call: CallToolRequest,
+        principal: Option<String>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallOutcome, McpError> {
         let cancellation = Cancellation::new();
         let progress = context
             .meta
@@ -572,39 +591,22 @@ impl ServerHandler for McpServer {
             signals = signals.on_progress(progress.sink());
         }
         let meta = CallMeta {
-            principal: principal
-                .filter(|p| **p != Principal::Anonymous)
-                .map(ToString::to_string),
+            principal,
             signals,
             ..CallMeta::default()
         };
-        // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
-        let cancelled = context.ct.clone();
-        let watch = async {
-            cancelled.cancelled().await;
-            cancellation.cancel();
-            std::future::pending::<()>().await
-        };
-        // The tool's `tracing` events reach a client that chose a log level.
-        let secrets: Vec<String> = call
-            .context
-            .iter()
-            .flat_map(|c| {
-                c.secrets
-                    .iter()
-                    .map(|s| s.value.expose())
-                    .chain(c.authorization.iter().map(|a| a.token.expose()))
-            })
-            .map(str::to_owned)
-            .collect();
+        let secrets = call.context.as_ref().map(secret_values).unwrap_or_default();
         let log = logging::CallLog::open(&self.log_level, context.peer.clone(), secrets);
         let run = self.pipeline.call_with(call, &meta);
         let (run, flush) = match log {
-            Some((log, flush)) => (
-                futures_util::future::Either::Left(log.scope(run)),
-                Some(flush),
-            ),
-            None => (futures_util::future::Either::Right(run), None),
+            Some((log, flush)) => (Either::Left(log.scope(run)), Some(flush)),
+            None => (Either::Right(run), None),
+        };
+        // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
+        let watch = async {
+            context.ct.cancelled().await;
+            cancellation.cancel();
+            std::future::pending::<()>().await
         };
         let outcome = tokio::select! {
             outcome = run => outcome,
@@ -613,7 +615,6 @@ impl ServerHandler for McpServer {
         if let Some(flush) = flush {
             flush.done().await;
         }
-        // Progress reported before the answer reaches the client before it (none after).
         if let Some(progress) = progress {
             progress.finish().await;
         }
@@ -625,52 +626,63 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let result = match outcome {
-            CallOutcome::Completed(response) => match response.result {
-                CallResult::Success { value: None } => CallToolResult::success(Vec::new()),
-                CallResult::Success {
-                    value: Some(value @ Value::Object(_)),
-                } => CallToolResult::structured(value),
-                // Any other value: text, and from 2026-07-28 structured content beside it.
-                CallResult::Success { value: Some(value) } => {
-                    let text = match &value {
-                        Value::String(text) => text.clone(),
-                        other => other.to_string(),
-                    };
-                    let mut result = CallToolResult::success(vec![Content::text(text)]);
-                    if any_output {
-                        result.structured_content = Some(value);
-                    }
-                    result
+        Ok(outcome)
+    }
+}
+
+/// The values of a call's secrets and tokens, scrubbed from what its log messages carry.
+fn secret_values(context: &CallContext) -> Vec<String> {
+    let secrets = context.secrets.iter().map(|s| s.value.expose());
+    let tokens = context.authorization.iter().map(|a| a.token.expose());
+    secrets.chain(tokens).map(str::to_owned).collect()
+}
+
+/// A call's outcome as MCP answers it: a value as structured content (an object always, any
+/// value from 2026-07-28) with its text; every failure as a tool error the model can read.
+fn mcp_result(outcome: CallOutcome, any_output: bool, per_caller: bool) -> CallToolResult {
+    match outcome {
+        CallOutcome::Completed(response) => match response.result {
+            CallResult::Success { value: None } => CallToolResult::success(Vec::new()),
+            CallResult::Success {
+                value: Some(value @ Value::Object(_)),
+            } => CallToolResult::structured(value),
+            CallResult::Success { value: Some(value) } => {
+                let text = match &value {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                let mut result = CallToolResult::success(vec![Content::text(text)]);
+                if any_output {
+                    result.structured_content = Some(value);
                 }
-                CallResult::Failure { error } => text_error(error.for_model()),
-            },
-            // Input errors are tool errors in MCP, so the model can correct itself.
-            CallOutcome::Invalid(invalid) => {
-                let mut text = invalid.message;
-                for (parameter, problem) in invalid.parameter_errors {
-                    text.push_str(&format!("\n- `{parameter}`: {problem}"));
-                }
-                text_error(text)
+                result
             }
-            CallOutcome::Rejected(rejected) => {
-                let mut text = rejected.message;
-                if let Some(missing) = rejected.missing_requirements {
-                    for secret in missing.secrets {
-                        text.push_str(&format!(
-                            "\nThe server provides the secret `{secret}` from its environment variable `{secret}`."
-                        ));
-                    }
-                    if missing.user_id && per_caller {
-                        text.push_str("\nThe user is the caller: authenticate with a token whose `sub` names the user.");
-                    } else if missing.user_id {
-                        text.push_str("\nThe server provides the user id from `OXP_USER_ID`.");
-                    }
-                }
-                text_error(text)
+            CallResult::Failure { error } => text_error(error.for_model()),
+        },
+        // Input errors are tool errors in MCP, so the model can correct itself.
+        CallOutcome::Invalid(invalid) => {
+            let mut text = invalid.message;
+            for (parameter, problem) in invalid.parameter_errors {
+                text.push_str(&format!("\n- `{parameter}`: {problem}"));
             }
-            CallOutcome::Unavailable { error, .. } => text_error(error.message),
-        };
-        Ok(result.into())
+            text_error(text)
+        }
+        CallOutcome::Rejected(rejected) => {
+            let mut text = rejected.message;
+            if let Some(missing) = rejected.missing_requirements {
+                for secret in missing.secrets {
+                    text.push_str(&format!(
+                        "\nThe server provides the secret `{secret}` from its environment variable `{secret}`."
+                    ));
+                }
+                if missing.user_id && per_caller {
+                    text.push_str("\nThe user is the caller: authenticate with a token whose `sub` names the user.");
+                } else if missing.user_id {
+                    text.push_str("\nThe server provides the user id from `OXP_USER_ID`.");
+                }
+            }
+            text_error(text)
+        }
+        CallOutcome::Unavailable { error, .. } => text_error(error.message),
     }
 }
