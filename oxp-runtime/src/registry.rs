@@ -63,6 +63,8 @@ pub struct RegisteredTool {
     /// the first call: a compiled validator takes a few KB, and most tools of a large server
     /// are never called by a given process.
     validator: OnceLock<jsonschema::Validator>,
+    /// `#[tool(example = …)]`, parsed and checked against the input schema at registration.
+    examples: Box<[serde_json::Value]>,
 }
 
 impl RegisteredTool {
@@ -97,6 +99,23 @@ impl RegisteredTool {
     /// ```
     pub fn hints(&self) -> &'static crate::ToolHints {
         &self.descriptor.hints
+    }
+
+    /// The tool's input examples (`#[tool(example = …)]`), each checked against its input
+    /// schema when the registry was built.
+    ///
+    /// ```
+    /// use oxp_runtime::{tool, Registry};
+    ///
+    /// /// Add two numbers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0", example = r#"{"a": 1, "b": 2}"#)]
+    /// fn add(a: f64, b: f64) -> f64 { a + b }
+    ///
+    /// let registry = Registry::builder().tool(add::TOOL).build().unwrap();
+    /// assert_eq!(registry.tools()[0].examples(), [serde_json::json!({"a": 1, "b": 2})]);
+    /// ```
+    pub fn examples(&self) -> &[serde_json::Value] {
+        &self.examples
     }
 
     /// The description MCP hosts and models read: the tool's own, after `Deprecated: …` when the
@@ -703,6 +722,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     };
     let validator = compile(input_schema.clone())
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
+    let mut examples = Vec::with_capacity(descriptor.hints.examples.len());
     for (i, example) in descriptor.hints.examples.iter().enumerate() {
         let what = |why: String| {
             problem(format!(
@@ -719,6 +739,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
                 if at.is_empty() { "/" } else { &at }
             )));
         }
+        examples.push(value);
     }
 
     let requirements = ToolRequirements {
@@ -759,6 +780,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         json: json.into_boxed_str(),
         definition: OnceLock::new(),
         validator: OnceLock::new(),
+        examples: examples.into_boxed_slice(),
     })
 }
 

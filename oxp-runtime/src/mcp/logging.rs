@@ -74,12 +74,14 @@ impl Flush {
 
 impl CallLog {
     /// A line for a call of a session whose client chose a level; `None` when it chose none.
+    /// `secrets` is asked for only then: a call of a session without logging pays nothing.
     pub(super) fn open(
         level: &SessionLevel,
         peer: Peer<RoleServer>,
-        secrets: Vec<String>,
+        secrets: impl FnOnce() -> Vec<String>,
     ) -> Option<(CallLog, Flush)> {
         let min = rank(level.get()?);
+        let secrets = secrets();
         let (sender, mut receiver) = tokio::sync::mpsc::channel(QUEUE);
         let task = tokio::spawn(async move {
             while let Some(message) = receiver.recv().await {

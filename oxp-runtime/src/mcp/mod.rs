@@ -595,8 +595,9 @@ impl McpServer {
             signals,
             ..CallMeta::default()
         };
-        let secrets = call.context.as_ref().map(secret_values).unwrap_or_default();
-        let log = logging::CallLog::open(&self.log_level, context.peer.clone(), secrets);
+        let log = logging::CallLog::open(&self.log_level, context.peer.clone(), || {
+            call.context.as_ref().map(secret_values).unwrap_or_default()
+        });
         let run = self.pipeline.call_with(call, &meta);
         let (run, flush) = match log {
             Some((log, flush)) => (Either::Left(log.scope(run)), Some(flush)),

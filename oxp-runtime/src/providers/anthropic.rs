@@ -33,15 +33,8 @@ pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<Exp
             "description": tool.description_for_models(),
             "input_schema": definition.input_schema,
         });
-        // The registry checked each example against the input schema.
-        let examples: Vec<Value> = tool
-            .hints()
-            .examples
-            .iter()
-            .filter_map(|e| serde_json::from_str(e).ok())
-            .collect();
-        if !examples.is_empty() {
-            exported["input_examples"] = Value::Array(examples);
+        if !tool.examples().is_empty() {
+            exported["input_examples"] = Value::from(tool.examples());
         }
         Ok(exported)
     })

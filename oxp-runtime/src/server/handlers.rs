@@ -71,20 +71,19 @@ pub(super) async fn playground_page() -> Response {
     response
 }
 
-/// Each tool's hints by id, for the playground's badges, confirmation and examples.
+/// Each tool's hints by id, for the playground's badges, confirmation and examples: written
+/// once, when the router is built.
 pub(super) async fn playground_hints(State(state): State<Arc<AppState>>) -> Response {
-    let hints: serde_json::Map<String, serde_json::Value> = state
-        .pipeline
-        .registry()
+    json_bytes(StatusCode::OK, state.playground_hints.clone())
+}
+
+/// The body [`playground_hints`] answers with.
+pub(super) fn playground_hints_json(registry: &crate::registry::Registry) -> axum::body::Bytes {
+    let hints: serde_json::Map<String, serde_json::Value> = registry
         .tools()
         .iter()
         .map(|tool| {
             let h = tool.hints();
-            let examples: Vec<serde_json::Value> = h
-                .examples
-                .iter()
-                .filter_map(|e| serde_json::from_str(e).ok())
-                .collect();
             let value = serde_json::json!({
                 "title": h.title,
                 "read_only": h.read_only,
@@ -92,14 +91,13 @@ pub(super) async fn playground_hints(State(state): State<Arc<AppState>>) -> Resp
                 "idempotent": h.idempotent,
                 "open_world": h.open_world,
                 "tags": h.tags,
-                "examples": examples,
+                "examples": tool.examples(),
                 "deprecated": h.deprecated,
             });
             (tool.id().to_owned(), value)
         })
         .collect();
-    let body = serde_json::to_vec(&hints).expect("JSON serializes");
-    response(StatusCode::OK, "application/json", body)
+    serde_json::to_vec(&hints).expect("JSON serializes").into()
 }
 
 /// §1 H.11–13: 200 when ready, no authentication.

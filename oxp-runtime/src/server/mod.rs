@@ -474,7 +474,13 @@ impl Server {
         if let Some(url) = &self.public_url {
             browsers.origins.push(Browsers::origin_of(url));
         }
+        let hints = if playground {
+            handlers::playground_hints_json(self.pipeline.registry())
+        } else {
+            axum::body::Bytes::new()
+        };
         let state = Arc::new(AppState {
+            playground_hints: hints,
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
@@ -557,4 +563,6 @@ struct AppState {
     langchain_compat: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
+    /// `GET /playground/hints`'s body, made once (empty when the playground is off).
+    playground_hints: axum::body::Bytes,
 }
