@@ -392,6 +392,15 @@ async fn the_playgrounds_hints_are_behind_the_servers_authentication() {
     );
     assert_eq!(hints["Files.Delete@1.0.0"]["destructive"], true);
     assert_eq!(hints["Text.Echo@0.3.0"]["read_only"], Value::Null);
+    // A page of another origin cannot read them (the guard's 403, before authentication).
+    let foreign = oxp
+        .request(reqwest::Method::GET, "/playground/hints")
+        .header("OXP-API-Key", key)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
     // Without the playground there is no such route.
     let off = Oxp::start(Server::new(ten().build().unwrap()).playground(false)).await;
     let missing = off

@@ -597,6 +597,15 @@ fn the_lock_command_as_a_real_process() {
         out.contains("unexpected argument `--frobnicate` to `lock`"),
         "{out}"
     );
+    // A path that is a directory: a file error, not a crash and not a lock written inside it.
+    for args in [
+        &["lock", "--path", "."][..],
+        &["lock", "--check", "--path", "."],
+    ] {
+        let (code, out) = run(&v1, &dir, args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(out.contains("cannot read ."), "{out}");
+    }
     std::fs::write(dir.join("broken.lock"), "{").unwrap();
     let (code, out) = run(&v1, &dir, &["lock", "--check", "--path", "broken.lock"]);
     assert_eq!(code, 2, "{out}");

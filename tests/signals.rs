@@ -347,3 +347,98 @@ async fn an_oxp_hang_up_cancels_nothing() {
     assert_eq!(reply["value"], "posted");
     assert_eq!(POSTED.load(Ordering::SeqCst), 1);
 }
+
+// ---- Hostile MCP clients ----------------------------------------------------------------------
+
+/// A client that hangs up while its call reports progress: the run ends, its place is given
+/// back, nothing waits on the gone client, and the next call is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_hangs_up_mid_progress_leaves_nothing_behind() {
+    let pipeline = Pipeline::new(registry());
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    let oxp = Oxp::start(Server::from_pipeline(pipeline.clone()).nest("/mcp", mcp)).await;
+    let gone = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()
+        .unwrap()
+        .post(format!("{}/mcp", oxp.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "Steps_Run")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "Steps_Run",
+            "_meta": {
+                "progressToken": "p-gone",
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "gone", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }}}),
+        )
+        .send()
+        .await
+        .and_then(|r| r.error_for_status());
+    // The client gave up before the answer (the headers may have come, the body not).
+    let gone = match gone {
+        Ok(response) => response.text().await.is_err(),
+        Err(_) => true,
+    };
+    assert!(gone, "the client hung up");
+    // Bounded: the three steps take 240 ms, a stuck progress flush at most a second more.
+    let mut waited = 0;
+    while pipeline.stats().active > 0 && waited < 40 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert_eq!(
+        pipeline.stats().active,
+        0,
+        "the run ended and gave its place back"
+    );
+    let next = harness::mcp_2026(&oxp, "tools/call", json!({"name": "Steps_Run"})).await;
+    assert_eq!(next["content"][0]["text"], "done");
+}
+
+/// Broken MCP input around progress, cancellation and logging is refused or ignored, never
+/// fatal: `logging/setLevel` with a level that does not exist (the 2026-07-28 revision has no
+/// such method at all), a cancellation of a request that never was (twice), a revision from the
+/// future.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_mcp_signals_are_refused_not_fatal() {
+    let oxp = start().await;
+    let bad_level =
+        harness::mcp_2026_events(&oxp, "logging/setLevel", json!({"level": "loud"})).await;
+    assert!(
+        bad_level.last().is_some_and(|e| e.get("error").is_some()),
+        "{bad_level:?}"
+    );
+    for _ in 0..2 {
+        let cancel = oxp
+            .request(reqwest::Method::POST, "/mcp")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "notifications/cancelled")
+            .json(
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 424242, "reason": "never sent"}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(cancel.status().as_u16() < 500, "{}", cancel.status());
+    }
+    let future = harness::mcp_2026_events(
+        &oxp,
+        "tools/call",
+        json!({"name": "Steps_Run", "_meta": {"io.modelcontextprotocol/protocolVersion": "9999-01-01"}}),
+    )
+    .await;
+    assert!(
+        future.last().is_some_and(|e| e.get("error").is_some()),
+        "a revision nobody knows is refused: {future:?}"
+    );
+    // And the server goes on.
+    let fine = harness::mcp_2026(&oxp, "tools/call", json!({"name": "Steps_Run"})).await;
+    assert_eq!(fine["content"][0]["text"], "done");
+}

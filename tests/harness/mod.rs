@@ -307,7 +307,7 @@ pub fn pipeline() -> oxp_runtime::call::Pipeline {
 
 /// An MCP request of the 2026-07-28 revision to `/mcp`: no session, the revision and the
 /// client's description on each request (SEP-2243 headers, `_meta` keys). The answer is an SSE
-/// stream: its events' JSON, notifications first, the result last.
+/// stream — its events' JSON, notifications first, the result last — or one JSON error.
 #[allow(dead_code)] // not every test binary speaks MCP
 pub async fn mcp_2026_events(oxp: &Oxp, method: &str, params: Value) -> Vec<Value> {
     let mut params = params;
@@ -336,6 +336,10 @@ pub async fn mcp_2026_events(oxp: &Oxp, method: &str, params: Value) -> Vec<Valu
         .text()
         .await
         .unwrap();
+    // An error the transport answers itself comes as one JSON body, not a stream.
+    if body.starts_with('{') {
+        return vec![serde_json::from_str(&body).unwrap()];
+    }
     body.lines()
         .filter_map(|line| line.strip_prefix("data: "))
         .filter(|data| !data.is_empty())
