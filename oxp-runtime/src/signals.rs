@@ -11,6 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
 
 /// One progress report: `done` of `total` (when known), with a message for people.
+///
+/// ```
+/// use oxp_runtime::signals::{CallSignals, Progress};
+/// let signals = CallSignals::new().on_progress(|p: Progress| {
+///     let share = p.total.map(|t| p.done as f64 / t as f64);
+///     println!("{:?} done: {}", share, p.message.unwrap_or_default());
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Progress {
     /// Work done so far; it should grow with every report.

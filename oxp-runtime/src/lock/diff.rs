@@ -15,6 +15,12 @@ use serde_json::{Map, Value};
 
 /// What a change costs the callers of a published version: ordered, so the worst of several is
 /// their `max`.
+///
+/// ```
+/// use oxp_runtime::lock::Class;
+/// let changes = [Class::Description, Class::Breaking, Class::Additive];
+/// assert_eq!(changes.into_iter().max(), Some(Class::Breaking));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Class {
     /// Text only (descriptions, titles, examples): no call or value changes.

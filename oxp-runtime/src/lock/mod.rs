@@ -58,6 +58,11 @@ pub struct Lock {
 }
 
 /// Which part of a tool a finding is about.
+///
+/// ```
+/// use oxp_runtime::lock::Part;
+/// assert_eq!(Part::Requirements.to_string(), "requirements");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Part {
@@ -141,6 +146,15 @@ pub fn lines(violations: &[Violation]) -> String {
 
 /// Everything a check found: what breaks the published surface, and what is allowed but worth
 /// saying (description changes, new versions not locked yet, versions retired on purpose).
+///
+/// ```
+/// use oxp_runtime::lock::Lock;
+/// let locked = Lock::parse(r#"{"format": 1, "tools": {"Mail.Send@1.0.0": {"description": "Send."}}}"#).unwrap();
+/// let reworded = Lock::parse(r#"{"format": 1, "tools": {"Mail.Send@1.0.0": {"description": "Send a mail."}}}"#).unwrap();
+/// let review = locked.compare(&reworded, false);
+/// assert!(review.violations.is_empty());
+/// assert_eq!(review.notices.len(), 1, "allowed, and said");
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Review {
@@ -151,6 +165,12 @@ pub struct Review {
 }
 
 /// Why a lockfile could not be read or written.
+///
+/// ```
+/// use oxp_runtime::lock::{Lock, LockError};
+/// assert!(matches!(Lock::read("/no/such/tools.lock"), Err(LockError::Io(_))));
+/// assert!(matches!(Lock::parse("[]"), Err(LockError::Format(_))));
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum LockError {
