@@ -85,10 +85,27 @@ impl Reply {
 }
 
 impl Oxp {
+    /// Serves `server` as `serve()` does, through its own accept loop (its connection limits,
+    /// and the lingering close that lets a 413 sent before the body is read reach the client).
     pub async fn start(server: Server) -> Oxp {
-        Oxp::start_router(server.router()).await
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let forever = std::future::pending();
+            server
+                .serve(listener, forever, std::time::Duration::from_secs(1))
+                .await
+                .unwrap();
+        });
+        Oxp {
+            base,
+            client: reqwest::Client::new(),
+            task,
+        }
     }
 
+    /// Serves a bare router with `axum::serve` (benchmarks compare routers, not accept loops).
+    #[allow(dead_code)] // not every test binary serves a bare router
     pub async fn start_router(router: axum::Router) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
