@@ -43,6 +43,9 @@ pub mod idempotency;
 pub mod lock;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod metrics;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod outcome;
 mod principal;
 pub mod protocol;

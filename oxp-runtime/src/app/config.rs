@@ -67,6 +67,8 @@ pub enum LogFormat {
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
 /// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
+/// | `OXP_METRICS` | `true` | count and time calls for `GET /metrics` (Prometheus) |
+/// | `OXP_METRICS_ADDR` | – | serve `/metrics` on this address instead, without authentication (`127.0.0.1:9100`) |
 /// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …) |
 /// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
 ///
@@ -132,6 +134,10 @@ pub struct ServerConfig {
     pub redis_url: Option<String>,
     /// `OXP_PLAYGROUND` (default: on when `addr` is a loopback address).
     pub playground: bool,
+    /// `OXP_METRICS`.
+    pub metrics: bool,
+    /// `OXP_METRICS_ADDR`: where `/metrics` is served instead of on `addr`.
+    pub metrics_addr: Option<SocketAddr>,
     /// `OXP_LOG`.
     pub log: String,
     /// `OXP_LOG_FORMAT`.
@@ -323,6 +329,35 @@ impl ServerConfig {
         if let Some(bytes) = bounded("OXP_MAX_HEADER_BYTES", 8 * 1024, 16 * 1024 * 1024)? {
             connections.max_header_bytes = size(bytes);
         }
+        let metrics = match get("OXP_METRICS").as_deref() {
+            None | Some("1" | "true" | "on") => true,
+            Some("0" | "false" | "off") => false,
+            Some(other) => {
+                return Err(ConfigError {
+                    variable: "OXP_METRICS",
+                    problem: format!("`{other}` is not true or false"),
+                });
+            }
+        };
+        let metrics_addr = match get("OXP_METRICS_ADDR") {
+            None => None,
+            Some(_) if !metrics => {
+                return Err(ConfigError {
+                    variable: "OXP_METRICS_ADDR",
+                    problem: "is set but OXP_METRICS is false: unset one".into(),
+                });
+            }
+            Some(addr) => Some(addr.parse::<SocketAddr>().map_err(|_| ConfigError {
+                variable: "OXP_METRICS_ADDR",
+                problem: format!("`{addr}` is not an address like 127.0.0.1:9100"),
+            })?),
+        };
+        if metrics_addr == Some(addr) {
+            return Err(ConfigError {
+                variable: "OXP_METRICS_ADDR",
+                problem: "is the same address as OXP_ADDR: pick another port".into(),
+            });
+        }
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
@@ -360,6 +395,8 @@ impl ServerConfig {
             ),
             langchain_compat,
             playground,
+            metrics,
+            metrics_addr,
             log,
             log_format,
         })
@@ -410,7 +447,8 @@ impl ServerConfig {
                 let pipeline = pipeline
                     .limits(self.max_concurrent_calls, self.max_blocking_tools)
                     .max_result_bytes(self.max_result_bytes)
-                    .default_timeout(self.tool_timeout.unwrap_or(Duration::ZERO));
+                    .default_timeout(self.tool_timeout.unwrap_or(Duration::ZERO))
+                    .metrics(self.metrics);
                 match store {
                     Some(store) => pipeline.idempotency(Some(store)),
                     None => pipeline.idempotency(None::<InMemoryIdempotency>),
@@ -422,7 +460,8 @@ impl ServerConfig {
             .playground(self.playground)
             .body_timeout(self.body_timeout)
             .allowed_origins(&self.allowed_origins)
-            .connection_limits(self.connections.clone());
+            .connection_limits(self.connections.clone())
+            .metrics_route(self.metrics_addr.is_none());
         if !self.allowed_hosts.is_empty() {
             server = server.allowed_hosts(&self.allowed_hosts);
         }
@@ -473,15 +512,29 @@ impl ServerConfig {
     /// let config = oxp_runtime::app::ServerConfig::from_lookup(|_| None).unwrap();
     /// config.init_logging();
     /// ```
+    ///
+    /// With the `otel` feature, call spans are also exported over OTLP (see
+    /// [`otel`](crate::otel)), at `info` whatever `OXP_LOG` says: quieter logs do not lose
+    /// traces.
     pub fn init_logging(&self) {
+        use tracing_subscriber::Layer;
         use tracing_subscriber::layer::SubscriberExt;
         use tracing_subscriber::util::SubscriberInitExt;
-        let builder = tracing_subscriber::fmt().with_env_filter(self.log_filter());
-        // A tool's events also reach the MCP client whose call it serves.
-        let _ = match self.log_format {
-            LogFormat::Pretty => builder.finish().with(mcp_log_layer()).try_init(),
-            LogFormat::Json => builder.json().finish().with(mcp_log_layer()).try_init(),
+        let lines = match self.log_format {
+            LogFormat::Pretty => tracing_subscriber::fmt::layer().boxed(),
+            LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
         };
+        // A tool's events also reach the MCP client whose call it serves, under the same filter.
+        let logs = lines
+            .and_then(mcp_log_layer())
+            .with_filter(self.log_filter());
+        let subscriber = tracing_subscriber::registry().with(logs);
+        #[cfg(feature = "otel")]
+        let subscriber = subscriber.with(
+            crate::otel::layer()
+                .map(|layer| layer.with_filter(tracing_subscriber::filter::LevelFilter::INFO)),
+        );
+        let _ = subscriber.try_init();
     }
 
     /// `log` as a filter. [`from_lookup`](Self::from_lookup) refuses a bad one; a config built

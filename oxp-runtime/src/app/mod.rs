@@ -66,14 +66,33 @@ pub async fn serve() {
         Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
     };
     let addr = listener.local_addr().unwrap_or(config.addr);
+    // Metrics on a port of their own: a plain listener, stopped with the process.
+    if let (Some(metrics_addr), Some(router)) = (config.metrics_addr, server.metrics_router()) {
+        let metrics_listener = match tokio::net::TcpListener::bind(metrics_addr).await {
+            Ok(listener) => listener,
+            Err(error) => fail(&format!(
+                "cannot listen on {metrics_addr} (OXP_METRICS_ADDR): {error}"
+            )),
+        };
+        let metrics_addr = metrics_listener.local_addr().unwrap_or(metrics_addr);
+        tracing::info!("serving metrics on http://{metrics_addr}/metrics");
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(metrics_listener, router).await {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        });
+    }
     let shutdown = shutdown_signal();
     warn_about_exposure(&config, addr);
     warn_about_authorization(&server);
     tracing::info!("serving OXP 1.0 on http://{addr}");
-    match server
+    let ended = server
         .serve(listener, shutdown, config.shutdown_grace)
-        .await
-    {
+        .await;
+    // The last calls' spans go out before the process does.
+    #[cfg(feature = "otel")]
+    crate::otel::flush();
+    match ended {
         Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
         Ok(Shutdown::GraceExpired { active }) => {
             tracing::warn!(

@@ -43,6 +43,8 @@ pub(crate) struct Gate {
     /// Places for sync tools on blocking threads; a permit moves into the thread and is given
     /// back when the thread returns, not when the call is answered.
     pub(super) blocking: Arc<Semaphore>,
+    /// How many places `blocking` has.
+    max_blocking: usize,
     draining: AtomicBool,
     active: Striped,
     started: Striped,
@@ -68,14 +70,14 @@ pub(crate) enum Refusal {
 
 impl Gate {
     pub(crate) fn new(max_calls: Option<usize>, max_blocking: usize) -> Self {
+        let max_blocking = max_blocking.clamp(1, Semaphore::MAX_PERMITS);
         Gate {
             calls: max_calls.map(|max| Limit {
                 max,
                 taken: AtomicUsize::new(0),
             }),
-            blocking: Arc::new(Semaphore::new(
-                max_blocking.clamp(1, Semaphore::MAX_PERMITS),
-            )),
+            blocking: Arc::new(Semaphore::new(max_blocking)),
+            max_blocking,
             draining: AtomicBool::new(false),
             active: Striped::default(),
             started: Striped::default(),
@@ -83,6 +85,12 @@ impl Gate {
             idle: Notify::new(),
             waiting: AtomicU64::new(0),
         }
+    }
+
+    /// Sync tools occupying a blocking thread now.
+    pub(crate) fn blocking_in_use(&self) -> u64 {
+        self.max_blocking
+            .saturating_sub(self.blocking.available_permits()) as u64
     }
 
     /// Admits a call now or refuses it now: a full server answers at once, it never queues.

@@ -290,9 +290,15 @@ fn over(value: &Value, limit: usize) -> bool {
     serde_json::to_writer(&mut Budget(limit), value).is_err()
 }
 
+/// What a call that ran out of time is answered with (the metrics class it by it).
+pub(super) const TIMED_OUT: &str = "The tool took too long and was stopped.";
+
+/// What a call whose tool panicked is answered with (the metrics class it by it).
+pub(super) const PANICKED: &str = "The tool failed unexpectedly.";
+
 fn timed_out(limit: Duration) -> InvokeError {
     InvokeError::Tool(
-        ToolError::new("The tool took too long and was stopped.")
+        ToolError::new(TIMED_OUT)
             .developer_message(format!("timed out after {} ms", limit.as_millis()))
             .can_retry(true),
     )
@@ -352,7 +358,7 @@ fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> Invoke
         .unwrap_or_else(|| "a non-string panic payload".to_owned());
     redactor.text(&mut text);
     tracing::error!(panic = ?text, "tool panicked");
-    InvokeError::Tool(ToolError::new("The tool failed unexpectedly."))
+    InvokeError::Tool(ToolError::new(PANICKED))
 }
 
 thread_local! {

@@ -10,20 +10,26 @@ mod requirements;
 mod validate;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use futures_util::future::{self, BoxFuture, Either};
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tracing::Instrument;
 
+pub use crate::metrics::Front;
 pub use crate::outcome::{CallOutcome, RETRY_AFTER_MS};
 pub use gate::{CallStats, DEFAULT_MAX_BLOCKING};
 pub use invoke::install_panic_hook;
 
 use crate::authorization::AuthorizationProvider;
-use crate::idempotency::{Fingerprint, IdempotencyKey, IdempotencyStore, InMemoryIdempotency};
+use crate::idempotency::{
+    Fingerprint, IdempotencyKey, IdempotencyStore, InMemoryIdempotency, Reuse,
+};
+use crate::metrics::{Metrics, Outcome, Refusal as Refused};
 use crate::protocol::{CallResult, CallToolRequest, CallToolResponse, ServerErrorResponse};
 use crate::registry::{RegisteredTool, Registry, ResolveError};
 use gate::{Gate, Refusal};
@@ -80,6 +86,11 @@ pub struct CallMeta {
     pub resolve_wire_names: bool,
     /// Progress and cancellation, for a front that carries them (MCP); none by default.
     pub signals: crate::signals::CallSignals,
+    /// Which front carried the call (the metrics' `front` label); `oxp` by default.
+    pub front: Front,
+    /// The caller's W3C `traceparent` (an HTTP header, MCP's `_meta.traceparent`): with the
+    /// `otel` feature, the call's span is exported as a child of the caller's.
+    pub traceparent: Option<String>,
 }
 
 /// Drives `run` until its caller cancels: then it is dropped at its next await point (unless
@@ -133,6 +144,7 @@ pub struct Pipeline {
     idempotency: Option<Arc<dyn IdempotencyStore>>,
     gate: Arc<Gate>,
     max_result_bytes: usize,
+    metrics: Option<Metrics>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -143,13 +155,14 @@ impl std::fmt::Debug for Pipeline {
             .field("authorization", &self.authorization.is_some())
             .field("idempotency", &self.idempotency.is_some())
             .field("stats", &self.gate.stats())
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
 
 impl Pipeline {
     /// A pipeline over `registry`: a time limit of [`DEFAULT_TOOL_TIMEOUT`] for tools that set
-    /// none, no concurrency limit, and in-memory idempotency by `call_id`.
+    /// none, no concurrency limit, in-memory idempotency by `call_id`, and metrics.
     ///
     /// ```no_run
     /// use oxp_runtime::{call::Pipeline, server::Server, Registry};
@@ -159,14 +172,61 @@ impl Pipeline {
     /// let app: axum::Router = Server::from_pipeline(pipeline).router();
     /// ```
     pub fn new(registry: impl Into<Arc<Registry>>) -> Self {
+        let registry = registry.into();
         Pipeline {
-            registry: registry.into(),
+            metrics: Some(Metrics::new(&registry)),
+            registry,
             default_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             authorization: None,
             idempotency: Some(Arc::new(InMemoryIdempotency::default())),
             gate: Arc::new(Gate::new(None, DEFAULT_MAX_BLOCKING)),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
+    }
+
+    /// Whether calls are counted and timed for [`metrics_text`](Self::metrics_text) (and the
+    /// server's `GET /metrics`); on by default, `OXP_METRICS=false` turns it off.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).metrics(false);
+    /// assert!(pipeline.metrics_text().is_none());
+    /// ```
+    #[must_use]
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on.then(|| Metrics::new(&self.registry));
+        self
+    }
+
+    /// Every metric, in the OpenMetrics text format Prometheus scrapes (what `GET /metrics`
+    /// answers); `None` when metrics are off. The names and labels are in README's table.
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, tool, Registry};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
+    /// let request = serde_json::from_str(r#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#).unwrap();
+    /// pipeline.call(request).await;
+    /// let text = pipeline.metrics_text().unwrap();
+    /// assert!(text.contains(r#"oxp_calls_total{front="oxp",tool="Calculator.Add@1.0.0",outcome="success"} 1"#));
+    /// # });
+    /// ```
+    pub fn metrics_text(&self) -> Option<String> {
+        let metrics = self.metrics.as_ref()?;
+        Some(metrics.render(crate::metrics::Levels {
+            blocking_in_use: self.gate.blocking_in_use(),
+            store: self.idempotency.as_ref().and_then(|store| store.size()),
+        }))
+    }
+
+    /// The metrics the fronts add their refusals to.
+    pub(crate) fn metrics_handle(&self) -> Option<&Metrics> {
+        self.metrics.as_ref()
     }
 
     /// The largest result a tool may return, as JSON (default [`DEFAULT_MAX_RESULT_BYTES`]). A
@@ -384,6 +444,8 @@ impl Pipeline {
             check_url_base: None,
             resolve_wire_names: false,
             signals: crate::signals::CallSignals::new(),
+            front: Front::Oxp,
+            traceparent: None,
         };
         self.call_with(request, &ANONYMOUS)
     }
@@ -411,19 +473,31 @@ impl Pipeline {
         request: CallToolRequest,
         meta: &'a CallMeta,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
-        let Started { run, span } = self.start(request, meta);
-        // A call whose span nobody listens to (a server logging at `warn`) is not timed: its
-        // end would not be logged.
-        let started = span
+        let watch = self.metrics.as_ref().map(|m| m.begin(meta.front));
+        let Started {
+            run,
+            span,
+            tool,
+            outcome,
+        } = self.start(request, meta);
+        // A call whose span nobody listens to (a server logging at `warn`) is not timed for
+        // the log: its end would not be logged.
+        let logged = span
             .as_ref()
             .filter(|span| !span.is_disabled())
             .map(|_| Instant::now());
         run.instrument(span.clone().unwrap_or_else(tracing::Span::none))
-            .map(move |outcome| {
-                if let (Some(span), Some(started)) = (span, started) {
-                    span.in_scope(|| finished(&outcome, started));
+            .map(move |answer| {
+                if watch.is_some() || logged.is_some() {
+                    let outcome = outcome.unwrap_or_else(|| classify(&answer));
+                    if let Some(watch) = watch {
+                        watch.finish(tool, outcome);
+                    }
+                    if let (Some(span), Some(started)) = (span, logged) {
+                        span.in_scope(|| finished(outcome, started));
+                    }
                 }
-                outcome
+                answer
             })
     }
 
@@ -433,23 +507,25 @@ impl Pipeline {
     /// fn` keeps storage for its arguments and its locals), and every front moves that future
     /// into tasks and boxes, paying for its size per call.
     fn start<'a>(&'a self, mut request: CallToolRequest, meta: &'a CallMeta) -> Started<'a> {
-        let answered = |outcome| Started {
-            run: Either::Left(future::ready(outcome).boxed()),
-            span: None,
+        let refused = |reason: Refused, answer: CallOutcome| {
+            if let Some(metrics) = &self.metrics {
+                metrics.refused(reason);
+            }
+            Started::answered(answer, Outcome::Refused)
         };
         if let Some(refusal) = bad_ids(&request) {
             tracing::info!(reason = refusal.message, "call refused");
-            return answered(CallOutcome::Rejected(refusal));
+            return refused(Refused::InvalidIds, CallOutcome::Rejected(refusal));
         }
         let admission = match self.gate.admit() {
             Ok(admission) => admission,
             Err(Refusal::Full) => {
-                return answered(CallOutcome::unavailable(
-                    "the server is at its concurrency limit",
-                ));
+                let answer = CallOutcome::unavailable("the server is at its concurrency limit");
+                return refused(Refused::ConcurrencyLimit, answer);
             }
             Err(Refusal::Draining) => {
-                return answered(CallOutcome::unavailable("the server is shutting down"));
+                let answer = CallOutcome::unavailable("the server is shutting down");
+                return refused(Refused::Draining, answer);
             }
         };
         // Only a client's own `call_id` is an idempotency key; a generated one is unique anyway.
@@ -465,7 +541,8 @@ impl Pipeline {
             Ok(tool) => tool,
             Err(error) => {
                 tracing::info!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
-                return answered(CallOutcome::Rejected(rejection(&request.tool_id, &error)));
+                let answer = CallOutcome::Rejected(rejection(&request.tool_id, &error));
+                return Started::answered(answer, Outcome::UnknownTool);
             }
         };
         let span = tracing::info_span!(
@@ -473,7 +550,12 @@ impl Pipeline {
             call_id = ?call_id,
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
+            outcome = tracing::field::Empty,
         );
+        #[cfg(feature = "otel")]
+        if let Some(traceparent) = &meta.traceparent {
+            crate::otel::adopt_parent(&span, traceparent);
+        }
         if let Some(why) = tool.hints().deprecated {
             span.in_scope(|| tracing::warn!(deprecated = why, "a deprecated tool was called"));
         }
@@ -482,6 +564,8 @@ impl Pipeline {
         Started {
             run,
             span: Some(span),
+            tool: Some(self.registry.place_of(tool)),
+            outcome: None,
         }
     }
 
@@ -503,13 +587,13 @@ impl Pipeline {
         idempotency_key: Option<IdempotencyKey>,
         meta: &'a CallMeta,
         admission: gate::Admission,
-    ) -> Either<BoxFuture<'a, CallOutcome>, invoke::Execution> {
+    ) -> Run<'a> {
         let context =
             match requirements::requirements(tool, request.context.unwrap_or_default(), call_id) {
                 Ok(context) => context,
                 Err(missing) => {
                     let refusal = self.missing(tool, missing, meta);
-                    return Either::Left(refusal.map(CallOutcome::Rejected).boxed());
+                    return Run::Boxed(refusal.map(CallOutcome::Rejected).boxed());
                 }
             };
         let context = match request.trace_id {
@@ -525,7 +609,7 @@ impl Pipeline {
             // A 422 quotes the input, which may carry a value of the context (a secret pasted
             // into the wrong field): scrubbed like a tool's errors.
             let invalid = invoke::Redactor::new(&context).invalid(invalid);
-            return Either::Left(future::ready(CallOutcome::Invalid(invalid)).boxed());
+            return Run::Ready(Some(CallOutcome::Invalid(invalid)));
         }
 
         // What was asked, for telling a retry from another request under the same call_id.
@@ -549,12 +633,12 @@ impl Pipeline {
                 match self.gate.blocking.clone().try_acquire_owned() {
                     Ok(permit) => Some(permit),
                     Err(_) => {
-                        return Either::Left(
-                            future::ready(CallOutcome::unavailable(
-                                "every blocking thread for sync tools is taken",
-                            ))
-                            .boxed(),
-                        );
+                        if let Some(metrics) = &self.metrics {
+                            metrics.refused(Refused::ConcurrencyLimit);
+                        }
+                        return Run::Ready(Some(CallOutcome::unavailable(
+                            "every blocking thread for sync tools is taken",
+                        )));
                     }
                 }
             }
@@ -574,23 +658,94 @@ impl Pipeline {
         );
         // A call its front may cancel races its cancellation (only such calls pay for it).
         let run = match meta.signals.cancellation() {
-            Some(cancellation) => Either::Left(cancellable(execution, cancellation).boxed()),
-            None => Either::Right(execution),
+            Some(cancellation) => Run::Boxed(cancellable(execution, cancellation).boxed()),
+            None => Run::Direct(execution),
         };
-        match (once, run) {
-            (Some((store, key, fingerprint)), run) => {
-                Either::Left(store.once(key, fingerprint, run.boxed()))
-            }
-            (None, run) => run,
+        match once {
+            Some((store, key, fingerprint)) => Run::Once {
+                answer: store.once_reporting(key, fingerprint, run.boxed()),
+                metrics: self.metrics.as_ref(),
+            },
+            None => run,
         }
     }
 }
 
 /// A call after its synchronous steps: what is left to await (which holds the call's place in
-/// the gate), and — when it was admitted and resolved — its span.
+/// the gate), the tool's place in the registry, and — when it was admitted and resolved — its
+/// span; `outcome` when the steps already know it (the answer alone does not tell an unknown
+/// tool from another refusal).
 struct Started<'a> {
-    run: Either<BoxFuture<'a, CallOutcome>, invoke::Execution>,
+    run: Run<'a>,
     span: Option<tracing::Span>,
+    tool: Option<usize>,
+    outcome: Option<Outcome>,
+}
+
+impl Started<'_> {
+    fn answered(answer: CallOutcome, outcome: Outcome) -> Self {
+        Started {
+            run: Run::Ready(Some(answer)),
+            span: None,
+            tool: None,
+            outcome: Some(outcome),
+        }
+    }
+}
+
+/// What is left of a call to await, by how it ends: answered already, the tool's run itself,
+/// the run behind an idempotency store (which says how it answered), or another future.
+enum Run<'a> {
+    Ready(Option<CallOutcome>),
+    Direct(invoke::Execution),
+    Once {
+        answer: BoxFuture<'a, (CallOutcome, Reuse)>,
+        metrics: Option<&'a Metrics>,
+    },
+    Boxed(BoxFuture<'a, CallOutcome>),
+}
+
+impl Future for Run<'_> {
+    type Output = CallOutcome;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        match self.get_mut() {
+            Run::Ready(answer) => Poll::Ready(answer.take().expect("a call is answered once")),
+            Run::Direct(execution) => execution.poll_unpin(cx),
+            Run::Once { answer, metrics } => answer.poll_unpin(cx).map(|(answer, reuse)| {
+                if let Some(metrics) = metrics {
+                    metrics.idempotency(reuse);
+                }
+                answer
+            }),
+            Run::Boxed(run) => run.poll_unpin(cx),
+        }
+    }
+}
+
+/// What came of a call, read off its answer: a tool's failure is a timeout or a panic when it
+/// is the pipeline's own answer for one (an answer kept for a `call_id` and replayed, from
+/// Redis say, is classed as it was the first time).
+fn classify(answer: &CallOutcome) -> Outcome {
+    match answer {
+        CallOutcome::Completed(CallToolResponse {
+            result: CallResult::Success { .. },
+            ..
+        }) => Outcome::Success,
+        CallOutcome::Completed(CallToolResponse {
+            result: CallResult::Failure { error },
+            ..
+        }) => match error.message.as_str() {
+            invoke::TIMED_OUT => Outcome::Timeout,
+            invoke::PANICKED => Outcome::Panic,
+            _ => Outcome::ToolError,
+        },
+        CallOutcome::Rejected(refusal) if refusal.missing_requirements.is_some() => {
+            Outcome::MissingRequirements
+        }
+        CallOutcome::Rejected(_) | CallOutcome::Unavailable { .. } => Outcome::Refused,
+        CallOutcome::Invalid(_) => Outcome::InvalidInput,
+    }
 }
 
 /// A `400` for ids no log line or echo should carry: over [`MAX_ID_BYTES`], or with control
@@ -632,22 +787,13 @@ fn new_call_id() -> String {
 
 /// Logs a call's end in its span: successes at debug (a log line per call costs more than the
 /// call), everything else at info, where operators look.
-fn finished(outcome: &CallOutcome, started: Instant) {
-    let outcome_name = match outcome {
-        CallOutcome::Completed(CallToolResponse {
-            result: CallResult::Success { .. },
-            ..
-        }) => "success",
-        CallOutcome::Completed(_) => "tool_error",
-        CallOutcome::Rejected(_) => "missing_requirements",
-        CallOutcome::Unavailable { .. } => "unavailable",
-        CallOutcome::Invalid(_) => "invalid_input",
-    };
+fn finished(outcome: Outcome, started: Instant) {
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    if outcome_name == "success" {
-        tracing::debug!(outcome = outcome_name, duration_ms, "call finished");
+    tracing::Span::current().record("outcome", outcome.as_str());
+    if outcome == Outcome::Success {
+        tracing::debug!(outcome = outcome.as_str(), duration_ms, "call finished");
     } else {
-        tracing::info!(outcome = outcome_name, duration_ms, "call finished");
+        tracing::info!(outcome = outcome.as_str(), duration_ms, "call finished");
     }
 }
 

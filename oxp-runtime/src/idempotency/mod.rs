@@ -243,6 +243,103 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome>;
+
+    /// [`once`](Self::once), also saying how the answer came (for `oxp_idempotency_total`).
+    /// The pipeline calls this one. Its default tells a fresh run by whether `run` was polled
+    /// and a conflict by its `400`, and calls every other answer replayed; a store that can
+    /// tell a replay from a wait for a run in flight says so by overriding it.
+    fn once_reporting<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        let run = future::lazy(move |_| flag.store(true, std::sync::atomic::Ordering::Relaxed))
+            .then(|()| run)
+            .boxed();
+        self.once(key, fingerprint, run)
+            .map(move |outcome| {
+                let reuse = if ran.load(std::sync::atomic::Ordering::Relaxed) {
+                    Reuse::Fresh
+                } else if matches!(outcome, CallOutcome::Rejected(_)) {
+                    Reuse::Conflict
+                } else {
+                    Reuse::Replayed
+                };
+                (outcome, reuse)
+            })
+            .boxed()
+    }
+
+    /// How much the store keeps, if it knows cheaply (for the metrics, read at each scrape);
+    /// `None` by default.
+    fn size(&self) -> Option<StoreSize> {
+        None
+    }
+}
+
+/// How an idempotency store answered a call with a `call_id`: the `result` label of
+/// `oxp_idempotency_total`.
+///
+/// ```
+/// use oxp_runtime::idempotency::Reuse;
+/// assert_eq!(Reuse::Waited.as_str(), "waited");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// The first call with its key: the tool ran.
+    Fresh,
+    /// A retry, answered with the answer kept from the first run.
+    Replayed,
+    /// A retry while the first run was still going on, answered when it ended.
+    Waited,
+    /// The same `call_id` with another request: refused.
+    Conflict,
+    /// The store could not be asked (Redis unreachable): refused as temporarily unavailable
+    /// rather than risk running the tool twice.
+    Unavailable,
+}
+
+impl Reuse {
+    pub(crate) const ALL: [Reuse; 5] = [
+        Reuse::Fresh,
+        Reuse::Replayed,
+        Reuse::Waited,
+        Reuse::Conflict,
+        Reuse::Unavailable,
+    ];
+
+    /// The label value.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::idempotency::Reuse::Fresh.as_str(), "fresh");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reuse::Fresh => "fresh",
+            Reuse::Replayed => "replayed",
+            Reuse::Waited => "waited",
+            Reuse::Conflict => "conflict",
+            Reuse::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// What an idempotency store keeps: answers (and runs in flight), and their bytes as JSON.
+///
+/// ```
+/// use oxp_runtime::idempotency::{IdempotencyStore, InMemoryIdempotency};
+/// let size = InMemoryIdempotency::default().size().unwrap();
+/// assert_eq!((size.entries, size.bytes), (0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreSize {
+    /// Keys kept.
+    pub entries: u64,
+    /// Bytes of kept answers, as JSON.
+    pub bytes: u64,
 }
 
 /// A boxed store is a store: what a configuration that picks one at run time holds.
@@ -254,6 +351,19 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
         (**self).once(key, fingerprint, run)
+    }
+
+    fn once_reporting<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
+        (**self).once_reporting(key, fingerprint, run)
+    }
+
+    fn size(&self) -> Option<StoreSize> {
+        (**self).size()
     }
 }
 
@@ -532,15 +642,35 @@ impl IdempotencyStore for InMemoryIdempotency {
         fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
+        self.once_reporting(key, fingerprint, run)
+            .map(|(outcome, _)| outcome)
+            .boxed()
+    }
+
+    fn size(&self) -> Option<StoreSize> {
+        Some(StoreSize {
+            entries: self.len() as u64,
+            bytes: self.bytes() as u64,
+        })
+    }
+
+    fn once_reporting<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
         let mut state = self.inner.lock();
         state.expire(Instant::now());
         if let Some(entry) = state.entries.get(&key) {
             if entry.fingerprint != fingerprint {
-                return future::ready(reused_call_id()).boxed();
+                return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
             }
             return match &entry.answer {
-                Answer::Done { outcome, .. } => future::ready(outcome.clone()).boxed(),
-                Answer::Running(shared) => shared.clone().boxed(),
+                Answer::Done { outcome, .. } => {
+                    future::ready((outcome.clone(), Reuse::Replayed)).boxed()
+                }
+                Answer::Running(shared) => shared.clone().map(|o| (o, Reuse::Waited)).boxed(),
             };
         }
         // The first call with this key: its run goes into a task of its own, which records the
@@ -565,7 +695,7 @@ impl IdempotencyStore for InMemoryIdempotency {
                 answer: Answer::Running(shared.clone()),
             },
         );
-        shared.boxed()
+        shared.map(|o| (o, Reuse::Fresh)).boxed()
     }
 }
 

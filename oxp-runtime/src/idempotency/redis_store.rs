@@ -10,10 +10,11 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 
-use super::{Fingerprint, IdempotencyKey, IdempotencyStore};
+use super::{Fingerprint, IdempotencyKey, IdempotencyStore, Reuse};
 use crate::outcome::CallOutcome;
 
 const PENDING: &str = "pending";
@@ -163,8 +164,10 @@ impl RedisIdempotency {
         key: String,
         fingerprint: Fingerprint,
         mut run: Option<BoxFuture<'static, CallOutcome>>,
-    ) -> redis::RedisResult<CallOutcome> {
+    ) -> redis::RedisResult<(CallOutcome, Reuse)> {
         let fingerprint = fingerprint.to_hex();
+        // Whether the first run was still going on when this call first looked.
+        let mut waited = false;
         loop {
             if self.claim(&key, &fingerprint).await? {
                 let run = run.take().expect("a key is claimed once per call");
@@ -186,7 +189,7 @@ impl RedisIdempotency {
                     }
                     outcome
                 });
-                return Ok(task.await.unwrap_or_else(super::task_ended));
+                return Ok((task.await.unwrap_or_else(super::task_ended), Reuse::Fresh));
             }
             let Some(value) = self.get(&key).await? else {
                 // The claim expired between our SET and GET: try to claim it ourselves.
@@ -198,15 +201,24 @@ impl RedisIdempotency {
             };
             let (stored, json) = rest.split_once(':').unwrap_or((rest, ""));
             if stored != fingerprint {
-                return Ok(super::reused_call_id());
+                return Ok((super::reused_call_id(), Reuse::Conflict));
             }
             if pending {
+                waited = true;
                 tokio::time::sleep(POLL).await;
                 continue;
             }
-            return Ok(serde_json::from_str(json).unwrap_or_else(|e| {
+            let outcome = serde_json::from_str(json).unwrap_or_else(|e| {
                 CallOutcome::unavailable(format!("a stored outcome is unreadable: {e}"))
-            }));
+            });
+            return Ok((
+                outcome,
+                if waited {
+                    Reuse::Waited
+                } else {
+                    Reuse::Replayed
+                },
+            ));
         }
     }
 }
@@ -224,11 +236,23 @@ impl IdempotencyStore for RedisIdempotency {
         fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, CallOutcome> {
+        self.once_reporting(key, fingerprint, run)
+            .map(|(outcome, _)| outcome)
+            .boxed()
+    }
+
+    fn once_reporting<'a>(
+        &'a self,
+        key: IdempotencyKey,
+        fingerprint: Fingerprint,
+        run: BoxFuture<'static, CallOutcome>,
+    ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
         Box::pin(async move {
             let key = format!("{}{key}", self.prefix);
             self.once_inner(key, fingerprint, Some(run)).await.unwrap_or_else(|error| {
                 tracing::error!(%error, "Redis is unreachable; refusing the call rather than risk running it twice");
-                CallOutcome::unavailable(format!("the idempotency store is unreachable: {error}"))
+                let outcome = CallOutcome::unavailable(format!("the idempotency store is unreachable: {error}"));
+                (outcome, Reuse::Unavailable)
             })
         })
     }

@@ -593,6 +593,13 @@ impl McpServer {
         let meta = CallMeta {
             principal,
             signals,
+            front: crate::call::Front::Mcp,
+            // W3C trace context in `_meta`, as OpenTelemetry's MCP conventions carry it.
+            traceparent: context
+                .meta
+                .get("traceparent")
+                .and_then(|value| value.as_str())
+                .map(str::to_owned),
             ..CallMeta::default()
         };
         let log = logging::CallLog::open(&self.log_level, context.peer.clone(), || {

@@ -436,6 +436,7 @@ impl Dispatcher {
             context: CallContext::default(),
             meta: CallMeta {
                 principal: Some(principal),
+                front: crate::call::Front::Dispatch,
                 ..CallMeta::default()
             },
         }

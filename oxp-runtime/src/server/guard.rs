@@ -114,6 +114,19 @@ pub(crate) async fn guard(
         }
         Some(response) => response,
     };
+    if let Some(metrics) = state.pipeline.metrics_handle() {
+        // Whichever layer turned the request away (this guard, authentication, a handler
+        // reading the body, a nested front), its status says why.
+        let reason = match response.status() {
+            StatusCode::UNAUTHORIZED => Some(crate::metrics::Refusal::Auth),
+            StatusCode::FORBIDDEN => Some(crate::metrics::Refusal::Origin),
+            StatusCode::PAYLOAD_TOO_LARGE => Some(crate::metrics::Refusal::BodySize),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            metrics.refused(reason);
+        }
+    }
     response
         .headers_mut()
         .insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));

@@ -100,6 +100,22 @@ pub(super) fn playground_hints_json(registry: &crate::registry::Registry) -> axu
     serde_json::to_vec(&hints).expect("JSON serializes").into()
 }
 
+/// `GET /metrics` on the server's own port, behind its authentication.
+pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    scrape(&state.pipeline)
+}
+
+/// `GET /metrics`'s answer: every metric in the OpenMetrics text format.
+pub(super) fn scrape(pipeline: &crate::call::Pipeline) -> Response {
+    match pipeline.metrics_text() {
+        Some(text) => response(StatusCode::OK, crate::metrics::CONTENT_TYPE, text),
+        None => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({ "message": "Metrics are off on this server (OXP_METRICS=false)." }),
+        ),
+    }
+}
+
 /// §1 H.11–13: 200 when ready, no authentication.
 pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
     if state.pipeline.is_draining() {
@@ -201,6 +217,12 @@ fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
         // OXP carries no progress, and a hang-up cancels nothing: a retry with the call_id
         // gets the answer.
         signals: crate::signals::CallSignals::new(),
+        front: crate::call::Front::Oxp,
+        traceparent: parts
+            .headers
+            .get("traceparent")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned),
     }
 }
 

@@ -107,6 +107,8 @@ pub struct Server {
     connections: ConnectionLimits,
     /// Routers nested under paths, behind the same guard and authentication (MCP at `/mcp`).
     nested: Vec<(String, Router)>,
+    /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
+    metrics_route: bool,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -153,7 +155,47 @@ impl Server {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             connections: ConnectionLimits::default(),
             nested: Vec::new(),
+            metrics_route: true,
         }
+    }
+
+    /// Whether the router answers `GET /metrics` (behind its authentication, like `/tools`);
+    /// on by default when the pipeline keeps metrics. Turn it off to serve them elsewhere, on a
+    /// port of their own with [`metrics_router`](Self::metrics_router) (`OXP_METRICS_ADDR`).
+    ///
+    /// ```
+    /// use tower::ServiceExt;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let server = oxp_runtime::server::Server::new(registry).metrics_route(false);
+    /// let metrics = server.metrics_router().expect("the pipeline keeps metrics");
+    /// let scrape = || axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap();
+    /// assert_eq!(metrics.oneshot(scrape()).await.unwrap().status(), 200);
+    /// assert_eq!(server.router().oneshot(scrape()).await.unwrap().status(), 404);
+    /// # });
+    /// ```
+    pub fn metrics_route(mut self, on: bool) -> Self {
+        self.metrics_route = on;
+        self
+    }
+
+    /// A router with nothing but `GET /metrics`, unauthenticated, for a listener of its own
+    /// (the usual way to keep metrics off the public port); `None` when the pipeline keeps no
+    /// metrics.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, server::Server};
+    /// assert!(Server::new(registry.clone()).metrics_router().is_some());
+    /// assert!(Server::from_pipeline(Pipeline::new(registry).metrics(false)).metrics_router().is_none());
+    /// ```
+    pub fn metrics_router(&self) -> Option<Router> {
+        let pipeline = self.pipeline.clone();
+        pipeline.metrics_handle()?;
+        Some(Router::new().route(
+            "/metrics",
+            get(move || std::future::ready(handlers::scrape(&pipeline))),
+        ))
     }
 
     /// Serves `router` under `path`, behind the server's guard and authentication: how another
@@ -489,6 +531,7 @@ impl Server {
             public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
             browsers,
         });
+        let with_metrics = self.metrics_route && state.pipeline.metrics_handle().is_some();
         let protected = Router::new()
             .route("/tools", get(list_tools))
             .route("/tools/call", axum::routing::post(call_tool))
@@ -497,6 +540,11 @@ impl Server {
         // behind the same authentication as the list.
         let protected = if playground {
             protected.route("/playground/hints", get(playground_hints))
+        } else {
+            protected
+        };
+        let protected = if with_metrics {
+            protected.route("/metrics", get(handlers::metrics))
         } else {
             protected
         };
