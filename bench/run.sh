@@ -7,6 +7,7 @@
 #                          with the median and range of the rounds' throughput ratios (this
 #                          machine's speed swings by a quarter within a minute: many short
 #                          alternating rounds average that out)
+#   bench/run.sh metrics   the example with metrics on vs off (OXP_METRICS), alternating the same way
 #   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
 #                          process start → /health 200, idle RSS, and RSS once every tool was called
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
@@ -52,6 +53,46 @@ wrk_run() { # connections url
     END { if (bad) { print "non-2xx answers: " bad > "/dev/stderr"; exit 1 } printf "%s %.3f %.3f\n", rps, p50, p99 }'
 }
 
+# Two servers under the same load, alternating A B, B A, … over ROUNDS rounds at 32 and 256
+# connections: each round's req/s, p50 and p99, then the ratios A/B of the sums and the median
+# and range of the rounds' throughput ratios.
+alternate() { # name_a url_a name_b url_b
+  local name_a=$1 url_a=$2 name_b=$3 url_b=$4
+  # Warm both up (page cache, allocator arenas, connection set-up) before anything is counted.
+  DURATION=2 wrk_run 256 "$url_a" >/dev/null
+  DURATION=2 wrk_run 256 "$url_b" >/dev/null
+  printf '%-6s %-12s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
+  for c in 32 256; do
+    local rounds=$work/alternate-$c.txt
+    : > "$rounds"
+    for round in $(seq 1 "$ROUNDS"); do
+      # A B, then B A: a machine that speeds up or slows down over the run favours neither.
+      local order="a b"
+      [ $((round % 2)) -eq 0 ] && order="b a"
+      declare -A got=()
+      for which in $order; do
+        local name=$name_a url=$url_a
+        [ "$which" = b ] && { name=$name_b; url=$url_b; }
+        read -r r p50 p99 < <(wrk_run "$c" "$url")
+        printf '%-6s %-12s %12s %10s %10s\n' "$c" "$name" "$r" "$p50" "$p99"
+        got[$which]="$r $p50 $p99"
+      done
+      echo "${got[a]} ${got[b]}" >> "$rounds"
+    done
+    # Columns: A rps p50 p99, B rps p50 p99 — one line per round.
+    local sorted
+    sorted=$(awk '{ print $1 / $4 }' "$rounds" | sort -g | tr '\n' ' ')
+    awk -v c="$c" -v sorted="$sorted" -v a="$name_a" -v b="$name_b" '
+      { o += $1; op50 += $2; op99 += $3; s += $4; sp50 += $5; sp99 += $6 }
+      END {
+        n = split(sorted, r, " ")
+        median = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+        printf "at %s connections: throughput %s/%s = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 %s/%s = %.3f, p99 %s/%s = %.3f\n",
+          c, a, b, o / s, median, r[1], r[n], a, b, op50 / sp50, a, b, op99 / sp99
+      }' "$rounds"
+  done
+}
+
 http() {
   need_wrk
   cargo build --release -q -p calculator -p bare
@@ -61,40 +102,24 @@ http() {
   local bare=$!
   trap 'kill $oxp $bare 2>/dev/null' RETURN
   wait_health http://127.0.0.1:18080/health
-  sleep 0.3
-  # Warm both up (page cache, allocator arenas, connection set-up) before anything is counted.
-  DURATION=2 wrk_run 256 http://127.0.0.1:18080/tools/call >/dev/null
-  DURATION=2 wrk_run 256 http://127.0.0.1:18081/tools/call >/dev/null
-  printf '%-6s %-5s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
-  for c in 32 256; do
-    local rounds=$work/http-$c.txt
-    : > "$rounds"
-    for round in $(seq 1 "$ROUNDS"); do
-      # A B, then B A: a machine that speeds up or slows down over the run favours neither.
-      local order="oxp bare" line=""
-      [ $((round % 2)) -eq 0 ] && order="bare oxp"
-      declare -A got=()
-      for server in $order; do
-        local port=18080
-        [ "$server" = bare ] && port=18081
-        read -r r p50 p99 < <(wrk_run "$c" "http://127.0.0.1:$port/tools/call")
-        printf '%-6s %-5s %12s %10s %10s\n' "$c" "$server" "$r" "$p50" "$p99"
-        got[$server]="$r $p50 $p99"
-      done
-      echo "${got[oxp]} ${got[bare]}" >> "$rounds"
-    done
-    # Columns: oxp rps p50 p99, bare rps p50 p99 — one line per round.
-    local sorted
-    sorted=$(awk '{ print $1 / $4 }' "$rounds" | sort -g | tr '\n' ' ')
-    awk -v c="$c" -v sorted="$sorted" '
-      { o += $1; op50 += $2; op99 += $3; b += $4; bp50 += $5; bp99 += $6 }
-      END {
-        n = split(sorted, r, " ")
-        median = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-        printf "at %s connections: throughput oxp/bare = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 oxp/bare = %.3f, p99 oxp/bare = %.3f\n",
-          c, o / b, median, r[1], r[n], op50 / bp50, op99 / bp99
-      }' "$rounds"
-  done
+  wait_health http://127.0.0.1:18081/health
+  alternate oxp http://127.0.0.1:18080/tools/call bare http://127.0.0.1:18081/tools/call
+}
+
+# What /metrics costs: the same server with metrics on and off (OXP_METRICS).
+metrics() {
+  need_wrk
+  cargo build --release -q -p calculator
+  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn OXP_METRICS=true "$root/target/release/calculator" >/dev/null 2>&1 &
+  local on=$!
+  OXP_ADDR=127.0.0.1:18082 OXP_LOG=warn OXP_METRICS=false "$root/target/release/calculator" >/dev/null 2>&1 &
+  local off=$!
+  trap 'kill $on $off 2>/dev/null' RETURN
+  wait_health http://127.0.0.1:18080/health
+  wait_health http://127.0.0.1:18082/health
+  alternate metrics-on http://127.0.0.1:18080/tools/call metrics-off http://127.0.0.1:18082/tools/call
+  # The counters saw the load: the metrics were on, not merely configured.
+  curl -sf http://127.0.0.1:18080/metrics | grep '^oxp_calls_total'
 }
 
 # Instructions per call, by difference of two run lengths (start-up cancels out).
@@ -214,9 +239,10 @@ compile() {
 
 case "${1:-all}" in
   http) http ;;
+  metrics) metrics ;;
   startup) startup ;;
   compile) compile ;;
   instructions) instructions ;;
   all) http; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|startup|compile|instructions|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [http|metrics|startup|compile|instructions|all]" >&2; exit 2 ;;
 esac

@@ -18,3 +18,48 @@ fn the_example_depends_on_nothing_but_oxp_runtime_and_tokio() {
         .collect();
     assert_eq!(names, ["oxp-runtime", "tokio"], "{manifest}");
 }
+
+/// What a server links by default (issue 16): no HTTP client (the `client` feature is off) and,
+/// for JWTs, only HS256 — none of the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto
+/// feature brings.
+#[test]
+fn a_default_server_links_no_http_client_and_no_public_key_crypto() {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-p",
+            "oxp-runtime",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tree = String::from_utf8(output.stdout).unwrap();
+    let crates: std::collections::BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    for absent in [
+        "reqwest",
+        "rsa",
+        "p256",
+        "p384",
+        "ed25519-dalek",
+        "ecdsa",
+        "num-bigint-dig",
+    ] {
+        assert!(
+            !crates.contains(absent),
+            "{absent} is linked by default:\n{tree}"
+        );
+    }
+    assert!(crates.contains("hmac"), "HS256 is ours, from hmac");
+}

@@ -80,7 +80,10 @@ fn parse(text: &str) -> Option<Scrape> {
         );
         return None;
     }
-    let file = std::env::temp_dir().join(format!("oxp-metrics-{}.txt", std::process::id()));
+    // Tests run at once in this process: each scrape has a file of its own.
+    static SCRAPES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SCRAPES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("oxp-metrics-{}-{n}.txt", std::process::id()));
     std::fs::write(&file, text).unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/parse_metrics.py");
     let output = Command::new(python())

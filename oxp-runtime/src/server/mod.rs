@@ -21,6 +21,7 @@ mod auth;
 mod dialect;
 mod guard;
 mod handlers;
+mod hs256;
 mod listen;
 mod respond;
 
@@ -184,10 +185,10 @@ impl Server {
     /// metrics.
     ///
     /// ```
-    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// use oxp_runtime::{call::Pipeline, server::Server};
-    /// assert!(Server::new(registry.clone()).metrics_router().is_some());
-    /// assert!(Server::from_pipeline(Pipeline::new(registry).metrics(false)).metrics_router().is_none());
+    /// use oxp_runtime::{call::Pipeline, server::Server, Registry};
+    /// let registry = || Registry::builder().build().unwrap();
+    /// assert!(Server::new(registry()).metrics_router().is_some());
+    /// assert!(Server::from_pipeline(Pipeline::new(registry()).metrics(false)).metrics_router().is_none());
     /// ```
     pub fn metrics_router(&self) -> Option<Router> {
         let pipeline = self.pipeline.clone();
