@@ -42,9 +42,19 @@ wait_health() { # url
   return 1
 }
 
+# Any HTTP answer at all (the bare server has no /health).
+wait_up() { # url
+  for _ in $(seq 1 500); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.01
+  done
+  echo "no answer from $1" >&2
+  return 1
+}
+
 # wrk's summary → "req/s p50_ms p99_ms"
 wrk_run() { # connections url
-  wrk -t2 -c"$1" -d"${DURATION}s" --latency -s bench/post.lua "$2" | awk '
+  wrk -t2 -c"$1" -d"${DURATION}s" --latency -s "${LUA:-bench/post.lua}" "$2" | awk '
     function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
     /^ +50%/ { p50 = ms($2) }
     /^ +99%/ { p99 = ms($2) }
@@ -93,17 +103,43 @@ alternate() { # name_a url_a name_b url_b
   done
 }
 
+# Builds the example and the bare server with a release profile: `default` is cargo's own
+# (what most users build with), `lto` the README's (fat LTO, one codegen unit). Prints the
+# directory the binaries are in.
+build_release() { # default|lto
+  local dir=$work/profile-$1
+  if [ "$1" = default ]; then
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+      cargo build --release -q -p calculator -p bare --target-dir "$dir" >&2
+  else
+    cargo build --release -q -p calculator -p bare --target-dir "$dir" >&2
+  fi
+  echo "$dir/release"
+}
+
+# oxp vs the bare handler, for each profile (PROFILES, default "default lto") and each kind of
+# request (CALLS, default "fresh none": a fresh call_id per request, as real clients send, or
+# none).
 http() {
   need_wrk
-  cargo build --release -q -p calculator -p bare
-  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$root/target/release/calculator" >/dev/null 2>&1 &
-  local oxp=$!
-  OXP_ADDR=127.0.0.1:18081 "$root/target/release/bare" >/dev/null 2>&1 &
-  local bare=$!
-  trap 'kill $oxp $bare 2>/dev/null' RETURN
-  wait_health http://127.0.0.1:18080/health
-  wait_health http://127.0.0.1:18081/health
-  alternate oxp http://127.0.0.1:18080/tools/call bare http://127.0.0.1:18081/tools/call
+  for profile in ${PROFILES:-default lto}; do
+    local bin
+    bin=$(build_release "$profile")
+    OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$bin/calculator" >/dev/null 2>&1 &
+    local oxp=$!
+    OXP_ADDR=127.0.0.1:18081 "$bin/bare" >/dev/null 2>&1 &
+    local bare=$!
+    wait_health http://127.0.0.1:18080/health
+    wait_up http://127.0.0.1:18081/tools/call
+    for calls in ${CALLS:-fresh none}; do
+      echo "== profile $profile, call_id: $calls"
+      local lua=bench/post.lua
+      [ "$calls" = fresh ] && lua=bench/post_call_id.lua
+      LUA=$lua alternate oxp http://127.0.0.1:18080/tools/call bare http://127.0.0.1:18081/tools/call
+    done
+    kill $oxp $bare 2>/dev/null
+    wait $oxp $bare 2>/dev/null || true
+  done
 }
 
 # What /metrics costs: the same server with metrics on and off (OXP_METRICS).

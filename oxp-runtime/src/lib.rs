@@ -59,6 +59,7 @@ pub mod schema;
 mod selection;
 pub mod server;
 pub mod signals;
+mod striped;
 pub mod version;
 
 pub use app::serve;

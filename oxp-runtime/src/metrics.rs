@@ -1,24 +1,26 @@
 //! What the pipeline and the fronts count, for `GET /metrics` in the OpenMetrics text format
 //! (what Prometheus scrapes), with the Prometheus project's own client crate.
 //!
-//! The hot path never hashes a label set: a call's counter and histogram are found by index —
-//! the tool's place in the registry, the front, the outcome — in a table filled on first use,
-//! so a call pays two atomic adds, one uncontended lock (the histogram's) and two clock reads.
-//! Labels are bounded by the registry: tool ids, never inputs, users or call ids.
+//! The hot path never hashes a label set nor shares a cache line between cores: a call's series
+//! is found by index — the tool's place in the registry, the front, the outcome — in a table
+//! filled on first use, and every count is [`Striped`] by thread, so a call pays four atomic
+//! adds on its own thread's lines and two clock reads. Scrapes add the stripes up. Labels are
+//! bounded by the registry: tool ids, never inputs, users or call ids.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry as Families;
 
 use crate::idempotency::Reuse;
 use crate::registry::Registry;
+use crate::striped::{STRIPES, Striped, stripe};
 
 /// The content type `GET /metrics` answers with.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -74,6 +76,16 @@ pub(crate) enum Outcome {
 
 impl Outcome {
     const COUNT: usize = 8;
+    const ALL: [Outcome; Outcome::COUNT] = [
+        Outcome::Success,
+        Outcome::ToolError,
+        Outcome::Timeout,
+        Outcome::Panic,
+        Outcome::InvalidInput,
+        Outcome::MissingRequirements,
+        Outcome::UnknownTool,
+        Outcome::Refused,
+    ];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -131,28 +143,6 @@ impl Refusal {
     }
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CallLabels {
-    front: &'static str,
-    tool: String,
-    outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FrontLabel {
-    front: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabel {
-    reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabel {
-    result: &'static str,
-}
-
 /// Seconds, from 100 µs to 60 s (the default time limit): roughly ×2.5 a step, so that a fast
 /// tool's p99 and a slow one's both fall between two bounds that tell them apart.
 const DURATION_BUCKETS: [f64; 16] = [
@@ -160,12 +150,191 @@ const DURATION_BUCKETS: [f64; 16] = [
     10.0, 60.0,
 ];
 
+/// [`DURATION_BUCKETS`] in nanoseconds, for the hot path's comparisons.
+const BUCKET_NANOS: [u64; 16] = {
+    let mut nanos = [0; 16];
+    let micros = [
+        100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+        1_000_000, 2_500_000, 10_000_000, 60_000_000,
+    ];
+    let mut i = 0;
+    while i < 16 {
+        nanos[i] = micros[i] * 1_000;
+        i += 1;
+    }
+    nanos
+};
+
 /// The `tool` label of calls that named no tool of the registry (or were refused before it
 /// was looked up). Tool ids always hold a `.`, so it is no tool's.
 const NO_TOOL: &str = "none";
 
-/// A call's counter and histogram, found by index.
-type Series = (Counter, Histogram);
+/// One series' durations, spread over stripes: per stripe, a count per bucket (the last one
+/// past 60 s) and the sum in nanoseconds. The series' count is its buckets' sum, so that
+/// `oxp_calls_total` and the histogram are read from the same numbers and always agree.
+#[derive(Default)]
+struct Timings([TimingLine; STRIPES]);
+
+#[derive(Default)]
+#[repr(align(128))]
+struct TimingLine {
+    buckets: [AtomicU64; BUCKET_NANOS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Timings {
+    fn observe(&self, nanos: u64) {
+        let line = &self.0[stripe()];
+        let bucket = BUCKET_NANOS.partition_point(|&bound| bound < nanos);
+        line.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        line.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The count, the sum in seconds, and each bucket's own count (as the encoder wants them).
+    fn read(&self) -> Reading {
+        let mut counts = [0u64; BUCKET_NANOS.len() + 1];
+        let mut sum = 0u64;
+        for line in &self.0 {
+            for (count, bucket) in counts.iter_mut().zip(&line.buckets) {
+                *count += bucket.load(Ordering::Relaxed);
+            }
+            sum = sum.wrapping_add(line.sum_nanos.load(Ordering::Relaxed));
+        }
+        let bounds = DURATION_BUCKETS.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(counts).collect();
+        Reading {
+            count: counts.iter().sum(),
+            seconds: sum as f64 / 1e9,
+            buckets,
+        }
+    }
+}
+
+/// A series as one scrape read it.
+struct Reading {
+    count: u64,
+    seconds: f64,
+    buckets: Vec<(f64, u64)>,
+}
+
+/// Everything counted per call, by index.
+struct Table {
+    /// Tool ids by place, for the labels.
+    tools: Box<[String]>,
+    /// `[tool place + 1][front][outcome]`, flattened; place 0 is [`NO_TOOL`].
+    series: Box<[OnceLock<Box<Timings>>]>,
+    in_flight: [Striped; Front::ALL.len()],
+    refusals: [Striped; Refusal::ALL.len()],
+    idempotency: [Striped; Reuse::ALL.len()],
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Table {
+    fn index(tool: Option<usize>, front: Front, outcome: Outcome) -> usize {
+        let place = tool.map_or(0, |i| i + 1);
+        (place * Front::ALL.len() + front as usize) * Outcome::COUNT + outcome as usize
+    }
+
+    /// The labels of the series at `index`.
+    fn labels(&self, index: usize) -> [(&'static str, &str); 3] {
+        let outcome = Outcome::ALL[index % Outcome::COUNT];
+        let front = Front::ALL[index / Outcome::COUNT % Front::ALL.len()];
+        let place = index / Outcome::COUNT / Front::ALL.len();
+        let tool = match place {
+            0 => NO_TOOL,
+            place => &self.tools[place - 1],
+        };
+        [
+            ("front", front.as_str()),
+            ("tool", tool),
+            ("outcome", outcome.as_str()),
+        ]
+    }
+}
+
+impl Collector for Table {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let used: Vec<(usize, Reading)> = self
+            .series
+            .iter()
+            .enumerate()
+            .filter_map(|(i, series)| Some((i, series.get()?.read())))
+            .collect();
+        let mut calls = encoder.encode_descriptor(
+            "oxp_calls",
+            "Calls answered, by front, tool and outcome",
+            None,
+            MetricType::Counter,
+        )?;
+        for (i, reading) in &used {
+            let labels = self.labels(*i);
+            calls
+                .encode_family(&labels)?
+                .encode_counter::<NoLabelSet, _, u64>(&reading.count, None)?;
+        }
+        let mut durations = encoder.encode_descriptor(
+            "oxp_call_duration_seconds",
+            "How long calls took to answer, by front, tool and outcome",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (i, reading) in &used {
+            let labels = self.labels(*i);
+            durations
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(
+                    reading.seconds,
+                    reading.count,
+                    &reading.buckets,
+                    None,
+                )?;
+        }
+        let mut in_flight = encoder.encode_descriptor(
+            "oxp_calls_in_flight",
+            "Calls being answered, by front",
+            None,
+            MetricType::Gauge,
+        )?;
+        for front in Front::ALL {
+            let now = self.in_flight[front as usize].sum() as i64;
+            in_flight
+                .encode_family(&[("front", front.as_str())])?
+                .encode_gauge(&now)?;
+        }
+        let mut refusals = encoder.encode_descriptor(
+            "oxp_refusals",
+            "Requests and calls turned away, by reason",
+            None,
+            MetricType::Counter,
+        )?;
+        for reason in Refusal::ALL {
+            let count = self.refusals[reason as usize].sum();
+            refusals
+                .encode_family(&[("reason", reason.as_str())])?
+                .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+        }
+        let mut idempotency = encoder.encode_descriptor(
+            "oxp_idempotency",
+            "Calls with a call_id, by how the idempotency store answered them",
+            None,
+            MetricType::Counter,
+        )?;
+        for reuse in Reuse::ALL {
+            let count = self.idempotency[reuse as usize].sum();
+            idempotency
+                .encode_family(&[("result", reuse.as_str())])?
+                .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+        }
+        Ok(())
+    }
+}
 
 /// The metrics of one pipeline and the fronts over it. Cheap to clone.
 #[derive(Clone)]
@@ -175,15 +344,7 @@ pub(crate) struct Metrics {
 
 struct Inner {
     families: Families,
-    calls: Family<CallLabels, Counter>,
-    durations: Family<CallLabels, Histogram>,
-    /// Tool ids by place, for the labels of series made on first use.
-    tools: Box<[String]>,
-    /// `[tool place + 1][front][outcome]`, flattened; place 0 is [`NO_TOOL`].
-    series: Box<[OnceLock<Series>]>,
-    in_flight: [Gauge; 3],
-    refusals: [Counter; Refusal::ALL.len()],
-    idempotency: [Counter; Reuse::ALL.len()],
+    table: Arc<Table>,
     blocking_in_use: Gauge,
     store_entries: Gauge,
     store_bytes: Gauge,
@@ -192,7 +353,7 @@ struct Inner {
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("tools", &self.inner.tools.len())
+            .field("table", &self.inner.table)
             .finish_non_exhaustive()
     }
 }
@@ -205,60 +366,19 @@ pub(crate) struct Levels {
 
 impl Metrics {
     pub(crate) fn new(registry: &Registry) -> Self {
+        let tools: Box<[String]> = registry.tools().iter().map(|t| t.id().to_owned()).collect();
+        let series = (0..(tools.len() + 1) * Front::ALL.len() * Outcome::COUNT)
+            .map(|_| OnceLock::new())
+            .collect();
+        let table = Arc::new(Table {
+            tools,
+            series,
+            in_flight: Default::default(),
+            refusals: Default::default(),
+            idempotency: Default::default(),
+        });
         let mut families = Families::default();
-        let calls = Family::<CallLabels, Counter>::default();
-        families.register(
-            "oxp_calls",
-            "Calls answered, by front, tool and outcome",
-            calls.clone(),
-        );
-        let durations = Family::<CallLabels, Histogram>::new_with_constructor(
-            (|| Histogram::new(DURATION_BUCKETS)) as fn() -> Histogram,
-        );
-        families.register(
-            "oxp_call_duration_seconds",
-            "How long calls took to answer, by front, tool and outcome",
-            durations.clone(),
-        );
-        let in_flight = Family::<FrontLabel, Gauge>::default();
-        families.register(
-            "oxp_calls_in_flight",
-            "Calls being answered, by front",
-            in_flight.clone(),
-        );
-        let in_flight = Front::ALL.map(|front| {
-            in_flight
-                .get_or_create(&FrontLabel {
-                    front: front.as_str(),
-                })
-                .clone()
-        });
-        let refusals = Family::<ReasonLabel, Counter>::default();
-        families.register(
-            "oxp_refusals",
-            "Requests and calls turned away, by reason",
-            refusals.clone(),
-        );
-        let refusals = Refusal::ALL.map(|reason| {
-            refusals
-                .get_or_create(&ReasonLabel {
-                    reason: reason.as_str(),
-                })
-                .clone()
-        });
-        let idempotency = Family::<ResultLabel, Counter>::default();
-        families.register(
-            "oxp_idempotency",
-            "Calls with a call_id, by how the idempotency store answered them",
-            idempotency.clone(),
-        );
-        let idempotency = Reuse::ALL.map(|reuse| {
-            idempotency
-                .get_or_create(&ResultLabel {
-                    result: reuse.as_str(),
-                })
-                .clone()
-        });
+        families.register_collector(Box::new(table.clone()));
         let blocking_in_use = Gauge::default();
         families.register(
             "oxp_blocking_tools_in_use",
@@ -282,20 +402,10 @@ impl Metrics {
             "The oxp runtime serving",
             Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
-        let tools: Box<[String]> = registry.tools().iter().map(|t| t.id().to_owned()).collect();
-        let series = (0..(tools.len() + 1) * Front::ALL.len() * Outcome::COUNT)
-            .map(|_| OnceLock::new())
-            .collect();
         Metrics {
             inner: Arc::new(Inner {
                 families,
-                calls,
-                durations,
-                tools,
-                series,
-                in_flight,
-                refusals,
-                idempotency,
+                table,
                 blocking_in_use,
                 store_entries,
                 store_bytes,
@@ -305,57 +415,35 @@ impl Metrics {
 
     /// A call has begun on `front`: counted in flight until the returned watch is finished or
     /// dropped (a client that hangs up).
-    pub(crate) fn begin(&self, front: Front) -> Watch {
-        let gauge = &self.inner.in_flight[front as usize];
-        gauge.inc();
+    pub(crate) fn begin(&self, front: Front) -> Watch<'_> {
+        let table = &*self.inner.table;
+        table.in_flight[front as usize].add(1);
         Watch {
-            metrics: self.clone(),
+            table,
             front,
             started: Instant::now(),
         }
     }
 
     pub(crate) fn refused(&self, reason: Refusal) {
-        self.inner.refusals[reason as usize].inc();
+        self.inner.table.refusals[reason as usize].add(1);
     }
 
     pub(crate) fn idempotency(&self, reuse: Reuse) {
-        self.inner.idempotency[reuse as usize].inc();
+        self.inner.table.idempotency[reuse as usize].add(1);
         if reuse == Reuse::Conflict {
             self.refused(Refusal::ReusedCallId);
         }
     }
 
-    /// The series of `(tool, front, outcome)`, made on its first use.
-    fn series(&self, tool: Option<usize>, front: Front, outcome: Outcome) -> &Series {
-        let inner = &*self.inner;
-        let place = tool.map_or(0, |i| i + 1);
-        let index = (place * Front::ALL.len() + front as usize) * Outcome::COUNT + outcome as usize;
-        inner.series[index].get_or_init(|| {
-            let labels = CallLabels {
-                front: front.as_str(),
-                tool: tool.map_or(NO_TOOL, |i| &inner.tools[i]).to_owned(),
-                outcome: outcome.as_str(),
-            };
-            let counter = inner.calls.get_or_create(&labels).clone();
-            let histogram = inner.durations.get_or_create(&labels).clone();
-            (counter, histogram)
-        })
-    }
-
     /// The text `GET /metrics` answers with.
     pub(crate) fn render(&self, levels: Levels) -> String {
         let inner = &*self.inner;
-        inner
-            .blocking_in_use
-            .set(i64::try_from(levels.blocking_in_use).unwrap_or(i64::MAX));
+        let level = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        inner.blocking_in_use.set(level(levels.blocking_in_use));
         let (entries, bytes) = levels.store.map_or((0, 0), |s| (s.entries, s.bytes));
-        inner
-            .store_entries
-            .set(i64::try_from(entries).unwrap_or(i64::MAX));
-        inner
-            .store_bytes
-            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        inner.store_entries.set(level(entries));
+        inner.store_bytes.set(level(bytes));
         let mut text = String::with_capacity(4096);
         prometheus_client::encoding::text::encode(&mut text, &inner.families)
             .expect("writing to a String cannot fail");
@@ -364,23 +452,24 @@ impl Metrics {
 }
 
 /// A call in flight, timed from its start.
-pub(crate) struct Watch {
-    metrics: Metrics,
+pub(crate) struct Watch<'a> {
+    table: &'a Table,
     front: Front,
     started: Instant,
 }
 
-impl Watch {
+impl Watch<'_> {
     /// The call was answered with `outcome`, for the tool at `tool` in the registry.
     pub(crate) fn finish(self, tool: Option<usize>, outcome: Outcome) {
-        let (counter, histogram) = self.metrics.series(tool, self.front, outcome);
-        counter.inc();
-        histogram.observe(self.started.elapsed().as_secs_f64());
+        let nanos = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.table.series[Table::index(tool, self.front, outcome)]
+            .get_or_init(Box::default)
+            .observe(nanos);
     }
 }
 
-impl Drop for Watch {
+impl Drop for Watch<'_> {
     fn drop(&mut self) {
-        self.metrics.inner.in_flight[self.front as usize].dec();
+        self.table.in_flight[self.front as usize].add(u64::MAX); // −1, wrapping
     }
 }

@@ -1,6 +1,7 @@
 //! Admission: the concurrency limit, draining for shutdown, and the counters that prove no call
 //! was lost (every tool started also finished).
 
+use crate::striped::Striped;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -190,60 +191,5 @@ impl Drop for Admission {
         }
         self.gate.active.add(u64::MAX); // −1, wrapping
         self.gate.ended();
-    }
-}
-
-/// How many cache lines a [`Striped`] counter is spread over.
-const STRIPES: usize = 8;
-
-/// A counter spread over cache lines, one per thread (modulo [`STRIPES`]): every call counts
-/// several times, and one shared line would bounce between the cores on each count. A stripe
-/// may wrap below zero (a call admitted on one thread can end on another); the wrapping sum
-/// is exact.
-#[derive(Default)]
-struct Striped([Line; STRIPES]);
-
-#[derive(Default)]
-#[repr(align(128))]
-struct Line(AtomicU64);
-
-impl Striped {
-    fn add(&self, n: u64) {
-        self.0[stripe()].0.fetch_add(n, Ordering::SeqCst);
-    }
-
-    fn sum(&self) -> u64 {
-        self.0.iter().fold(0, |sum, line| {
-            sum.wrapping_add(line.0.load(Ordering::SeqCst))
-        })
-    }
-}
-
-/// This thread's stripe, handed out round-robin as threads first count.
-fn stripe() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
-    }
-    STRIPE.with(|stripe| *stripe)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_striped_count_is_exact_across_threads() {
-        let counter = Striped::default();
-        std::thread::scope(|scope| {
-            for _ in 0..4 {
-                scope.spawn(|| (0..1000).for_each(|_| counter.add(1)));
-                // Decrements on other threads than the increments: stripes go below zero.
-                scope.spawn(|| (0..1000).for_each(|_| counter.add(u64::MAX)));
-            }
-        });
-        assert_eq!(counter.sum(), 0);
-        counter.add(3);
-        assert_eq!(counter.sum(), 3);
     }
 }

@@ -17,7 +17,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::future::{self, FutureExt, Shared};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::future::{self, FutureExt};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -435,8 +439,32 @@ struct Entry {
 }
 
 enum Answer {
-    Running(Shared<BoxFuture<'static, CallOutcome>>),
+    Running(Arc<Pending>),
     Done { outcome: CallOutcome, bytes: usize },
+}
+
+/// A run in flight, for the duplicates that wait on it: its outcome is set (and they are woken)
+/// when it ends.
+#[derive(Default)]
+struct Pending {
+    outcome: std::sync::OnceLock<CallOutcome>,
+    ended: tokio::sync::Notify,
+}
+
+impl Pending {
+    /// The run's outcome, once it ends.
+    async fn outcome(self: Arc<Self>) -> CallOutcome {
+        loop {
+            let ended = self.ended.notified();
+            let mut ended = std::pin::pin!(ended);
+            // Registered before looking, so an end between the look and the wait still wakes.
+            ended.as_mut().enable();
+            if let Some(outcome) = self.outcome.get() {
+                return outcome.clone();
+            }
+            ended.await;
+        }
+    }
 }
 
 impl fmt::Debug for InMemoryIdempotency {
@@ -555,7 +583,8 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a run's outcome under its key, unless the entry there is no longer this run's.
+    /// Records a run's outcome under its key, unless the entry there is no longer this run's,
+    /// and hands it to the duplicates waiting on the run.
     fn finish(&self, key: &IdempotencyKey, generation: u64, outcome: &CallOutcome) {
         let mut state = self.lock();
         let Some(entry) = state.entries.get_mut(key) else {
@@ -564,10 +593,23 @@ impl Inner {
         if entry.generation != generation {
             return;
         }
+        if let Answer::Running(pending) = &entry.answer {
+            // Duplicates take a handle only under this lock: with none taken (the store's and
+            // the run's own are the two), nobody waits, and the outcome is not copied for them.
+            if Arc::strong_count(pending) > 2 {
+                let _ = pending.outcome.set(outcome.clone());
+                pending.ended.notify_waiters();
+            }
+        }
         // A failure the tool calls retryable is not an answer to keep: the retry it asks for
-        // must run the tool again. An answer larger than the whole budget cannot be kept.
+        // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
+        // answer larger than the whole budget cannot be kept.
+        if outcome.is_retryable_failure() || matches!(outcome, CallOutcome::Unavailable { .. }) {
+            state.entries.remove(key);
+            return;
+        }
         let bytes = json_len(outcome);
-        if outcome.is_retryable_failure() || bytes > self.max_bytes {
+        if bytes > self.max_bytes {
             state.entries.remove(key);
             return;
         }
@@ -631,8 +673,58 @@ fn json_len(outcome: &CallOutcome) -> usize {
 
 /// A run's task ended without an outcome. The run contains panics itself, so this means the
 /// runtime is shutting down: worth a retry elsewhere.
+#[cfg(feature = "redis")]
 pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
     CallOutcome::unavailable(format!("the tool's task ended: {error}"))
+}
+
+/// The first call with a key: drives the run and records its outcome.
+struct Leader {
+    run: Option<BoxFuture<'static, CallOutcome>>,
+    store: Arc<Inner>,
+    key: IdempotencyKey,
+    generation: u64,
+    /// Counted by [`Inner::finish`]: the run's own handle on its entry's [`Pending`].
+    _pending: Arc<Pending>,
+}
+
+impl Future for Leader {
+    type Output = (CallOutcome, Reuse);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let run = this.run.as_mut().expect("polled after it ended");
+        let outcome = std::task::ready!(run.poll_unpin(cx));
+        this.run = None;
+        this.store.finish(&this.key, this.generation, &outcome);
+        Poll::Ready((outcome, Reuse::Fresh))
+    }
+}
+
+impl Drop for Leader {
+    /// Dropped mid-run: the run goes on without its caller (a runtime is there to take it
+    /// wherever a call is polled; without one, it ends here, answered as unavailable).
+    fn drop(&mut self) {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        let (store, key, generation) = (self.store.clone(), self.key.clone(), self.generation);
+        let pending = self._pending.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let outcome = run.await;
+                    store.finish(&key, generation, &outcome);
+                    drop(pending);
+                });
+            }
+            Err(_) => {
+                drop(run);
+                let outcome = CallOutcome::unavailable("the call was dropped outside a runtime");
+                store.finish(&key, generation, &outcome);
+            }
+        }
+    }
 }
 
 impl IdempotencyStore for InMemoryIdempotency {
@@ -670,32 +762,35 @@ impl IdempotencyStore for InMemoryIdempotency {
                 Answer::Done { outcome, .. } => {
                     future::ready((outcome.clone(), Reuse::Replayed)).boxed()
                 }
-                Answer::Running(shared) => shared.clone().map(|o| (o, Reuse::Waited)).boxed(),
+                Answer::Running(pending) => pending
+                    .clone()
+                    .outcome()
+                    .map(|o| (o, Reuse::Waited))
+                    .boxed(),
             };
         }
-        // The first call with this key: its run goes into a task of its own, which records the
-        // outcome itself, so neither depends on this caller staying.
+        // The first call with this key drives its run itself; were it dropped mid-run (its
+        // client hung up), the run goes on in a task of its own, so it still ends and is
+        // recorded, and a retry gets its answer.
         let generation = state.next_generation;
         state.next_generation += 1;
-        let inner = self.inner.clone();
-        let recorded_key = key.clone();
-        let task = tokio::spawn(async move {
-            let outcome = run.await;
-            inner.finish(&recorded_key, generation, &outcome);
-            outcome
-        });
-        let shared = async move { task.await.unwrap_or_else(task_ended) }
-            .boxed()
-            .shared();
+        let pending = Arc::new(Pending::default());
         state.entries.insert(
-            key,
+            key.clone(),
             Entry {
                 fingerprint,
                 generation,
-                answer: Answer::Running(shared.clone()),
+                answer: Answer::Running(pending.clone()),
             },
         );
-        shared.map(|o| (o, Reuse::Fresh)).boxed()
+        drop(state);
+        Box::pin(Leader {
+            run: Some(run),
+            store: self.inner.clone(),
+            key,
+            generation,
+            _pending: pending,
+        })
     }
 }
 
