@@ -424,10 +424,14 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    entries: HashMap<IdempotencyKey, Entry>,
+    /// Keys are shared with `finished` and the run that records its outcome: one allocation
+    /// per key, not a copy of its three strings for each.
+    /// Hashed with foldhash's seeded quality hasher (cheaper than SipHash): keys hold
+    /// client-chosen call_ids, and the map's random seed keeps where they land unpredictable.
+    entries: HashMap<Arc<IdempotencyKey>, Entry, foldhash::quality::RandomState>,
     /// Finished answers, oldest first (all live equally long, so this is also expiry order);
     /// a generation tells a stale line from the entry now under its key.
-    finished: VecDeque<(Instant, IdempotencyKey, u64)>,
+    finished: VecDeque<(Instant, Arc<IdempotencyKey>, u64)>,
     finished_bytes: usize,
     next_generation: u64,
 }
@@ -439,8 +443,12 @@ struct Entry {
 }
 
 enum Answer {
-    Running(Arc<Pending>),
-    Done { outcome: CallOutcome, bytes: usize },
+    /// Running; what duplicates wait on, made by the first of them (most runs have none).
+    Running(Option<Arc<Pending>>),
+    Done {
+        outcome: CallOutcome,
+        bytes: usize,
+    },
 }
 
 /// A run in flight, for the duplicates that wait on it: its outcome is set (and they are woken)
@@ -585,7 +593,7 @@ impl Inner {
 
     /// Records a run's outcome under its key, unless the entry there is no longer this run's,
     /// and hands it to the duplicates waiting on the run.
-    fn finish(&self, key: &IdempotencyKey, generation: u64, outcome: &CallOutcome) {
+    fn finish(&self, key: &Arc<IdempotencyKey>, generation: u64, outcome: &CallOutcome) {
         let mut state = self.lock();
         let Some(entry) = state.entries.get_mut(key) else {
             return;
@@ -593,13 +601,9 @@ impl Inner {
         if entry.generation != generation {
             return;
         }
-        if let Answer::Running(pending) = &entry.answer {
-            // Duplicates take a handle only under this lock: with none taken (the store's and
-            // the run's own are the two), nobody waits, and the outcome is not copied for them.
-            if Arc::strong_count(pending) > 2 {
-                let _ = pending.outcome.set(outcome.clone());
-                pending.ended.notify_waiters();
-            }
+        if let Answer::Running(Some(pending)) = &entry.answer {
+            let _ = pending.outcome.set(outcome.clone());
+            pending.ended.notify_waiters();
         }
         // A failure the tool calls retryable is not an answer to keep: the retry it asks for
         // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
@@ -620,7 +624,7 @@ impl Inner {
         state.finished_bytes += bytes;
         state
             .finished
-            .push_back((Instant::now() + self.ttl, key.clone(), generation));
+            .push_back((Instant::now() + self.ttl, Arc::clone(key), generation));
         while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
             state.pop_oldest();
         }
@@ -682,10 +686,8 @@ pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
 struct Leader {
     run: Option<BoxFuture<'static, CallOutcome>>,
     store: Arc<Inner>,
-    key: IdempotencyKey,
+    key: Arc<IdempotencyKey>,
     generation: u64,
-    /// Counted by [`Inner::finish`]: the run's own handle on its entry's [`Pending`].
-    _pending: Arc<Pending>,
 }
 
 impl Future for Leader {
@@ -709,13 +711,11 @@ impl Drop for Leader {
             return;
         };
         let (store, key, generation) = (self.store.clone(), self.key.clone(), self.generation);
-        let pending = self._pending.clone();
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     let outcome = run.await;
                     store.finish(&key, generation, &outcome);
-                    drop(pending);
                 });
             }
             Err(_) => {
@@ -754,15 +754,16 @@ impl IdempotencyStore for InMemoryIdempotency {
     ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
         let mut state = self.inner.lock();
         state.expire(Instant::now());
-        if let Some(entry) = state.entries.get(&key) {
+        if let Some(entry) = state.entries.get_mut(&key) {
             if entry.fingerprint != fingerprint {
                 return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
             }
-            return match &entry.answer {
+            return match &mut entry.answer {
                 Answer::Done { outcome, .. } => {
                     future::ready((outcome.clone(), Reuse::Replayed)).boxed()
                 }
                 Answer::Running(pending) => pending
+                    .get_or_insert_with(Arc::default)
                     .clone()
                     .outcome()
                     .map(|o| (o, Reuse::Waited))
@@ -774,13 +775,13 @@ impl IdempotencyStore for InMemoryIdempotency {
         // recorded, and a retry gets its answer.
         let generation = state.next_generation;
         state.next_generation += 1;
-        let pending = Arc::new(Pending::default());
+        let key = Arc::new(key);
         state.entries.insert(
             key.clone(),
             Entry {
                 fingerprint,
                 generation,
-                answer: Answer::Running(pending.clone()),
+                answer: Answer::Running(None),
             },
         );
         drop(state);
@@ -789,7 +790,6 @@ impl IdempotencyStore for InMemoryIdempotency {
             store: self.inner.clone(),
             key,
             generation,
-            _pending: pending,
         })
     }
 }
