@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Performance measurements of oxp, on loopback only (127.0.0.1), bounded in time.
 #
-#   bench/run.sh http      oxp vs a bare axum handler doing the same JSON work: wrk at 32 and 256
-#                          connections, alternating A B B A …; req/s, p50, p99 and the ratios of
+#   bench/run.sh http      oxp vs a bare axum handler doing the same JSON work, built with cargo's
+#                          default release profile and with the README's (PROFILES="default lto"),
+#                          each request with a fresh call_id and without one (CALLS="fresh none"):
+#                          wrk at 32 and 256 connections, alternating A B B A …; req/s, p50, p99 and the ratios of
 #                          the sums over ROUNDS rounds (default 10) of DURATION seconds (default 3),
 #                          with the median and range of the rounds' throughput ratios (this
 #                          machine's speed swings by a quarter within a minute: many short

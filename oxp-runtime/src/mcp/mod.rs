@@ -595,10 +595,9 @@ impl McpServer {
             signals,
             front: crate::call::Front::Mcp,
             // W3C trace context in `_meta`, as OpenTelemetry's MCP conventions carry it.
-            traceparent: context
-                .meta
-                .get("traceparent")
-                .and_then(|value| value.as_str())
+            traceparent: cfg!(feature = "otel")
+                .then(|| context.meta.get("traceparent")?.as_str())
+                .flatten()
                 .map(str::to_owned),
             ..CallMeta::default()
         };
