@@ -585,4 +585,43 @@ mod tests {
         );
         assert_eq!(ServerConfig::from_lookup(|_| None).unwrap().log, "info");
     }
+
+    #[test]
+    fn metrics_settings_are_checked() {
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            ServerConfig::from_lookup(move |n| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let config = with(&[]).unwrap();
+        assert!(
+            config.metrics && config.metrics_addr.is_none(),
+            "on, on the main port"
+        );
+        let config = with(&[("OXP_METRICS_ADDR", "127.0.0.1:9100")]).unwrap();
+        assert_eq!(config.metrics_addr.unwrap().port(), 9100);
+        assert!(!with(&[("OXP_METRICS", "false")]).unwrap().metrics);
+        for (pairs, says) in [
+            (&[("OXP_METRICS", "maybe")][..], "is not true or false"),
+            (&[("OXP_METRICS_ADDR", "nowhere")][..], "is not an address"),
+            (
+                &[("OXP_METRICS_ADDR", "127.0.0.1:8000")][..],
+                "the same address as OXP_ADDR",
+            ),
+            (
+                &[
+                    ("OXP_METRICS", "false"),
+                    ("OXP_METRICS_ADDR", "127.0.0.1:9100"),
+                ][..],
+                "OXP_METRICS is false",
+            ),
+        ] {
+            let error = with(pairs).unwrap_err();
+            assert!(error.to_string().contains(says), "{pairs:?}: {error}");
+            assert!(error.variable.starts_with("OXP_METRICS"), "{error}");
+        }
+    }
 }

@@ -76,6 +76,12 @@ pub async fn serve() {
         };
         let metrics_addr = metrics_listener.local_addr().unwrap_or(metrics_addr);
         tracing::info!("serving metrics on http://{metrics_addr}/metrics");
+        if !metrics_addr.ip().is_loopback() {
+            tracing::warn!(
+                "OXP_METRICS_ADDR is not a loopback address: anyone who reaches {metrics_addr} \
+                 reads the metrics (tool ids and call counts) without authentication"
+            );
+        }
         tokio::spawn(async move {
             if let Err(error) = axum::serve(metrics_listener, router).await {
                 tracing::error!(%error, "the metrics listener stopped");

@@ -194,7 +194,12 @@ impl Pipeline {
     /// ```
     #[must_use]
     pub fn metrics(mut self, on: bool) -> Self {
-        self.metrics = on.then(|| Metrics::new(&self.registry));
+        // On stays on with the counts so far: configuring twice loses nothing.
+        self.metrics = match (on, self.metrics.take()) {
+            (false, _) => None,
+            (true, Some(metrics)) => Some(metrics),
+            (true, None) => Some(Metrics::new(&self.registry)),
+        };
         self
     }
 

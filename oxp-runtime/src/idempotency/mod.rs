@@ -425,9 +425,9 @@ struct Inner {
 #[derive(Default)]
 struct State {
     /// Keys are shared with `finished` and the run that records its outcome: one allocation
-    /// per key, not a copy of its three strings for each.
-    /// Hashed with foldhash's seeded quality hasher (cheaper than SipHash): keys hold
-    /// client-chosen call_ids, and the map's random seed keeps where they land unpredictable.
+    /// per key, not a copy of its three strings for each. Hashed with foldhash's seeded
+    /// quality hasher (cheaper than SipHash): keys hold client-chosen call_ids, and the map's
+    /// random seed keeps where they land unpredictable.
     entries: HashMap<Arc<IdempotencyKey>, Entry, foldhash::quality::RandomState>,
     /// Finished answers, oldest first (all live equally long, so this is also expiry order);
     /// a generation tells a stale line from the entry now under its key.
