@@ -10,6 +10,8 @@
 #                          machine's speed swings by a quarter within a minute: many short
 #                          alternating rounds average that out)
 #   bench/run.sh metrics   the example with metrics on vs off (OXP_METRICS), alternating the same way
+#   bench/run.sh accept    the same router behind Server::serve and behind axum::serve (default
+#                          release profile, fresh call_ids): what the accept loop costs
 #   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
 #                          process start → /health 200, idle RSS, and RSS once every tool was called
 #   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
@@ -142,6 +144,24 @@ http() {
     kill $oxp $bare 2>/dev/null
     wait $oxp $bare 2>/dev/null || true
   done
+}
+
+# What the accept loop costs: the same router behind Server::serve and behind axum::serve,
+# built with cargo's default release profile, each request with a fresh call_id.
+accept() {
+  need_wrk
+  local dir=$work/profile-default
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo build --release -q -p oxp-tests --example accept_loop --target-dir "$dir"
+  local bin=$dir/release/examples/accept_loop
+  OXP_ADDR=127.0.0.1:18083 "$bin" oxp >/dev/null 2>&1 &
+  local ours=$!
+  OXP_ADDR=127.0.0.1:18084 "$bin" axum >/dev/null 2>&1 &
+  local plain=$!
+  trap 'kill $ours $plain 2>/dev/null' RETURN
+  wait_up http://127.0.0.1:18083/health
+  wait_up http://127.0.0.1:18084/health
+  LUA=${LUA:-bench/post_call_id.lua} alternate serve http://127.0.0.1:18083/tools/call axum-serve http://127.0.0.1:18084/tools/call
 }
 
 # What /metrics costs: the same server with metrics on and off (OXP_METRICS).
@@ -278,9 +298,10 @@ compile() {
 case "${1:-all}" in
   http) http ;;
   metrics) metrics ;;
+  accept) accept ;;
   startup) startup ;;
   compile) compile ;;
   instructions) instructions ;;
   all) http; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|metrics|startup|compile|instructions|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [http|metrics|accept|startup|compile|instructions|all]" >&2; exit 2 ;;
 esac

@@ -16,18 +16,24 @@ async fn add_integers(
     a + b
 }
 
-/// The OXP server's router over the example's add.
-pub fn oxp_router() -> axum::Router {
+/// The OXP server over the example's add.
+pub fn oxp_server() -> Server {
     Server::new(
         Registry::builder()
             .tool(add_integers::TOOL)
             .build()
             .unwrap(),
     )
-    .router()
+}
+
+/// The OXP server's router over the example's add.
+#[allow(dead_code)] // not every user of the harness serves a bare router
+pub fn oxp_router() -> axum::Router {
+    oxp_server().router()
 }
 
 /// Sends `body` to `router`'s `/tools/call` and returns the `200` answer's bytes.
+#[allow(dead_code)] // the accept-loop bench serves, it does not call in process
 pub async fn post_call(
     router: &axum::Router,
     body: impl Into<axum::body::Body>,

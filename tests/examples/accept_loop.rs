@@ -1,0 +1,25 @@
+//! The OXP server's router behind its own accept loop (`Server::serve`: connection limits,
+//! timeouts, lingering close) or behind plain `axum::serve`, on `OXP_ADDR`: `bench/run.sh accept`
+//! runs both under the same load to tell what the accept loop costs from what the router does.
+//!
+//! `accept_loop oxp|axum`
+
+#[path = "../harness/router.rs"]
+mod router;
+
+#[tokio::main]
+async fn main() {
+    let which = std::env::args().nth(1).unwrap_or_else(|| "oxp".into());
+    let addr = std::env::var("OXP_ADDR").unwrap_or_else(|_| "127.0.0.1:18083".into());
+    let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
+    match which.as_str() {
+        "oxp" => {
+            router::oxp_server()
+                .serve(listener, std::future::pending(), std::time::Duration::ZERO)
+                .await
+                .unwrap();
+        }
+        "axum" => axum::serve(listener, router::oxp_router()).await.unwrap(),
+        other => panic!("oxp or axum, not {other}"),
+    }
+}
