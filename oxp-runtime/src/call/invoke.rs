@@ -166,8 +166,8 @@ pub(super) struct Execution {
     call_id: String,
     redactor: Redactor,
     run: Run,
-    /// The time limit, and its timer: made on the first poll, since the limit counts from the
-    /// start (and a timer needs the runtime, which a caller may enter only to poll).
+    /// The time limit, and its timer: made when the tool first waits, to fire `limit` after
+    /// the run started (a timer needs the runtime, which a caller may enter only to poll).
     limit: Option<Duration>,
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     gate: Arc<Gate>,
@@ -191,14 +191,20 @@ impl Future for Execution {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
         let this = &mut *self;
-        if this.started.is_none() {
+        let started = *this.started.get_or_insert_with(|| {
             this.gate.run_started();
-            this.started = Some(Instant::now());
-            this.deadline = this.limit.map(|limit| Box::pin(tokio::time::sleep(limit)));
-        }
+            Instant::now()
+        });
         let ran = match this.run.poll_unpin(cx) {
             Poll::Ready(ran) => ran,
             Poll::Pending => {
+                // The timer is made the first time the tool waits, counting from its start: a
+                // tool that answers at once (most do) costs no timer.
+                if this.deadline.is_none() {
+                    this.deadline = this
+                        .limit
+                        .map(|limit| Box::pin(tokio::time::sleep_until((started + limit).into())));
+                }
                 let expired = this
                     .deadline
                     .as_mut()
