@@ -37,19 +37,13 @@ need_wrk() {
   fi
 }
 
-wait_health() { # url
+# Waits for a 2xx from url, or with `any` for any HTTP answer at all (the bare server has no
+# /health).
+wait_up() { # url [any]
+  local flags=-sf
+  [ "${2:-}" = any ] && flags=-s
   for _ in $(seq 1 500); do
-    curl -sf -o /dev/null "$1" && return 0
-    sleep 0.01
-  done
-  echo "no answer from $1" >&2
-  return 1
-}
-
-# Any HTTP answer at all (the bare server has no /health).
-wait_up() { # url
-  for _ in $(seq 1 500); do
-    curl -s -o /dev/null "$1" && return 0
+    curl "$flags" -o /dev/null "$1" && return 0
     sleep 0.01
   done
   echo "no answer from $1" >&2
@@ -133,8 +127,8 @@ http() {
     local oxp=$!
     OXP_ADDR=127.0.0.1:18081 "$bin/bare" >/dev/null 2>&1 &
     local bare=$!
-    wait_health http://127.0.0.1:18080/health
-    wait_up http://127.0.0.1:18081/tools/call
+    wait_up http://127.0.0.1:18080/health
+    wait_up http://127.0.0.1:18081/tools/call any
     for calls in ${CALLS:-fresh none}; do
       echo "== profile $profile, call_id: $calls"
       local lua=bench/post.lua
@@ -173,8 +167,8 @@ metrics() {
   OXP_ADDR=127.0.0.1:18082 OXP_LOG=warn OXP_METRICS=false "$root/target/release/calculator" >/dev/null 2>&1 &
   local off=$!
   trap 'kill $on $off 2>/dev/null' RETURN
-  wait_health http://127.0.0.1:18080/health
-  wait_health http://127.0.0.1:18082/health
+  wait_up http://127.0.0.1:18080/health
+  wait_up http://127.0.0.1:18082/health
   alternate metrics-on http://127.0.0.1:18080/tools/call metrics-off http://127.0.0.1:18082/tools/call
   # The counters saw the load: the metrics were on, not merely configured.
   curl -sf http://127.0.0.1:18080/metrics | grep '^oxp_calls_total'

@@ -34,36 +34,34 @@ struct Scrape {
 }
 
 impl Scrape {
-    /// The value of the sample `name` whose labels include every pair of `labels` (0 when
-    /// there is none: a series not yet made counts nothing).
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        let found: Vec<f64> = self
-            .samples
+    /// The values of the samples `name` whose labels include every pair of `labels`.
+    fn matching<'a>(
+        &'a self,
+        name: &'a str,
+        labels: &'a [(&str, &str)],
+    ) -> impl Iterator<Item = f64> + 'a {
+        self.samples
             .iter()
-            .filter(|(n, l, _)| {
+            .filter(move |(n, l, _)| {
                 n == name
                     && labels
                         .iter()
                         .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
             })
             .map(|(_, _, v)| *v)
-            .collect();
+    }
+
+    /// The value of the one sample `name` with `labels` (0 when there is none: a series not
+    /// yet made counts nothing).
+    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let found: Vec<f64> = self.matching(name, labels).collect();
         assert!(found.len() <= 1, "{name} {labels:?} matches {found:?}");
         found.first().copied().unwrap_or(0.0)
     }
 
     /// The sum of every sample `name` whose labels include `labels`.
     fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        self.samples
-            .iter()
-            .filter(|(n, l, _)| {
-                n == name
-                    && labels
-                        .iter()
-                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-            })
-            .map(|(_, _, v)| *v)
-            .sum()
+        self.matching(name, labels).sum()
     }
 }
 

@@ -308,32 +308,38 @@ impl Collector for Table {
                 .encode_family(&[("front", front.as_str())])?
                 .encode_gauge(&now)?;
         }
-        let mut refusals = encoder.encode_descriptor(
-            "oxp_refusals",
-            "Requests and calls turned away, by reason",
-            None,
-            MetricType::Counter,
+        counters(
+            &mut encoder,
+            ("oxp_refusals", "Requests and calls turned away, by reason"),
+            "reason",
+            Refusal::ALL.map(|reason| (reason.as_str(), &self.refusals[reason as usize])),
         )?;
-        for reason in Refusal::ALL {
-            let count = self.refusals[reason as usize].sum();
-            refusals
-                .encode_family(&[("reason", reason.as_str())])?
-                .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
-        }
-        let mut idempotency = encoder.encode_descriptor(
-            "oxp_idempotency",
-            "Calls with a call_id, by how the idempotency store answered them",
-            None,
-            MetricType::Counter,
-        )?;
-        for reuse in Reuse::ALL {
-            let count = self.idempotency[reuse as usize].sum();
-            idempotency
-                .encode_family(&[("result", reuse.as_str())])?
-                .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
-        }
-        Ok(())
+        counters(
+            &mut encoder,
+            (
+                "oxp_idempotency",
+                "Calls with a call_id, by how the idempotency store answered them",
+            ),
+            "result",
+            Reuse::ALL.map(|reuse| (reuse.as_str(), &self.idempotency[reuse as usize])),
+        )
     }
+}
+
+/// A counter family with one label, a series per value.
+fn counters<const N: usize>(
+    encoder: &mut DescriptorEncoder,
+    (name, help): (&str, &str),
+    label: &str,
+    series: [(&str, &Striped); N],
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (value, count) in series {
+        family
+            .encode_family(&[(label, value)])?
+            .encode_counter::<NoLabelSet, _, u64>(&count.sum(), None)?;
+    }
+    Ok(())
 }
 
 /// The metrics of one pipeline and the fronts over it. Cheap to clone.

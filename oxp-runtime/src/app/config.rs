@@ -261,20 +261,11 @@ impl ServerConfig {
                 });
             }
         };
-        let playground = match get("OXP_PLAYGROUND").as_deref() {
-            None => addr.ip().is_loopback(),
-            Some("0" | "false" | "off") => false,
-            Some("1" | "true" | "on") => true,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "OXP_PLAYGROUND",
-                    problem: format!("`{other}` is not true or false"),
-                });
-            }
-        };
-        let switch = |variable: &'static str| -> Result<bool, ConfigError> {
+        // A switch, `default` when unset.
+        let switch = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
             match get(variable).as_deref() {
-                None | Some("0" | "false" | "off") => Ok(false),
+                None => Ok(default),
+                Some("0" | "false" | "off") => Ok(false),
                 Some("1" | "true" | "on") => Ok(true),
                 Some(other) => Err(ConfigError {
                     variable,
@@ -282,6 +273,7 @@ impl ServerConfig {
                 }),
             }
         };
+        let playground = switch("OXP_PLAYGROUND", addr.ip().is_loopback())?;
         // Every number has a range: a value past it is a mistake to report, never a panic
         // deep in the runtime (a semaphore's permit count, a timer's deadline) or a silent cap.
         let bounded =
@@ -300,7 +292,7 @@ impl ServerConfig {
             Ok(bounded(variable, min, MAX_MS)?.map(Duration::from_millis))
         };
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        let langchain_compat = switch("OXP_LANGCHAIN_COMPAT")?;
+        let langchain_compat = switch("OXP_LANGCHAIN_COMPAT", false)?;
         let max_body_bytes =
             bounded("OXP_MAX_BODY_BYTES", 1, 1 << 40)?.map_or(DEFAULT_MAX_BODY_BYTES, size);
         let idempotency_ttl = match millis("OXP_IDEMPOTENCY_TTL_MS", 0)? {
@@ -329,16 +321,7 @@ impl ServerConfig {
         if let Some(bytes) = bounded("OXP_MAX_HEADER_BYTES", 8 * 1024, 16 * 1024 * 1024)? {
             connections.max_header_bytes = size(bytes);
         }
-        let metrics = match get("OXP_METRICS").as_deref() {
-            None | Some("1" | "true" | "on") => true,
-            Some("0" | "false" | "off") => false,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "OXP_METRICS",
-                    problem: format!("`{other}` is not true or false"),
-                });
-            }
-        };
+        let metrics = switch("OXP_METRICS", true)?;
         let metrics_addr = match get("OXP_METRICS_ADDR") {
             None => None,
             Some(_) if !metrics => {
@@ -388,7 +371,7 @@ impl ServerConfig {
             allowed_origins: list("OXP_ALLOWED_ORIGINS"),
             allowed_hosts: list("OXP_ALLOWED_HOSTS"),
             connections,
-            mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT")?,
+            mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
             mcp_sessions: (
                 bounded("OXP_MCP_MAX_SESSIONS", 1, 10_000_000)?.map_or(1_000, size),
                 millis("OXP_MCP_SESSION_IDLE_MS", 1)?.unwrap_or(Duration::from_secs(300)),

@@ -63,6 +63,7 @@ impl ServerAuth {
     /// ```
     #[must_use]
     pub fn jwt_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        // Before any token is checked: a `Jwt` exists only through here.
         super::hs256::install();
         let audiences = self.jwt.take().map(|j| j.audiences).unwrap_or_default();
         self.jwt = Some(Jwt {
@@ -200,7 +201,6 @@ impl ServerAuth {
 
 impl Jwt {
     fn verify(&self, token: &str) -> Result<Principal, AuthError> {
-        super::hs256::install();
         // HS256 only: `none`, RS* and ES* are refused by the algorithm list (§3.32).
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = LEEWAY_SECONDS;
