@@ -391,6 +391,15 @@ async fn metrics_sit_behind_the_servers_authentication_and_count_its_refusals() 
         "no token in metrics"
     );
     assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+    // Hostile: a page of another origin cannot read them, key or not (the guard's 403).
+    let foreign = oxp
+        .request(reqwest::Method::GET, "/metrics")
+        .bearer_auth(API_KEY)
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
     if let Some(scrape) = parse(&text) {
         assert_eq!(
             scrape.value("oxp_refusals_total", &[("reason", "auth")]),

@@ -252,6 +252,21 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     /// The pipeline calls this one. Its default tells a fresh run by whether `run` was polled
     /// and a conflict by its `400`, and calls every other answer replayed; a store that can
     /// tell a replay from a wait for a run in flight says so by overriding it.
+    ///
+    /// ```
+    /// use futures_util::FutureExt;
+    /// use oxp_runtime::call::CallOutcome;
+    /// use oxp_runtime::idempotency::{Fingerprint, IdempotencyKey, IdempotencyStore, InMemoryIdempotency, Reuse};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = InMemoryIdempotency::default();
+    /// let key = || IdempotencyKey::new("anonymous", None, "c1");
+    /// let fingerprint = Fingerprint::of("Bell.Ring@1.0.0", &serde_json::json!({}), &[]);
+    /// let run = || async { CallOutcome::unavailable("a stand-in answer") }.boxed();
+    /// let (_, first) = store.once_reporting(key(), fingerprint, run()).await;
+    /// assert_eq!(first, Reuse::Fresh);
+    /// # });
+    /// ```
     fn once_reporting<'a>(
         &'a self,
         key: IdempotencyKey,
@@ -279,6 +294,11 @@ pub trait IdempotencyStore: Send + Sync + 'static {
 
     /// How much the store keeps, if it knows cheaply (for the metrics, read at each scrape);
     /// `None` by default.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::{IdempotencyStore, InMemoryIdempotency};
+    /// assert_eq!(InMemoryIdempotency::default().size().unwrap().entries, 0);
+    /// ```
     fn size(&self) -> Option<StoreSize> {
         None
     }
