@@ -616,6 +616,12 @@ async fn duplicate_json_keys_are_refused() {
         r#"{"tool_id": "Calculator.Add", "tool_id": "Once.Record", "input": {"ms": 0}, "call_id": "dup-1"}"#,
         r#"{"$schema": "urn:oxp:1.0", "request": {"tool_id": "Calculator.Add", "call_id": "dup-1", "input": {"a": 1, "b": 2, "a": 5}}}"#,
         r#"{"request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}, "context": {"user_id": "a", "user_id": "b"}}}"#,
+        // The envelope's own keys, ones OXP does not define, and deep in the input.
+        r#"{"$schema": "urn:oxp:1.0", "$schema": "urn:oxp:1.0", "request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}}}"#,
+        r#"{"note": 1, "request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}}, "note": 2}"#,
+        r#"{"request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0, "tags": [{"k": 1, "k": 2}]}}}"#,
+        r#"{"request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}, "context": {"secrets": [{"id": "A", "value": "x", "id": "B"}]}}}"#,
+        r#"{"request": {"tool_id": "Once.Record", "call_id": "dup-1", "input": {"ms": 0}, "context": {"extra": 1, "extra": 2}}}"#,
     ] {
         let reply = oxp
             .call_with(

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::error::ToolError;
 
+pub(crate) mod unique;
+
 /// A string that must never be logged: its `Debug` prints `"<redacted>"`.
 ///
 /// Serialization still carries the real value, because the wire needs it.
@@ -185,6 +187,9 @@ pub struct SecretRequirement {
 /// ).unwrap();
 /// assert_eq!(req.tool_id, "Calculator.Add");
 /// assert!(serde_json::from_str::<CallToolRequest>(r#"{"tool_id": "A.B", "foo": 1}"#).is_err());
+/// // A key twice is refused, never read as one of its values.
+/// assert!(serde_json::from_str::<CallToolRequest>(r#"{"tool_id": "A.B", "tool_id": "A.C"}"#).is_err());
+/// assert!(serde_json::from_str::<CallToolRequest>(r#"{"tool_id": "A.B", "input": {"a": 1, "a": 2}}"#).is_err());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,11 +203,12 @@ pub struct CallToolRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
     /// The tool's input object; absent means `{}`. Kept as any JSON value (an explicit `null`
-    /// included) so that a non-object input is answered `422` by validation, not `400` by parsing.
+    /// included) so that a non-object input is answered `422` by validation, not `400` by parsing;
+    /// an object in it with a key twice is refused, not read as its last value.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
+        deserialize_with = "unique::present"
     )]
     pub input: Option<Value>,
     /// Secrets, tokens and the user id the tool requires.

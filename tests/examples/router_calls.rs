@@ -5,15 +5,24 @@
 //! bench/run.sh instructions      # oxp vs bare, by difference of two run lengths
 //! ```
 //!
-//! `router_calls oxp|bare [calls]`: the same `Calculator.Add` call `calls` times through the OXP
-//! server's router or the bare handler of the load benchmark, with the same log subscriber as
-//! `serve()` at `warn`, and the time per call on stderr.
+//! `router_calls oxp|oxp-id|bare [calls]`: the same `Calculator.Add` call `calls` times through
+//! the OXP server's router (`oxp-id`: each call with a fresh `call_id`, as real clients send) or
+//! the bare handler of the load benchmark, with the same log subscriber as `serve()` at `warn`,
+//! and the time per call on stderr.
 
 #[path = "../harness/router.rs"]
 mod router;
 
 const ADD: &[u8] =
     br#"{"$schema":"urn:oxp:1.0","request":{"tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
+
+/// The same call with a `call_id` no earlier call used.
+fn with_call_id(n: u64) -> Vec<u8> {
+    format!(
+        r#"{{"$schema":"urn:oxp:1.0","request":{{"tool_id":"Calculator.Add@1.0.0","call_id":"bench-{n}","input":{{"a":10,"b":5}}}}}}"#
+    )
+    .into_bytes()
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -26,7 +35,7 @@ fn main() {
         .init();
     let router = match which.as_str() {
         "bare" => bare::router(),
-        "oxp" => router::oxp_router(),
+        "oxp" | "oxp-id" => router::oxp_router(),
         other => panic!("oxp or bare, not {other}"),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -35,8 +44,13 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let started = std::time::Instant::now();
-        for _ in 0..calls {
-            std::hint::black_box(router::post_call(&router, ADD).await);
+        for n in 0..calls {
+            let answer = if which == "oxp-id" {
+                router::post_call(&router, with_call_id(n)).await
+            } else {
+                router::post_call(&router, ADD).await
+            };
+            std::hint::black_box(answer);
         }
         let per_call = started.elapsed().as_nanos() as f64 / calls as f64;
         eprintln!("{which}: {calls} calls, {per_call:.0} ns per call");

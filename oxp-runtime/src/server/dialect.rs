@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, HeaderName};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::protocol::unique::{DUPLICATE_KEY, Unique, is_duplicate_key};
 use crate::protocol::{CallToolRequest, ServerErrorResponse};
 
 /// The `$schema` a response carries when the request did not say.
@@ -126,13 +127,68 @@ fn check_schema_str(schema: &str) -> Result<(), ServerErrorResponse> {
     }
 }
 
-/// The envelope, read straight into its types: the fast path for well-formed calls. Anything
-/// it cannot read goes the slow way, through a `Value`, which finds the exact error to report.
-#[derive(Deserialize)]
+/// The envelope, read straight into its types in one pass: the fast path for well-formed calls.
+/// Every object in it is read with a repeated key refused — the envelope's own keys here, the
+/// request's fields by serde's derive, `input` by [`Unique`] — except `context`, whose open
+/// objects serde's `flatten` reads keeping the last of two keys (see [`read_typed`]).
 struct Envelope<'a> {
-    #[serde(rename = "$schema", default, borrow)]
     schema: Option<Cow<'a, str>>,
     request: CallToolRequest,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Envelope<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the OXP envelope, {\"request\": {…}}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Envelope<'de>, A::Error> {
+                let (mut schema, mut request) = (None, None);
+                let mut seen: Vec<Cow<'de, str>> = Vec::new();
+                while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                    if seen.contains(&key) {
+                        return Err(serde::de::Error::custom(DUPLICATE_KEY));
+                    }
+                    match &*key {
+                        "$schema" => schema = map.next_value::<Option<Key<'de>>>()?.map(|k| k.0),
+                        "request" => request = Some(map.next_value::<CallToolRequest>()?),
+                        // Keys OXP does not define are let be, once each.
+                        _ => drop(map.next_value::<Unique>()?),
+                    }
+                    seen.push(key);
+                }
+                let request = request.ok_or_else(|| serde::de::Error::missing_field("request"))?;
+                Ok(Envelope { schema, request })
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// A well-formed call, read in one pass; `None` for the slow way to say what is wrong.
+fn read_typed(body: &[u8]) -> Option<(Dialect, CallToolRequest)> {
+    let (dialect, request) = if let Ok(envelope) = serde_json::from_slice::<Envelope>(body) {
+        if let Some(schema) = &envelope.schema {
+            check_schema_str(schema).ok()?;
+        }
+        (Dialect::Envelope(echo(envelope.schema)), envelope.request)
+    } else {
+        (
+            Dialect::Bare,
+            serde_json::from_slice::<CallToolRequest>(body).ok()?,
+        )
+    };
+    // A context's open objects are read by serde's `flatten`, which keeps the last of two
+    // keys: a call that carries one is checked whole (its secrets cost a second reading).
+    if request.context.is_some() && serde_json::from_slice::<Unique>(body).is_err() {
+        return None;
+    }
+    Some((dialect, request))
 }
 
 fn echo(schema: Option<Cow<'_, str>>) -> Cow<'static, str> {
@@ -161,30 +217,30 @@ pub(crate) fn read_call(
             "POST /tools/call takes {\"request\": {\"tool_id\": …}} or a bare CallToolRequest",
         ));
     }
-    // serde_json's recursion limit (128) turns absurd nesting into an error, not a crash.
-    if serde_json::from_slice::<NoDuplicates>(body).is_err()
-        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
-    {
+    if !lenient {
+        if let Some(read) = read_typed(body) {
+            return Ok(read);
+        }
+    }
+    // The slow way, which finds the exact error to report. serde_json's recursion limit (128)
+    // turns absurd nesting into an error, not a crash.
+    let value = match serde_json::from_slice::<Unique>(body) {
+        Ok(Unique(value)) => value,
         // Which of two values counts is a parser's choice, and a proxy that checked one of
         // them may not be the parser that runs the other: refused, never picked from.
-        return Err(bad_request(
-            "The request body has a key twice in one object.",
-            "every key of a JSON object must be unique (RFC 8259 §4 says SHOULD; this server says MUST)",
-        ));
-    }
-    if !lenient {
-        if let Ok(envelope) = serde_json::from_slice::<Envelope>(body) {
-            if let Some(schema) = &envelope.schema {
-                check_schema_str(schema)?;
-            }
-            return Ok((Dialect::Envelope(echo(envelope.schema)), envelope.request));
+        Err(e) if is_duplicate_key(&e) => {
+            return Err(bad_request(
+                "The request body has a key twice in one object.",
+                "every key of a JSON object must be unique (RFC 8259 §4 says SHOULD; this server says MUST)",
+            ));
         }
-        if let Ok(request) = serde_json::from_slice::<CallToolRequest>(body) {
-            return Ok((Dialect::Bare, request));
+        Err(e) => {
+            return Err(bad_request(
+                "The request body is not valid JSON.",
+                describe(&e),
+            ));
         }
-    }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| bad_request("The request body is not valid JSON.", describe(&e)))?;
+    };
     let Value::Object(mut body) = value else {
         return Err(bad_request(
             "The request body must be a JSON object.",
@@ -234,61 +290,6 @@ fn describe(error: &serde_json::Error) -> String {
         line => format!(" at line {line} column {}", error.column()),
     };
     format!("a value has the wrong type or form{at} (see the CallToolRequest schema)")
-}
-
-/// Reads any JSON and fails on an object with a key twice (serde_json keeps the last).
-struct NoDuplicates;
-
-impl<'de> Deserialize<'de> for NoDuplicates {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(NoDuplicates)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for NoDuplicates {
-    type Value = NoDuplicates;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
-        Ok(self)
-    }
-    fn visit_unit<E>(self) -> Result<Self, E> {
-        Ok(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
-        while items.next_element::<NoDuplicates>()?.is_some() {}
-        Ok(self)
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
-        let mut seen: Vec<Cow<'de, str>> = Vec::new();
-        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            if seen.contains(&key) {
-                return Err(serde::de::Error::custom(
-                    "a key appears twice in one object",
-                ));
-            }
-            seen.push(key);
-            map.next_value::<NoDuplicates>()?;
-        }
-        Ok(self)
-    }
 }
 
 /// An object key, borrowed from the body when it has no escapes.
