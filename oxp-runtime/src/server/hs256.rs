@@ -3,7 +3,7 @@
 //! feature brings all of them, some 25 crates). Parsing, claims and their validation stay
 //! `jsonwebtoken`'s.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{ErrorKind, Result};
 use jsonwebtoken::signature::{self, Signer, Verifier};
