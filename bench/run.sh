@@ -14,8 +14,9 @@
 #                          release profile, fresh call_ids): what the accept loop costs
 #   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
 #                          process start → /health 200, idle RSS, and RSS once every tool was called
-#   bench/run.sh compile   a crate with 100 #[tool] fns vs the same fns without the attribute:
-#                          clean build and rebuild after editing one body (dev profile)
+#   bench/run.sh compile   a crate of 100 #[tool] fns vs the same fns under rmcp's #[tool_router]
+#                          and as plain fns: packages, full clean build, crate-only build, rebuild
+#                          after editing one body and after a touch (cargo's dev profile)
 #   bench/run.sh instructions  the same call through oxp's router and the bare handler, in process,
 #                          under callgrind: instructions per call (repeatable, unlike time)
 #   bench/run.sh all
@@ -192,10 +193,24 @@ instructions() {
   done
 }
 
-# A crate with N tools (or N plain fns when $2 = plain), in target/bench/gen-<kind>-<n>.
+# A crate with N tools in target/bench/gen-<kind>-<n>, the same N `add` fns three ways:
+#   tools  `#[tool]` fns served by `oxp_runtime::serve()`
+#   rmcp   rmcp's `#[tool_router]` over the same fns (a parameter struct each, as rmcp asks)
+#   plain  plain async fns dispatched by hand from JSON (serde_json and tokio, nothing else)
+# The release profile is the README's, for the `startup` bench; `compile` builds the dev profile.
 generate() { # n kind
   local n=$1 kind=$2 dir=$work/gen-$2-$1
   mkdir -p "$dir/src"
+  local deps
+  case $kind in
+    tools) deps="oxp-runtime = { path = \"$root/oxp-runtime\" }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
+    rmcp) deps="rmcp = { version = \"3.11\", features = [\"server\", \"macros\", \"transport-io\"] }
+serde = { version = \"1\", features = [\"derive\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\", \"io-std\"] }" ;;
+    plain) deps="serde_json = \"1\"
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
+  esac
   cat > "$dir/Cargo.toml" <<TOML
 [package]
 name = "gen_${kind}_${n}"
@@ -204,8 +219,7 @@ edition = "2021"
 publish = false
 
 [dependencies]
-oxp-runtime = { path = "$root/oxp-runtime" }
-tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+$deps
 
 [workspace]
 
@@ -215,24 +229,54 @@ lto = "fat"
 codegen-units = 1
 TOML
   {
-    [ "$kind" = tools ] && echo "use oxp_runtime::tool;"
-    for i in $(seq 1 "$n"); do
-      echo "/// Tool number $i: add two numbers and an offset."
-      if [ "$kind" = tools ]; then
-        echo "#[tool(toolkit = \"Gen\", version = \"1.0.0\")]"
-        echo "pub async fn add_$i(/// The first addend.
+    case $kind in
+      tools)
+        echo "use oxp_runtime::tool;"
+        for i in $(seq 1 "$n"); do
+          echo "/// Tool number $i: add two numbers and an offset."
+          echo "#[tool(toolkit = \"Gen\", version = \"1.0.0\")]"
+          echo "pub async fn add_$i(/// The first addend.
  a: i64, /// The second addend.
  b: i64, /// A label.
  label: Option<String>) -> i64 { let _ = label; a + b + $i }"
-      else
-        echo "pub async fn add_$i(a: i64, b: i64, label: Option<String>) -> i64 { let _ = label; a + b + $i }"
-      fi
-    done
-    # Both serve: the only difference is the attribute (so both link the same runtime).
-    echo "#[tokio::main] async fn main() {"
-    [ "$kind" = tools ] || for i in $(seq 1 "$n"); do echo "let _ = add_$i(1, 2, None).await;"; done
-    echo "oxp_runtime::serve().await"
-    echo "}"
+        done
+        echo "#[tokio::main] async fn main() { oxp_runtime::serve().await }"
+        ;;
+      rmcp)
+        echo "use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};"
+        echo "use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler, ServiceExt};"
+        for i in $(seq 1 "$n"); do
+          echo "#[derive(serde::Deserialize, schemars::JsonSchema)]"
+          echo "pub struct Add${i}Request { /// The first addend.
+ a: i64, /// The second addend.
+ b: i64, /// A label.
+ label: Option<String> }"
+        done
+        echo "#[derive(Clone)] #[allow(dead_code)] pub struct Gen { tool_router: ToolRouter<Self> }"
+        echo "#[tool_router] impl Gen {"
+        echo "fn new() -> Self { Self { tool_router: Self::tool_router() } }"
+        for i in $(seq 1 "$n"); do
+          echo "/// Tool number $i: add two numbers and an offset."
+          echo "#[tool] async fn add_$i(&self, Parameters(Add${i}Request { a, b, label }): Parameters<Add${i}Request>) -> String { let _ = label; (a + b + $i).to_string() }"
+        done
+        echo "}"
+        echo "#[tool_handler] impl ServerHandler for Gen {}"
+        echo "#[tokio::main] async fn main() { let server = Gen::new().serve(rmcp::transport::stdio()).await.unwrap(); server.waiting().await.unwrap(); }"
+        ;;
+      plain)
+        for i in $(seq 1 "$n"); do
+          echo "/// Tool number $i: add two numbers and an offset."
+          echo "pub async fn add_$i(a: i64, b: i64, label: Option<String>) -> i64 { let _ = label; a + b + $i }"
+        done
+        echo "async fn dispatch(name: &str, args: &serde_json::Value) -> Option<serde_json::Value> {"
+        echo "let (a, b) = (args[\"a\"].as_i64()?, args[\"b\"].as_i64()?);"
+        echo "let label = args[\"label\"].as_str().map(str::to_owned);"
+        echo "Some(match name {"
+        for i in $(seq 1 "$n"); do echo "\"add_$i\" => add_$i(a, b, label).await.into(),"; done
+        echo "_ => return None, }) }"
+        echo "#[tokio::main] async fn main() { let mut args = std::env::args().skip(1); let name = args.next().unwrap_or_default(); let input = serde_json::from_str(&args.next().unwrap_or_default()).unwrap_or_default(); println!(\"{:?}\", dispatch(&name, &input).await); }"
+        ;;
+    esac
   } > "$dir/src/main.rs"
   echo "$dir"
 }
@@ -270,22 +314,58 @@ startup() {
   done
 }
 
+# What a user's build costs: the crate of 100 tools three ways (see `generate`: `#[tool]` with
+# serve(), rmcp's `#[tool_router]`, plain fns), cargo's default dev profile, each kind in a target
+# directory of its own. Per kind: packages in its Cargo.lock; a full clean build, dependencies
+# included (median of FULL_ROUNDS, default 1: minutes each); the crate alone after
+# `cargo clean -p`; the rebuild after editing one tool's body and after touching the file
+# (medians of 3). Kinds alternate within each round, so a machine that speeds up or slows down
+# favours none.
 compile() {
-  for kind in plain tools; do
-    local dir
-    dir=$(generate 100 "$kind")
-    # Dependencies first, so the timings are the user's crate alone.
-    (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q 2>/dev/null || true)
-    touch "$dir/src/main.rs"
-    (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo clean -q -p "gen_${kind}_100")
+  local kinds=${KINDS:-plain rmcp tools}
+  for kind in $kinds; do
+    generate 100 "$kind" >/dev/null
+    (cd "$work/gen-$kind-100" && cargo generate-lockfile -q && cargo fetch -q)
+  done
+  elapsed() { # command… → milliseconds
     local s e
-    s=$(date +%s%N); (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q); e=$(date +%s%N)
-    local clean=$(((e - s) / 1000000))
-    sed -i 's/a + b + 50 }/a + b + 50 + 1 }/' "$dir/src/main.rs"
-    s=$(date +%s%N); (cd "$dir" && CARGO_TARGET_DIR=$work/target cargo build -q); e=$(date +%s%N)
-    local rebuild=$(((e - s) / 1000000))
-    sed -i 's/a + b + 50 + 1 }/a + b + 50 }/' "$dir/src/main.rs"
-    printf '100 %-6s fns: clean build of the crate %6d ms, rebuild after editing one body %6d ms\n' "$kind" "$clean" "$rebuild"
+    s=$(date +%s%N)
+    "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; return 1; }
+    e=$(date +%s%N)
+    echo $(((e - s) / 1000000))
+  }
+  build() { (cd "$work/gen-$1-100" && CARGO_TARGET_DIR=$work/compile-$1 cargo build -q); }
+  median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+  declare -A full=() crate=() edit=() touched=()
+  for _ in $(seq 1 "${FULL_ROUNDS:-1}"); do
+    for kind in $kinds; do
+      rm -rf "$work/compile-$kind"
+      full[$kind]+=" $(elapsed build "$kind")"
+    done
+  done
+  for _ in 1 2 3; do
+    for kind in $kinds; do
+      local dir=$work/gen-$kind-100
+      (cd "$dir" && CARGO_TARGET_DIR=$work/compile-$kind cargo clean -q -p "gen_${kind}_100")
+      crate[$kind]+=" $(elapsed build "$kind")"
+      # One constant in tool 50's body, changed and then changed back on the next round.
+      if grep -q 'a + b + 50 + 1' "$dir/src/main.rs"; then
+        sed -i 's/a + b + 50 + 1/a + b + 50/' "$dir/src/main.rs"
+      else
+        sed -i 's/a + b + 50\([ )]\)/a + b + 50 + 1\1/' "$dir/src/main.rs"
+      fi
+      edit[$kind]+=" $(elapsed build "$kind")"
+      touch "$dir/src/main.rs"
+      touched[$kind]+=" $(elapsed build "$kind")"
+    done
+  done
+  printf '%-6s %9s %14s %14s %14s %14s\n' kind packages full_build_ms crate_only_ms edit_one_ms touch_ms
+  for kind in $kinds; do
+    local dir=$work/gen-$kind-100
+    sed -i 's/a + b + 50 + 1/a + b + 50/' "$dir/src/main.rs"
+    printf '%-6s %9s %14s %14s %14s %14s\n' "$kind" "$(grep -c '^name = ' "$dir/Cargo.lock")" \
+      "$(echo "${full[$kind]}" | median)" "$(echo "${crate[$kind]}" | median)" \
+      "$(echo "${edit[$kind]}" | median)" "$(echo "${touched[$kind]}" | median)"
   done
 }
 

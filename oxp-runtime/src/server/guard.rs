@@ -4,6 +4,7 @@
 //! read; a streamed one is cut off at the cap) and given a deadline; and `OXP-Version` on every
 //! answer, axum's own rejections included.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,13 +12,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header::{CONTENT_LENGTH, HOST, ORIGIN};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use http_body::Frame;
 use http_body_util::{LengthLimitError, Limited};
+use tower_service::Service;
 
 use super::AppState;
 use super::dialect::{OXP_VERSION, OXP_VERSION_HEADER};
@@ -98,39 +99,109 @@ fn host_name(host: &str) -> &str {
     host.rsplit_once(':').map_or(host, |(name, _)| name)
 }
 
-/// The guard itself, as an axum middleware over the whole router.
-pub(crate) async fn guard(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let mut response = match refusal(&state, &request) {
-        None => {
-            let (limit, deadline) = (state.max_body_bytes, state.body_timeout);
-            let budget = request.extensions().get::<Arc<BodyBudget>>().cloned();
-            let request = request
-                .map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline, budget)));
-            next.run(request).await
-        }
-        Some(response) => response,
-    };
-    if let Some(metrics) = state.pipeline.metrics_handle() {
-        // Whichever layer turned the request away (this guard, authentication, a handler
-        // reading the body, a nested front), its status says why.
-        let reason = match response.status() {
-            StatusCode::UNAUTHORIZED => Some(crate::metrics::Refusal::Auth),
-            StatusCode::FORBIDDEN => Some(crate::metrics::Refusal::Origin),
-            StatusCode::PAYLOAD_TOO_LARGE => Some(crate::metrics::Refusal::BodySize),
-            _ => None,
-        };
-        if let Some(reason) = reason {
-            metrics.refused(reason);
+/// The guard, as a layer over the whole router. Written out rather than made with axum's
+/// `middleware::from_fn`, which boxes every request's future and clones the router behind it:
+/// every call passes here.
+#[derive(Clone)]
+pub(crate) struct GuardLayer(pub(crate) Arc<AppState>);
+
+impl<S> tower_layer::Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+
+    fn layer(&self, inner: S) -> Guard<S> {
+        Guard {
+            inner,
+            state: self.0.clone(),
         }
     }
-    response
-        .headers_mut()
-        .insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
-    response
+}
+
+#[derive(Clone)]
+pub(crate) struct Guard<S> {
+    inner: S,
+    state: Arc<AppState>,
+}
+
+impl<S> Service<Request> for Guard<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Guarded<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let state = self.state.clone();
+        let stage = match refusal(&state, &request) {
+            None => {
+                let (limit, deadline) = (state.max_body_bytes, state.body_timeout);
+                let budget = request.extensions().get::<Arc<BodyBudget>>().cloned();
+                let request = request
+                    .map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline, budget)));
+                Stage::Passed {
+                    future: self.inner.call(request),
+                }
+            }
+            Some(response) => Stage::Refused {
+                response: Some(response),
+            },
+        };
+        Guarded { stage, state }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request past the guard, or the answer it was turned away with.
+    pub(crate) struct Guarded<F> {
+        #[pin]
+        stage: Stage<F>,
+        state: Arc<AppState>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StageProjection]
+    enum Stage<F> {
+        Passed { #[pin] future: F },
+        Refused { response: Option<Response> },
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for Guarded<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut response = match this.stage.project() {
+            StageProjection::Passed { future } => match std::task::ready!(future.poll(cx)) {
+                Ok(response) => response,
+            },
+            StageProjection::Refused { response } => response
+                .take()
+                .expect("a guarded request polled after it was answered"),
+        };
+        if let Some(metrics) = this.state.pipeline.metrics_handle() {
+            // Whichever layer turned the request away (this guard, authentication, a handler
+            // reading the body, a nested front), its status says why.
+            let reason = match response.status() {
+                StatusCode::UNAUTHORIZED => Some(crate::metrics::Refusal::Auth),
+                StatusCode::FORBIDDEN => Some(crate::metrics::Refusal::Origin),
+                StatusCode::PAYLOAD_TOO_LARGE => Some(crate::metrics::Refusal::BodySize),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                metrics.refused(reason);
+            }
+        }
+        response
+            .headers_mut()
+            .insert(OXP_VERSION_HEADER, HeaderValue::from_static(OXP_VERSION));
+        Poll::Ready(Ok(response))
+    }
 }
 
 /// The answer to a request turned away at the door, if it is.

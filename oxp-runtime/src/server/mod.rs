@@ -573,7 +573,7 @@ impl Server {
         };
         open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
-            .layer(middleware::from_fn_with_state(state.clone(), guard::guard))
+            .layer(guard::GuardLayer(state.clone()))
             .with_state(state)
     }
 }
