@@ -12,7 +12,7 @@
 //! One outcome is not kept: a tool failure with `can_retry: true` (a timeout, say). The tool asked
 //! to be tried again, so the retry runs it again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque, hash_map};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -148,8 +148,12 @@ impl fmt::Debug for Fingerprint {
 
 /// Length-prefixed, so that no two sequences of strings hash alike.
 fn write_str(hasher: &mut Sha256, s: &str) {
-    hasher.update((s.len() as u64).to_le_bytes());
-    hasher.update(s.as_bytes());
+    write_bytes(hasher, s.as_bytes());
+}
+
+fn write_bytes(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_le_bytes());
+    hasher.update(bytes);
 }
 
 /// A canonical walk: a tag per kind, numbers as JSON writes them, object keys sorted.
@@ -159,7 +163,17 @@ fn write_value(hasher: &mut Sha256, value: &Value) {
         Value::Bool(b) => hasher.update([1, u8::from(*b)]),
         Value::Number(n) => {
             hasher.update([2]);
-            write_str(hasher, &n.to_string());
+            // As JSON writes it, on the stack: 32 bytes hold any u64, i64 or f64 (ryu's longest
+            // is 24); a longer form (serde_json's arbitrary_precision) takes a String.
+            let mut text = [0u8; 32];
+            let mut rest = &mut text[..];
+            match std::io::Write::write_fmt(&mut rest, format_args!("{n}")) {
+                Ok(()) => {
+                    let len = 32 - rest.len();
+                    write_bytes(hasher, &text[..len]);
+                }
+                Err(_) => write_str(hasher, &n.to_string()),
+            }
         }
         Value::String(s) => {
             hasher.update([3]);
@@ -657,12 +671,14 @@ impl State {
         let Some((_, key, generation)) = self.finished.pop_front() else {
             return;
         };
-        if let Some(entry) = self.entries.get(&key) {
+        // One lookup (the key hashed once), not a `get` and then a `remove`: every call with
+        // a fresh call_id evicts an answer once the store is full.
+        if let hash_map::Entry::Occupied(entry) = self.entries.entry(key) {
             if let (true, Answer::Done { bytes, .. }) =
-                (entry.generation == generation, &entry.answer)
+                (entry.get().generation == generation, &entry.get().answer)
             {
                 self.finished_bytes -= bytes;
-                self.entries.remove(&key);
+                entry.remove();
             }
         }
     }
@@ -774,36 +790,39 @@ impl IdempotencyStore for InMemoryIdempotency {
     ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
         let mut state = self.inner.lock();
         state.expire(Instant::now());
-        if let Some(entry) = state.entries.get_mut(&key) {
-            if entry.fingerprint != fingerprint {
-                return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
-            }
-            return match &mut entry.answer {
-                Answer::Done { outcome, .. } => {
-                    future::ready((outcome.clone(), Reuse::Replayed)).boxed()
-                }
-                Answer::Running(pending) => pending
-                    .get_or_insert_with(Arc::default)
-                    .clone()
-                    .outcome()
-                    .map(|o| (o, Reuse::Waited))
-                    .boxed(),
-            };
-        }
-        // The first call with this key drives its run itself; were it dropped mid-run (its
-        // client hung up), the run goes on in a task of its own, so it still ends and is
-        // recorded, and a retry gets its answer.
         let generation = state.next_generation;
-        state.next_generation += 1;
         let key = Arc::new(key);
-        state.entries.insert(
-            key.clone(),
-            Entry {
-                fingerprint,
-                generation,
-                answer: Answer::Running(None),
-            },
-        );
+        // One lookup (the key hashed once) whether the key is new or known.
+        match state.entries.entry(Arc::clone(&key)) {
+            hash_map::Entry::Occupied(mut known) => {
+                let entry = known.get_mut();
+                if entry.fingerprint != fingerprint {
+                    return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
+                }
+                return match &mut entry.answer {
+                    Answer::Done { outcome, .. } => {
+                        future::ready((outcome.clone(), Reuse::Replayed)).boxed()
+                    }
+                    Answer::Running(pending) => pending
+                        .get_or_insert_with(Arc::default)
+                        .clone()
+                        .outcome()
+                        .map(|o| (o, Reuse::Waited))
+                        .boxed(),
+                };
+            }
+            // The first call with this key drives its run itself; were it dropped mid-run (its
+            // client hung up), the run goes on in a task of its own, so it still ends and is
+            // recorded, and a retry gets its answer.
+            hash_map::Entry::Vacant(new) => {
+                new.insert(Entry {
+                    fingerprint,
+                    generation,
+                    answer: Answer::Running(None),
+                });
+            }
+        }
+        state.next_generation += 1;
         drop(state);
         Box::pin(Leader {
             run: Some(run),
