@@ -17,8 +17,9 @@
 #   bench/run.sh compile   a crate of 100 #[tool] fns vs the same fns under rmcp's #[tool_router]
 #                          and as plain fns: packages, full clean build, crate-only build, rebuild
 #                          after editing one body and after a touch (cargo's dev profile)
-#   bench/run.sh instructions  the same call through oxp's router and the bare handler, in process,
-#                          under callgrind: instructions per call (repeatable, unlike time)
+#   bench/run.sh instructions  the same call through oxp's router (with a fresh call_id and without)
+#                          and the bare handler, in process, under callgrind: instructions per
+#                          call (repeatable, unlike time)
 #   bench/run.sh all
 #
 # In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
@@ -182,14 +183,19 @@ instructions() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null 2>&1 ||
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
   }
-  cargo build --release -q -p oxp-tests --example router_calls
-  local bin=$root/target/release/examples/router_calls
+  # Cargo's default release profile, as `http` builds its first row with.
+  local dir=$work/profile-default
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo build --release -q -p oxp-tests --example router_calls --target-dir "$dir"
+  local bin=$dir/release/examples/router_calls
   refs() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 | awk '/refs/ { gsub(",", "", $4); print $4 }'; }
-  for which in oxp bare; do
+  # oxp-id: a fresh call_id per call. Valgrind runs SHA-256 without the CPU's SHA extensions,
+  # so the fingerprint counts some 7k instructions more here than it costs on such a CPU.
+  for which in oxp oxp-id bare; do
     local short long
     short=$(refs "$which" 1000)
     long=$(refs "$which" 3000)
-    printf '%-4s %6d instructions per call (router → handler → response bytes)\n' "$which" $(((long - short) / 2000))
+    printf '%-6s %6d instructions per call (router → handler → response bytes)\n' "$which" $(((long - short) / 2000))
   done
 }
 
