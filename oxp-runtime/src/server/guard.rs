@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
-use axum::http::header::{CONTENT_LENGTH, HOST, ORIGIN};
+use axum::http::header::{CONNECTION, CONTENT_LENGTH, HOST, ORIGIN, TRANSFER_ENCODING};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 use http_body::Frame;
@@ -146,9 +146,21 @@ where
                     future: self.inner.call(request),
                 }
             }
-            Some(response) => Stage::Refused {
-                response: Some(response),
-            },
+            Some(mut response) => {
+                if has_body(request.headers()) {
+                    // Answered before the body was read: the connection closes after this
+                    // answer, once that body is read away (see `listen::WriteDeadline`).
+                    if let Some(budget) = request.extensions().get::<Arc<BodyBudget>>() {
+                        budget.left_unread();
+                    }
+                    response
+                        .headers_mut()
+                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                }
+                Stage::Refused {
+                    response: Some(response),
+                }
+            }
         };
         Guarded { stage, state }
     }
@@ -232,6 +244,12 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
     declared_length(request.headers())
         .is_some_and(|length| length > limit as u64)
         .then(|| super::respond::too_large(limit))
+}
+
+/// Whether a request comes with a body (a length over zero, or chunked).
+fn has_body(headers: &HeaderMap) -> bool {
+    declared_length(headers).is_some_and(|length| length > 0)
+        || headers.contains_key(TRANSFER_ENCODING)
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<u64> {

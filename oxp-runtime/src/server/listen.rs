@@ -7,7 +7,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -163,9 +163,10 @@ pub(crate) async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
+        let budget = Arc::new(BodyBudget::new(limits.max_buffered_bytes));
         let service = TowerToHyperService::new(PerConnection {
             router: router.clone(),
-            budget: Arc::new(BodyBudget::new(limits.max_buffered_bytes)),
+            budget: budget.clone(),
         });
         let builder = builder.clone();
         let watcher = graceful.watcher();
@@ -180,7 +181,7 @@ pub(crate) async fn serve(
             ) {
                 return;
             }
-            let io = TokioIo::new(WriteDeadline::new(stream, write_timeout));
+            let io = TokioIo::new(WriteDeadline::new(stream, write_timeout, budget));
             let _ = watcher.watch(builder.serve_connection(io, service)).await;
             drop(place);
         });
@@ -189,11 +190,13 @@ pub(crate) async fn serve(
     let _ = tokio::time::timeout(close, graceful.shutdown()).await;
 }
 
-/// Request-body bytes a connection has in flight, against its budget.
+/// Request-body bytes a connection has in flight, against its budget; and whether a request
+/// on it was answered without its body being read (see [`WriteDeadline::poll_shutdown`]).
 #[derive(Debug)]
 pub(crate) struct BodyBudget {
     held: AtomicUsize,
     max: usize,
+    unread: AtomicBool,
 }
 
 impl BodyBudget {
@@ -201,7 +204,17 @@ impl BodyBudget {
         BodyBudget {
             held: AtomicUsize::new(0),
             max,
+            unread: AtomicBool::new(false),
         }
+    }
+
+    /// A request was answered before its body was read: the client may still be sending it.
+    pub(crate) fn left_unread(&self) {
+        self.unread.store(true, Ordering::Release);
+    }
+
+    fn has_unread(&self) -> bool {
+        self.unread.load(Ordering::Acquire)
     }
 
     /// Takes `bytes` from the budget, or nothing if that would exceed it.
@@ -250,24 +263,37 @@ struct WriteDeadline {
     stream: TcpStream,
     limit: Duration,
     waiting: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// While closing: how long, and how much more, unread input is drained (see
-    /// `poll_shutdown`).
-    lingering: Option<(Pin<Box<tokio::time::Sleep>>, usize)>,
+    /// The connection's budget, which also says whether a body was left unread.
+    budget: Arc<BodyBudget>,
+    /// While closing (see `poll_shutdown`).
+    lingering: Option<Lingering>,
+}
+
+/// A close under way: how long, and how much more, unread input is drained, and whether our
+/// side is shut yet.
+struct Lingering {
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    left: usize,
+    shut: bool,
 }
 
 /// A lingering close, as nginx does: after the server has answered (a `413` to a body it did not
-/// read, say), it shuts its side and reads away what the client still sends, for at most this
-/// long and this much. Closing with unread input would send a reset, which can destroy the
-/// answer in the client's buffers before it reads it.
+/// read, say), it reads away what the client still sends, for at most this long and this much.
+/// Closing with unread input would send a reset, which can destroy the answer in the client's
+/// buffers before it reads it. Our side is shut first, except after a request whose body was
+/// left unread: a client still writing that body may take the early end of the connection for
+/// a failed request (hyper's does, now and then) before it reads the answer, so its body is
+/// read away first and our side shut once it is done (or the bounds are reached).
 const LINGER: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 4 * 1024 * 1024;
 
 impl WriteDeadline {
-    fn new(stream: TcpStream, limit: Duration) -> Self {
+    fn new(stream: TcpStream, limit: Duration, budget: Arc<BodyBudget>) -> Self {
         WriteDeadline {
             stream,
             limit,
             waiting: None,
+            budget,
             lingering: None,
         }
     }
@@ -343,29 +369,37 @@ impl AsyncWrite for WriteDeadline {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if this.lingering.is_none() {
+        let lingering = this.lingering.get_or_insert_with(|| Lingering {
+            deadline: Box::pin(tokio::time::sleep(LINGER)),
+            left: LINGER_BYTES,
+            shut: false,
+        });
+        if !lingering.shut && !this.budget.has_unread() {
             std::task::ready!(Pin::new(&mut this.stream).poll_shutdown(cx))?;
-            this.lingering = Some((Box::pin(tokio::time::sleep(LINGER)), LINGER_BYTES));
+            lingering.shut = true;
         }
-        let (deadline, left) = this.lingering.as_mut().expect("set above");
         let mut buffer = [0u8; 8 * 1024];
-        loop {
+        let drained = loop {
             let mut read = ReadBuf::new(&mut buffer);
             match Pin::new(&mut this.stream).poll_read(cx, &mut read) {
                 // The client closed its side, or the socket failed: nothing left to protect.
-                Poll::Ready(Ok(())) if read.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) if read.filled().is_empty() => break true,
                 Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
-                Poll::Ready(Ok(())) => match left.checked_sub(read.filled().len()) {
-                    Some(rest) => *left = rest,
-                    None => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => match lingering.left.checked_sub(read.filled().len()) {
+                    Some(rest) => lingering.left = rest,
+                    None => break false,
                 },
-                Poll::Pending => {
-                    return match deadline.as_mut().poll(cx) {
-                        Poll::Ready(()) => Poll::Ready(Ok(())),
-                        Poll::Pending => Poll::Pending,
-                    };
-                }
+                Poll::Pending => match lingering.deadline.as_mut().poll(cx) {
+                    Poll::Ready(()) => break false,
+                    Poll::Pending => return Poll::Pending,
+                },
             }
+        };
+        // Drained, or out of patience: shut our side if that was put off (a failure now, the
+        // client having gone, changes nothing).
+        if !lingering.shut && !drained {
+            let _ = std::task::ready!(Pin::new(&mut this.stream).poll_shutdown(cx));
         }
+        Poll::Ready(Ok(()))
     }
 }
