@@ -143,26 +143,34 @@ impl Refusal {
     }
 }
 
-/// Seconds, from 100 µs to 60 s (the default time limit): roughly ×2.5 a step, so that a fast
-/// tool's p99 and a slow one's both fall between two bounds that tell them apart.
-const DURATION_BUCKETS: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    10.0, 60.0,
+/// The bucket bounds in microseconds, from 100 µs to 60 s (the default time limit): roughly
+/// ×2.5 a step, so that a fast tool's p99 and a slow one's both fall between two bounds that
+/// tell them apart.
+const BUCKET_MICROS: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 10_000_000, 60_000_000,
 ];
 
-/// [`DURATION_BUCKETS`] in nanoseconds, for the hot path's comparisons.
+/// [`BUCKET_MICROS`] in nanoseconds, for the hot path's comparisons.
 const BUCKET_NANOS: [u64; 16] = {
     let mut nanos = [0; 16];
-    let micros = [
-        100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
-        1_000_000, 2_500_000, 10_000_000, 60_000_000,
-    ];
     let mut i = 0;
     while i < 16 {
-        nanos[i] = micros[i] * 1_000;
+        nanos[i] = BUCKET_MICROS[i] * 1_000;
         i += 1;
     }
     nanos
+};
+
+/// [`BUCKET_MICROS`] in seconds, as the histogram is written.
+const DURATION_BUCKETS: [f64; 16] = {
+    let mut seconds = [0.0; 16];
+    let mut i = 0;
+    while i < 16 {
+        seconds[i] = BUCKET_MICROS[i] as f64 / 1e6;
+        i += 1;
+    }
+    seconds
 };
 
 /// The `tool` label of calls that named no tool of the registry (or were refused before it

@@ -208,7 +208,7 @@ pub struct CallToolRequest {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "unique::present"
+        deserialize_with = "present_unique"
     )]
     pub input: Option<Value>,
     /// Secrets, tokens and the user id the tool requires.
@@ -358,6 +358,11 @@ struct RawCallToolResponse<S = String, V = Value, E = ToolError> {
 
 fn present<'de, D: Deserializer<'de>, V: Deserialize<'de>>(d: D) -> Result<Option<V>, D::Error> {
     V::deserialize(d).map(Some)
+}
+
+/// [`present`], read with a repeated key refused at any depth.
+fn present_unique<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    present(d).map(|read| read.map(|unique::Unique(value)| value))
 }
 
 impl Serialize for CallToolResponse {

@@ -1,10 +1,11 @@
 //! Admission: the concurrency limit, draining for shutdown, and the counters that prove no call
 //! was lost (every tool started also finished).
 
-use crate::striped::Striped;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+
+use crate::striped::Striped;
 
 use tokio::sync::{Notify, Semaphore};
 

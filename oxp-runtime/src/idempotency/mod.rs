@@ -14,12 +14,11 @@
 
 use std::collections::{HashMap, VecDeque, hash_map};
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use futures_util::future::{self, FutureExt};
 use serde_json::Value;

@@ -22,14 +22,6 @@ impl<'de> Deserialize<'de> for Unique {
     }
 }
 
-/// `#[serde(deserialize_with)]` for an optional field read with [`Unique`] (present, even as
-/// `null`, is `Some`).
-pub(crate) fn present<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Value>, D::Error> {
-    Unique::deserialize(deserializer).map(|Unique(value)| Some(value))
-}
-
 struct Read;
 
 impl<'de> Visitor<'de> for Read {

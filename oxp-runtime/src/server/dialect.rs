@@ -149,18 +149,25 @@ impl<'de> Deserialize<'de> for Envelope<'de> {
                 mut map: A,
             ) -> Result<Envelope<'de>, A::Error> {
                 let (mut schema, mut request) = (None, None);
-                let mut seen: Vec<Cow<'de, str>> = Vec::new();
+                // `$schema` may be `null`, so whether it came is kept apart from its value;
+                // only keys OXP does not define (rare) need a list.
+                let (mut had_schema, mut others) = (false, Vec::<Cow<'de, str>>::new());
+                let repeated = || serde::de::Error::custom(DUPLICATE_KEY);
                 while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                    if seen.contains(&key) {
-                        return Err(serde::de::Error::custom(DUPLICATE_KEY));
-                    }
                     match &*key {
-                        "$schema" => schema = map.next_value::<Option<Key<'de>>>()?.map(|k| k.0),
-                        "request" => request = Some(map.next_value::<CallToolRequest>()?),
+                        "$schema" if !had_schema => {
+                            had_schema = true;
+                            schema = map.next_value::<Option<Key<'de>>>()?.map(|k| k.0);
+                        }
+                        "request" if request.is_none() => request = Some(map.next_value()?),
+                        "$schema" | "request" => return Err(repeated()),
+                        _ if others.contains(&key) => return Err(repeated()),
                         // Keys OXP does not define are let be, once each.
-                        _ => drop(map.next_value::<Unique>()?),
+                        _ => {
+                            drop(map.next_value::<Unique>()?);
+                            others.push(key);
+                        }
                     }
-                    seen.push(key);
                 }
                 let request = request.ok_or_else(|| serde::de::Error::missing_field("request"))?;
                 Ok(Envelope { schema, request })

@@ -379,25 +379,25 @@ impl AsyncWrite for WriteDeadline {
             lingering.shut = true;
         }
         let mut buffer = [0u8; 8 * 1024];
-        let drained = loop {
+        loop {
             let mut read = ReadBuf::new(&mut buffer);
             match Pin::new(&mut this.stream).poll_read(cx, &mut read) {
                 // The client closed its side, or the socket failed: nothing left to protect.
-                Poll::Ready(Ok(())) if read.filled().is_empty() => break true,
+                Poll::Ready(Ok(())) if read.filled().is_empty() => break,
                 Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
                 Poll::Ready(Ok(())) => match lingering.left.checked_sub(read.filled().len()) {
                     Some(rest) => lingering.left = rest,
-                    None => break false,
+                    None => break,
                 },
                 Poll::Pending => match lingering.deadline.as_mut().poll(cx) {
-                    Poll::Ready(()) => break false,
+                    Poll::Ready(()) => break,
                     Poll::Pending => return Poll::Pending,
                 },
             }
-        };
+        }
         // Drained, or out of patience: shut our side if that was put off (a failure now, the
         // client having gone, changes nothing).
-        if !lingering.shut && !drained {
+        if !lingering.shut {
             let _ = std::task::ready!(Pin::new(&mut this.stream).poll_shutdown(cx));
         }
         Poll::Ready(Ok(()))
