@@ -327,6 +327,37 @@ async fn a_refused_body_still_being_sent_gets_its_413() {
         assert_eq!(reply.headers["connection"], "close", "round {round}");
         assert_eq!(reply.headers["oxp-version"], "1.0", "round {round}");
     }
+    // Refused for its origin, with a body under the cap: the same.
+    for round in 0..10 {
+        let reply = oxp
+            .send(
+                oxp.request(reqwest::Method::POST, "/tools/call")
+                    .header("content-type", "application/json")
+                    .header("origin", "https://evil.example")
+                    .body("y".repeat(48 * 1024)),
+            )
+            .await;
+        assert_eq!(reply.status, 403, "round {round}");
+        assert_eq!(reply.headers["connection"], "close", "round {round}");
+    }
+    // A client that declares a large body, sends a little of it and hangs up: the server reads
+    // nothing more, and answers the next call.
+    let addr = oxp.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n"
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut socket, head.as_bytes())
+        .await
+        .unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut socket, &[b' '; 4096])
+        .await
+        .unwrap();
+    drop(socket);
+    let reply = oxp
+        .call(json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}))
+        .await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
 }
 
 fn jwt(claims: serde_json::Value, header: jsonwebtoken::Header) -> String {
