@@ -478,10 +478,9 @@ struct Entry {
 enum Answer {
     /// Running; what duplicates wait on, made by the first of them (most runs have none).
     Running(Option<Arc<Pending>>),
-    Done {
-        outcome: CallOutcome,
-        bytes: usize,
-    },
+    /// Kept as its JSON: one allocation per answer, where the outcome itself is a tree of
+    /// them; thousands are held at once and each is read back only if its call is retried.
+    Done(Vec<u8>),
 }
 
 /// A run in flight, for the duplicates that wait on it: its outcome is set (and they are woken)
@@ -627,6 +626,15 @@ impl Inner {
     /// Records a run's outcome under its key, unless the entry there is no longer this run's,
     /// and hands it to the duplicates waiting on the run.
     fn finish(&self, key: &Arc<IdempotencyKey>, generation: u64, outcome: &CallOutcome) {
+        // A failure the tool calls retryable is not an answer to keep: the retry it asks for
+        // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
+        // answer larger than the whole budget cannot be kept. Written before taking the lock,
+        // which every call with a call_id needs.
+        let keep =
+            !outcome.is_retryable_failure() && !matches!(outcome, CallOutcome::Unavailable { .. });
+        let json = keep
+            .then(|| to_json_within(outcome, self.max_bytes))
+            .flatten();
         let mut state = self.lock();
         let Some(entry) = state.entries.get_mut(key) else {
             return;
@@ -638,22 +646,12 @@ impl Inner {
             let _ = pending.outcome.set(outcome.clone());
             pending.ended.notify_waiters();
         }
-        // A failure the tool calls retryable is not an answer to keep: the retry it asks for
-        // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
-        // answer larger than the whole budget cannot be kept.
-        if outcome.is_retryable_failure() || matches!(outcome, CallOutcome::Unavailable { .. }) {
+        let Some(json) = json else {
             state.entries.remove(key);
             return;
-        }
-        let bytes = json_len(outcome);
-        if bytes > self.max_bytes {
-            state.entries.remove(key);
-            return;
-        }
-        entry.answer = Answer::Done {
-            outcome: outcome.clone(),
-            bytes,
         };
+        let bytes = json.len();
+        entry.answer = Answer::Done(json);
         state.finished_bytes += bytes;
         state
             .finished
@@ -673,10 +671,10 @@ impl State {
         // One lookup (the key hashed once), not a `get` and then a `remove`: every call with
         // a fresh call_id evicts an answer once the store is full.
         if let hash_map::Entry::Occupied(entry) = self.entries.entry(key) {
-            if let (true, Answer::Done { bytes, .. }) =
+            if let (true, Answer::Done(json)) =
                 (entry.get().generation == generation, &entry.get().answer)
             {
-                self.finished_bytes -= bytes;
+                self.finished_bytes -= json.len();
                 entry.remove();
             }
         }
@@ -693,21 +691,41 @@ impl State {
     }
 }
 
-/// The length of an outcome's JSON, counted without building it.
-fn json_len(outcome: &CallOutcome) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
+/// An outcome's JSON, unless it is longer than `max` bytes (then writing stops there: an answer
+/// too large to keep is never copied whole).
+fn to_json_within(outcome: &CallOutcome, max: usize) -> Option<Vec<u8>> {
+    struct Within {
+        json: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Within {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
+            if self.json.len() + buf.len() > self.max {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            self.json.extend_from_slice(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, outcome);
-    count.0
+    let mut within = Within {
+        json: Vec::with_capacity(256.min(max)),
+        max,
+    };
+    serde_json::to_writer(&mut within, outcome).ok()?;
+    Some(within.json)
+}
+
+/// A kept answer, read back for a retry. It was written by [`to_json_within`] from an
+/// outcome, so it reads; were it not to, the retry is told to try again rather than given a
+/// wrong answer.
+fn from_json(json: &[u8]) -> CallOutcome {
+    serde_json::from_slice(json).unwrap_or_else(|error| {
+        tracing::error!(%error, "a kept answer did not read back");
+        CallOutcome::unavailable("the kept answer to this call_id could not be read")
+    })
 }
 
 /// A run's task ended without an outcome. The run contains panics itself, so this means the
@@ -799,8 +817,11 @@ impl IdempotencyStore for InMemoryIdempotency {
                     return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
                 }
                 return match &mut entry.answer {
-                    Answer::Done { outcome, .. } => {
-                        future::ready((outcome.clone(), Reuse::Replayed)).boxed()
+                    // Read back outside the lock: an answer may be megabytes.
+                    Answer::Done(json) => {
+                        let json = json.clone();
+                        drop(state);
+                        future::ready((from_json(&json), Reuse::Replayed)).boxed()
                     }
                     Answer::Running(pending) => pending
                         .get_or_insert_with(Arc::default)
@@ -878,6 +899,27 @@ mod tests {
             .once(key("9"), fingerprint(9), future::pending().boxed())
             .await;
         assert_eq!(kept, answer("x"));
+    }
+
+    #[tokio::test]
+    async fn a_replayed_answer_is_the_first_answer_exactly() {
+        let store = InMemoryIdempotency::default();
+        let first = CallOutcome::Completed(CallToolResponse {
+            call_id: "c".into(),
+            duration: Some(0.1 + 0.2),
+            result: CallResult::Success {
+                value: Some(serde_json::json!({
+                    "max": u64::MAX, "min": i64::MIN, "third": 1.0 / 3.0, "tiny": 5e-324,
+                    "text": "line\nbreak \u{1F980} \"quoted\"", "none": null, "list": [true, {}],
+                })),
+            },
+        });
+        let run = future::ready(first.clone()).boxed();
+        assert_eq!(store.once(key("exact"), fingerprint(1), run).await, first);
+        let replayed = store
+            .once(key("exact"), fingerprint(1), future::pending().boxed())
+            .await;
+        assert_eq!(replayed, first);
     }
 
     #[tokio::test]
