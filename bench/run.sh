@@ -14,9 +14,11 @@
 #                          release profile, fresh call_ids): what the accept loop costs
 #   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
 #                          process start → /health 200, idle RSS, and RSS once every tool was called
-#   bench/run.sh compile   a crate of 100 #[tool] fns vs the same fns under rmcp's #[tool_router]
+#   bench/run.sh compile   a crate of 100 #[tool] fns (default features: OXP; and `tools_mcp`,
+#                          with the `mcp` feature) vs the same fns under rmcp's #[tool_router]
 #                          and as plain fns: packages, full clean build, crate-only build, rebuild
-#                          after editing one body and after a touch (cargo's dev profile)
+#                          after editing one body and after a touch (cargo's dev profile; KINDS
+#                          picks some of "plain rmcp tools tools_mcp")
 #   bench/run.sh instructions  the same call through oxp's router (with a fresh call_id and without)
 #                          and the bare handler, in process, under callgrind: instructions per
 #                          call (repeatable, unlike time)
@@ -211,6 +213,8 @@ generate() { # n kind
   case $kind in
     tools) deps="oxp-runtime = { path = \"$root/oxp-runtime\" }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
+    tools_mcp) deps="oxp-runtime = { path = \"$root/oxp-runtime\", features = [\"mcp\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
     rmcp) deps="rmcp = { version = \"3.11\", features = [\"server\", \"macros\", \"transport-io\"] }
 serde = { version = \"1\", features = [\"derive\"] }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\", \"io-std\"] }" ;;
@@ -236,7 +240,7 @@ codegen-units = 1
 TOML
   {
     case $kind in
-      tools)
+      tools | tools_mcp)
         echo "use oxp_runtime::tool;"
         for i in $(seq 1 "$n"); do
           echo "/// Tool number $i: add two numbers and an offset."
@@ -328,7 +332,7 @@ startup() {
 # (medians of 3). Kinds alternate within each round, so a machine that speeds up or slows down
 # favours none.
 compile() {
-  local kinds=${KINDS:-plain rmcp tools}
+  local kinds=${KINDS:-plain rmcp tools tools_mcp}
   for kind in $kinds; do
     generate 100 "$kind" >/dev/null
     (cd "$work/gen-$kind-100" && cargo generate-lockfile -q && cargo fetch -q)

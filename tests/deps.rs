@@ -19,11 +19,12 @@ fn the_example_depends_on_nothing_but_oxp_runtime_and_tokio() {
     assert_eq!(names, ["oxp-runtime", "tokio"], "{manifest}");
 }
 
-/// What a server links by default (issue 16): no HTTP client (the `client` feature is off) and,
-/// for JWTs, only HS256 — none of the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto
+/// What a server links by default (issue 16): no HTTP client (the `client` feature is off), no
+/// MCP SDK (the `mcp` feature is off: rmcp and its crates are a third of a first build) and, for
+/// JWTs, only HS256 — none of the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto
 /// feature brings.
 #[test]
-fn a_default_server_links_no_http_client_and_no_public_key_crypto() {
+fn a_default_server_links_no_http_client_no_mcp_sdk_and_no_public_key_crypto() {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "tree",
@@ -49,6 +50,7 @@ fn a_default_server_links_no_http_client_and_no_public_key_crypto() {
         .collect();
     for absent in [
         "reqwest",
+        "rmcp",
         "rsa",
         "p256",
         "p384",

@@ -162,7 +162,10 @@ async fn run_subcommand(command: Command) -> i32 {
         }
         #[cfg(not(feature = "mcp"))]
         Command::Mcp => {
-            eprintln!("error: this binary was built without oxp-runtime's `mcp` feature");
+            eprintln!(
+                "error: this binary was built without MCP: turn on oxp-runtime's `mcp` feature \
+                 (`oxp-runtime = {{ version = \"0.1\", features = [\"mcp\"] }}`)"
+            );
             2
         }
         Command::Serve | Command::Lock { .. } => unreachable!("handled before"),
