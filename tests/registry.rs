@@ -495,6 +495,128 @@ async fn plain_parameters_are_read_by_name_with_options_absent_or_null() {
     );
 }
 
+/// Sum fifteen numbers and an optional sixteenth (more parameters than the runtime's tuple
+/// reader takes, 16: read by the tool's own glue).
+#[tool(toolkit = "Glue", version = "1.0.0")]
+#[allow(clippy::too_many_arguments)]
+async fn seventeen(
+    /// 1
+    a: i64,
+    /// 2
+    b: i64,
+    /// 3
+    c: i64,
+    /// 4
+    d: i64,
+    /// 5
+    e: i64,
+    /// 6
+    f: i64,
+    /// 7
+    g: i64,
+    /// 8
+    h: i64,
+    /// 9
+    i: i64,
+    /// 10
+    j: i64,
+    /// 11
+    k: i64,
+    /// 12
+    l: i64,
+    /// 13
+    m: i64,
+    /// 14
+    n: i64,
+    /// 15
+    o: i64,
+    /// 16
+    p: Option<i64>,
+    /// 17
+    q: String,
+) -> String {
+    let sum = a + b + c + d + e + f + g + h + i + j + k + l + m + n + o + p.unwrap_or(100);
+    format!("{sum}/{q}")
+}
+
+#[tokio::test]
+async fn a_tool_with_more_parameters_than_the_tuple_reader_takes_reads_them_all() {
+    let mut input = json!({"q": "last"});
+    for (name, n) in "abcdefghijklmno".chars().zip(1..) {
+        input[name.to_string()] = json!(n);
+    }
+    // 1 + … + 15 = 120, and the absent `p` is `None`.
+    assert_eq!(
+        invoke(seventeen::TOOL, input.clone()).await.unwrap(),
+        json!("220/last")
+    );
+    input["p"] = json!(0);
+    assert_eq!(
+        invoke(seventeen::TOOL, input.clone()).await.unwrap(),
+        json!("120/last")
+    );
+    input["r"] = json!(1);
+    let error = invoke(seventeen::TOOL, input).await.unwrap_err();
+    assert!(error.starts_with("unknown field `r`"), "{error}");
+}
+
+/// A parameter whose own `Deserialize` panics: reading the input is the tool's code too.
+#[derive(schemars::JsonSchema)]
+struct Touchy(String);
+
+impl<'de> serde::Deserialize<'de> for Touchy {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        panic!("Touchy refused {text:?} on purpose")
+    }
+}
+
+/// Echo the text, if its parameter lets it be read.
+#[tool(toolkit = "Glue", version = "1.0.0")]
+async fn touchy(
+    /// Any text.
+    value: Touchy,
+) -> String {
+    value.0
+}
+
+#[tokio::test]
+async fn a_panic_while_reading_the_input_is_contained_like_the_tools_own() {
+    let log = harness::Log::captured();
+    let pipeline = Pipeline::new(
+        Registry::builder()
+            .tool(touchy::TOOL)
+            .tool(fixtures::calculator_add::TOOL)
+            .build()
+            .unwrap(),
+    );
+    let request = |tool_id: &str, input: Value| -> CallToolRequest {
+        serde_json::from_value(json!({"tool_id": tool_id, "input": input})).unwrap()
+    };
+    let CallOutcome::Completed(touched) = pipeline
+        .call(request("Glue.Touchy", json!({"value": "secret-ish"})))
+        .await
+    else {
+        panic!()
+    };
+    let CallResult::Failure { error } = touched.result else {
+        panic!("{:?}", touched.result)
+    };
+    assert!(
+        !error.message.contains("on purpose"),
+        "the panic text stays out of the answer: {error:?}"
+    );
+    assert!(log.text().contains("on purpose"), "…and is in the log");
+    // The pipeline goes on serving.
+    let CallOutcome::Completed(added) = pipeline
+        .call(request("Calculator.Add", json!({"a": 1, "b": 2})))
+        .await
+    else {
+        panic!()
+    };
+    assert!(matches!(added.result, CallResult::Success { .. }));
+}
+
 #[tokio::test]
 async fn serde_attributes_on_parameters_are_honoured() {
     assert_eq!(

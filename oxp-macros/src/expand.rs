@@ -90,6 +90,8 @@ fn glue(
         call_args.push((position, context));
     }
     let mut checks = Vec::new();
+    // The locals `decode` reads the input into, in its tuple's order.
+    let mut decoded: Vec<syn::Ident> = Vec::new();
     let InputGlue {
         items: input_items,
         schema: input_schema,
@@ -102,9 +104,10 @@ fn glue(
             for (param, local) in params.iter().zip(&locals) {
                 call_args.push((param.position, quote!(#local)));
             }
+            decoded.extend(locals.iter().cloned());
             if params.iter().all(|p| p.passthrough.is_empty()) {
                 // `param::<T>` in the table asks what `assert_parameter` would, in our words.
-                plain_params(oxp, params, &locals)
+                plain_params(oxp, params, &locals, item.sig.paren_token.span.join())
             } else {
                 for ty in params.iter().map(|p| &p.ty) {
                     checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
@@ -114,11 +117,12 @@ fn glue(
         }
         Inputs::Whole { ty, position } => {
             call_args.push((*position, quote!(#oxp::Input(__oxp_whole))));
+            decoded.push(format_ident!("__oxp_whole"));
             checks.push(quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
             InputGlue {
                 items: quote!(),
                 schema: quote!(#oxp::input_schema::<#ty>),
-                decode: quote!(let __oxp_whole = #oxp::decode::<#ty>(__oxp_input)?;),
+                decode: quote!(#oxp::decode::<#ty>(__oxp_input).map(|__oxp_whole| (__oxp_whole,))),
             }
         }
     };
@@ -157,16 +161,22 @@ fn glue(
     };
 
     let invoke = if tool.is_async {
+        // The input is read before the future is made: the future holds only the arguments
+        // and the fn's own future, and each tool's state machine (compiled in the crate's root
+        // module with every other tool, again after any edit of the file) carries no decoding.
+        // The pipeline calls this fn as tool code, its panics caught.
         quote! {
             #[allow(unused_variables)]
             fn __oxp_invoke(
                 __oxp_context: #oxp::ToolContext,
                 __oxp_input: #oxp::serde_json::Value,
             ) -> #oxp::BoxFuture<'static, #oxp::InvokeResult> {
-                ::std::boxed::Box::pin(async move {
-                    #decode
-                    #encode(#call)
-                })
+                match #decode {
+                    ::core::result::Result::Ok((#(#decoded,)*)) => {
+                        ::std::boxed::Box::pin(async move { #encode(#call) })
+                    }
+                    ::core::result::Result::Err(__oxp_error) => #oxp::failed(__oxp_error),
+                }
             }
             #oxp::Invoke::Async(__oxp_invoke)
         }
@@ -177,7 +187,7 @@ fn glue(
                 __oxp_context: #oxp::ToolContext,
                 __oxp_input: #oxp::serde_json::Value,
             ) -> #oxp::InvokeResult {
-                #decode
+                let (#(#decoded,)*) = #decode?;
                 #encode(#call)
             }
             #oxp::Invoke::Blocking(__oxp_invoke)
@@ -279,15 +289,25 @@ struct InputGlue {
     items: TokenStream,
     /// The descriptor's `input_schema`: a `fn() -> Schema`.
     schema: TokenStream,
-    /// Statements that read `__oxp_input` into the fn's arguments.
+    /// An expression that reads `__oxp_input` into a `Result` of the tuple of the fn's
+    /// arguments (`decoded`'s locals, in order).
     decode: TokenStream,
 }
 
+/// The most parameters `oxp_runtime::__private::decode_params` reads (its tuples' length).
+const MAX_PARAMS: usize = 16;
+
 /// Plain parameters (no `#[serde]`/`#[schemars]`): described by a table the runtime turns into
-/// the schema, and read one by one through the runtime's `Fields`. Both are generic only over
-/// each parameter's type, so every `i64` parameter of every tool shares one instance; a derived
-/// `JsonSchema` and `Deserialize` per tool would compile (and, at start-up, run) code per tool.
-fn plain_params(oxp: &TokenStream, params: &[model::Param], locals: &[syn::Ident]) -> InputGlue {
+/// the schema, and read by the runtime's `decode_params` (one `Fields::take` each). Neither is
+/// generic over anything but the parameters' types, so every `i64` parameter of every tool
+/// shares one schema instance; a derived `JsonSchema` and `Deserialize` per tool would compile
+/// (and, at start-up, run) code per tool.
+fn plain_params(
+    oxp: &TokenStream,
+    params: &[model::Param],
+    locals: &[syn::Ident],
+    list: proc_macro2::Span,
+) -> InputGlue {
     let names: Vec<String> = params.iter().map(|p| p.name.unraw().to_string()).collect();
     let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
     let table = params.iter().zip(&names).map(|(param, name)| {
@@ -307,10 +327,22 @@ fn plain_params(oxp: &TokenStream, params: &[model::Param], locals: &[syn::Ident
             #oxp::params_schema(&[#(#table),*])
         }
     };
-    let decode = quote! {
-        let mut __oxp_fields = #oxp::Fields::new(__oxp_input, &[#(#names),*])?;
-        #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
-        __oxp_fields.finish()?;
+    // Up to `MAX_PARAMS` parameters: one call, generic only over the tuple of their types, so
+    // compiled once for all tools with the same ones and outside the user's module (an edit of
+    // a tool does not compile it again). Spanned on the parameter list, where a type that
+    // cannot be a parameter is reported a second time (first at the type, by the table's
+    // `param::<T>`). More parameters: a closure of the tool's own.
+    let decode = if params.len() <= MAX_PARAMS {
+        quote_spanned!(list=> #oxp::decode_params::<(#(#types,)*)>(__oxp_input, &[#(#names),*]))
+    } else {
+        quote! {
+            (move || -> ::core::result::Result<_, #oxp::InvokeError> {
+                let mut __oxp_fields = #oxp::Fields::new(__oxp_input, &[#(#names),*])?;
+                #(let #locals = __oxp_fields.take::<#types>(#names)?;)*
+                __oxp_fields.finish()?;
+                ::core::result::Result::Ok((#(#locals,)*))
+            })()
+        }
     };
     InputGlue {
         items,
@@ -338,7 +370,8 @@ fn serde_params(oxp: &TokenStream, params: &[model::Param], locals: &[syn::Ident
         struct __OxpInput { #(#fields,)* }
     };
     let decode = quote! {
-        let __OxpInput { #(#names: #locals),* } = #oxp::decode::<__OxpInput>(__oxp_input)?;
+        #oxp::decode::<__OxpInput>(__oxp_input)
+            .map(|__OxpInput { #(#names: #locals),* }| (#(#locals,)*))
     };
     InputGlue {
         items,

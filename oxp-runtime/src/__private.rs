@@ -62,6 +62,12 @@ pub fn decode<T: DeserializeOwned>(input: Value) -> Result<T, InvokeError> {
     serde_json::from_value(input).map_err(InvokeError::Input)
 }
 
+/// An async tool whose input could not be read: its future, already finished (non-generic,
+/// so the expansion compiles no future per tool for it).
+pub fn failed(error: InvokeError) -> BoxFuture<'static, InvokeResult> {
+    Box::pin(std::future::ready(Err(error)))
+}
+
 /// A tool that returns a value.
 pub fn value<T: Serialize>(value: T) -> InvokeResult {
     serde_json::to_value(value)
@@ -203,6 +209,69 @@ impl Fields {
             ))),
         }
     }
+}
+
+/// A tool's plain parameters, as the tuple of their types: read from the input in one call.
+///
+/// Implemented for tuples of up to 16 [`ToolParameter`]s. The expansion calls
+/// [`decode_params`] with a tool's tuple, so the reading code is generic only over the
+/// parameter types: compiled once for every tool with the same ones, and outside the user's
+/// module, where an edit of a tool's body does not compile it again.
+pub trait Params: Sized {
+    /// Takes each parameter from `fields`, the `i`th named `names[i]`.
+    fn take_all(fields: &mut Fields, names: &'static [&'static str]) -> Result<Self, InvokeError>;
+}
+
+macro_rules! params_tuple {
+    ($($ty:ident $index:tt),*) => {
+        impl<$($ty: ToolParameter),*> Params for ($($ty,)*) {
+            #[allow(unused_variables)]
+            fn take_all(
+                fields: &mut Fields,
+                names: &'static [&'static str],
+            ) -> Result<Self, InvokeError> {
+                Ok(($(fields.take::<$ty>(names[$index])?,)*))
+            }
+        }
+    };
+}
+
+params_tuple!();
+params_tuple!(A 0);
+params_tuple!(A 0, B 1);
+params_tuple!(A 0, B 1, C 2);
+params_tuple!(A 0, B 1, C 2, D 3);
+params_tuple!(A 0, B 1, C 2, D 3, E 4);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);
+
+/// Reads a tool's plain parameters, named `names` in order, from its input: as
+/// [`Fields::new`], one [`Fields::take`] each, then [`Fields::finish`].
+///
+/// ```
+/// use oxp_runtime::__private::decode_params;
+/// let (a, label): (i64, Option<String>) =
+///     decode_params(serde_json::json!({"a": 1}), &["a", "label"]).unwrap();
+/// assert_eq!((a, label), (1, None));
+/// assert!(decode_params::<(i64,)>(serde_json::json!({"a": 1, "b": 2}), &["a"]).is_err());
+/// ```
+pub fn decode_params<P: Params>(
+    input: Value,
+    names: &'static [&'static str],
+) -> Result<P, InvokeError> {
+    let mut fields = Fields::new(input, names)?;
+    let params = P::take_all(&mut fields, names)?;
+    fields.finish()?;
+    Ok(params)
 }
 
 fn unexpected(value: &Value) -> serde::de::Unexpected<'_> {

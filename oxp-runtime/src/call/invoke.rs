@@ -115,11 +115,19 @@ pub(super) fn execute(
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
     let (run, admission) = match descriptor.invoke {
-        // The glue boxes the tool's future without running any of it.
-        Invoke::Async(glue) => (
-            Either::Left(AssertUnwindSafe(InTool(glue(context, input))).catch_unwind()),
-            Some(admission),
-        ),
+        // The glue reads the input (a parameter's own `Deserialize` is tool code, and may
+        // panic) and boxes the tool's future without running any of the fn.
+        Invoke::Async(glue) => {
+            let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                let _in_tool = InToolGuard::enter();
+                glue(context, input)
+            }));
+            let run = match made {
+                Ok(future) => Either::Left(AssertUnwindSafe(InTool(future)).catch_unwind()),
+                Err(panic) => Either::Right(futures_util::future::ready(Err(panic)).boxed()),
+            };
+            (run, Some(admission))
+        }
         // A sync tool's thread cannot be stopped: the admission goes with it, and is given
         // back when the thread returns, whatever became of the call.
         Invoke::Blocking(glue) => {
