@@ -127,7 +127,7 @@ fn glue(
         }
     };
     call_args.sort_by_key(|(position, _)| *position);
-    let call_args = call_args.into_iter().map(|(_, arg)| arg);
+    let call_args: Vec<_> = call_args.into_iter().map(|(_, arg)| arg).collect();
     let call = if tool.is_async {
         quote!(#fn_name(#(#call_args),*).await)
     } else {
@@ -160,6 +160,16 @@ fn glue(
         }
     };
 
+    // The fn's future, boxed with its output's encoding: made by a runtime fn (generic only
+    // over the future, so no state machine of its own per tool) unless the fn borrows the
+    // context, which an async block must then own. Spanned on the fn's name, where a future
+    // that is not `Send` is reported.
+    let future = match tool.context {
+        Some((_, true)) => quote_spanned! {fn_name.span()=>
+            ::std::boxed::Box::pin(async move { #encode(#fn_name(#(#call_args),*).await) })
+        },
+        _ => quote_spanned!(fn_name.span()=> #oxp::boxed(#fn_name(#(#call_args),*), #encode)),
+    };
     let invoke = if tool.is_async {
         // The input is read before the future is made: the future holds only the arguments
         // and the fn's own future, and each tool's state machine (compiled in the crate's root
@@ -172,9 +182,7 @@ fn glue(
                 __oxp_input: #oxp::serde_json::Value,
             ) -> #oxp::BoxFuture<'static, #oxp::InvokeResult> {
                 match #decode {
-                    ::core::result::Result::Ok((#(#decoded,)*)) => {
-                        ::std::boxed::Box::pin(async move { #encode(#call) })
-                    }
+                    ::core::result::Result::Ok((#(#decoded,)*)) => #future,
                     ::core::result::Result::Err(__oxp_error) => #oxp::failed(__oxp_error),
                 }
             }

@@ -18,6 +18,9 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// What a tool parameter must be. The blanket impl is the whole definition; the trait exists so
 /// that a wrong type gets a message in our words.
@@ -66,6 +69,34 @@ pub fn decode<T: DeserializeOwned>(input: Value) -> Result<T, InvokeError> {
 /// so the expansion compiles no future per tool for it).
 pub fn failed(error: InvokeError) -> BoxFuture<'static, InvokeResult> {
     Box::pin(std::future::ready(Err(error)))
+}
+
+pin_project_lite::pin_project! {
+    /// An async tool's future, its output encoded: see [`boxed`].
+    struct Encoded<F, E> {
+        #[pin]
+        future: F,
+        encode: E,
+    }
+}
+
+impl<F: Future, E: Fn(F::Output) -> InvokeResult> Future for Encoded<F, E> {
+    type Output = InvokeResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<InvokeResult> {
+        let this = self.project();
+        this.future.poll(cx).map(this.encode)
+    }
+}
+
+/// An async tool's future, boxed, its output encoded by `encode` ([`value`], [`result`], …;
+/// a fn item, which costs no storage and is called directly).
+pub fn boxed<F, E>(future: F, encode: E) -> BoxFuture<'static, InvokeResult>
+where
+    F: Future + Send + 'static,
+    E: Fn(F::Output) -> InvokeResult + Send + 'static,
+{
+    Box::pin(Encoded { future, encode })
 }
 
 /// A tool that returns a value.
