@@ -128,11 +128,9 @@ fn glue(
     };
     call_args.sort_by_key(|(position, _)| *position);
     let call_args: Vec<_> = call_args.into_iter().map(|(_, arg)| arg).collect();
-    let call = if tool.is_async {
-        quote!(#fn_name(#(#call_args),*).await)
-    } else {
-        quote!(#fn_name(#(#call_args),*))
-    };
+    // Spanned on the fn's name, where a call that does not type-check (or an async fn's future
+    // that is not `Send`) is reported.
+    let call = quote_spanned!(fn_name.span()=> #fn_name(#(#call_args),*));
 
     let (encode, output_schema) = match &tool.output {
         Output::Unit => (quote!(#oxp::unit), quote!(::core::option::Option::None)),
@@ -160,15 +158,14 @@ fn glue(
         }
     };
 
-    // The fn's future, boxed with its output's encoding: made by a runtime fn (generic only
+    // An async fn's future, boxed with its output's encoding: by a runtime fn (generic only
     // over the future, so no state machine of its own per tool) unless the fn borrows the
-    // context, which an async block must then own. Spanned on the fn's name, where a future
-    // that is not `Send` is reported.
+    // context, which an async block must then own.
     let future = match tool.context {
         Some((_, true)) => quote_spanned! {fn_name.span()=>
-            ::std::boxed::Box::pin(async move { #encode(#fn_name(#(#call_args),*).await) })
+            ::std::boxed::Box::pin(async move { #encode(#call.await) })
         },
-        _ => quote_spanned!(fn_name.span()=> #oxp::boxed(#fn_name(#(#call_args),*), #encode)),
+        _ => quote_spanned!(fn_name.span()=> #oxp::boxed(#call, #encode)),
     };
     let invoke = if tool.is_async {
         // The input is read before the future is made: the future holds only the arguments
