@@ -162,11 +162,12 @@ fn write_value(hasher: &mut Sha256, value: &Value) {
         Value::Bool(b) => hasher.update([1, u8::from(*b)]),
         Value::Number(n) => {
             hasher.update([2]);
-            // As JSON writes it, on the stack: 32 bytes hold any u64, i64 or f64 (ryu's longest
+            // As JSON writes it (the same text as its `Display`, without the formatting
+            // machinery), on the stack: 32 bytes hold any u64, i64 or f64 (the longest float
             // is 24); a longer form (serde_json's arbitrary_precision) takes a String.
             let mut text = [0u8; 32];
             let mut rest = &mut text[..];
-            match std::io::Write::write_fmt(&mut rest, format_args!("{n}")) {
+            match serde_json::to_writer(&mut rest, n) {
                 Ok(()) => {
                     let len = 32 - rest.len();
                     write_bytes(hasher, &text[..len]);
@@ -983,5 +984,39 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(60)).await;
         let again = ask(&store, "c", 1, "again").await;
         assert_eq!(again, answer("again"));
+    }
+
+    /// Fingerprints outlive a process (Redis keeps them for every replica, across upgrades):
+    /// the bytes hashed for a request must never change, or a retry after an upgrade would be
+    /// refused as a reused call_id. Pinned for every kind of value, numbers of each form among
+    /// them.
+    #[test]
+    fn fingerprints_are_stable_across_versions() {
+        let input = serde_json::json!({
+            "b": [null, true, false, "text", "", {"z": 1, "a": -1}],
+            "a": {"int": 42, "negative": -7, "big": u64::MAX, "min": i64::MIN,
+                  "float": 1.5, "tiny": 1e-7, "huge": 1e300, "whole": 2.0, "zero": 0.0},
+        });
+        let cases = [
+            (
+                Fingerprint::of("T.T@1.0.0", &input, &[]),
+                "fe1b4c62b2afaedb2b8d5542a0ae6f926a004a1e7bbc5858a0eab6239e7b681f",
+            ),
+            (
+                Fingerprint::of("T.T@1.0.0", &input, &["token", "api_key"]),
+                "e502ee8809da176c39527a4c9db13e10966a024471746af7d8b436d8fd3d5e6f",
+            ),
+            (
+                Fingerprint::of(
+                    "Calculator.Add@1.0.0",
+                    &serde_json::json!({"a": 1, "b": 2}),
+                    &[],
+                ),
+                "353f032b52243cf714c68c2e49e785c7a98d12aa92caf365df1179eb147afaca",
+            ),
+        ];
+        for (fingerprint, pinned) in cases {
+            assert_eq!(fingerprint.to_hex(), pinned);
+        }
     }
 }
