@@ -308,9 +308,10 @@ async fn every_route_honours_the_body_cap_and_deadline() {
     assert!(answer.contains("did not arrive in time"), "{answer}");
 }
 
-/// A client still sending a body the server refused unread gets its `413`, every time: the
-/// server reads that body away before it closes (closing first, even with a lingering read,
-/// made hyper's client now and then report a failed request instead of the answer).
+/// A client still sending a body the server refused unread, or cut off as it read it, gets its
+/// `413` with `Connection: close`, every time: the server reads that body away before it closes
+/// (closing first, even with a lingering read, made hyper's client now and then report a failed
+/// request instead of the answer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_body_still_being_sent_gets_its_413() {
     let oxp = Oxp::start(server().max_body_bytes(64 * 1024)).await;
@@ -340,9 +341,49 @@ async fn a_refused_body_still_being_sent_gets_its_413() {
         assert_eq!(reply.status, 403, "round {round}");
         assert_eq!(reply.headers["connection"], "close", "round {round}");
     }
+    // A body with no declared length (chunked) that goes over the cap mid-way: cut off as it
+    // is read, and answered the same way, so that no client reuses a connection whose request
+    // is still being sent.
+    let addr = oxp.base.trim_start_matches("http://").to_owned();
+    for round in 0..5 {
+        let socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let (mut read, mut write) = socket.into_split();
+        let head = format!(
+            "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        let sending = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            write.write_all(head.as_bytes()).await?;
+            let chunk = format!("4000\r\n{}\r\n", "z".repeat(0x4000));
+            for _ in 0..25 {
+                write.write_all(chunk.as_bytes()).await?;
+            }
+            write.write_all(b"0\r\n\r\n").await
+        });
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                tokio::io::AsyncReadExt::read(&mut read, &mut buffer),
+            )
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+            assert!(n > 0, "round {round}: closed before an answer");
+            answer.extend_from_slice(&buffer[..n]);
+        }
+        let head = String::from_utf8_lossy(&answer).to_lowercase();
+        assert!(head.starts_with("http/1.1 413"), "round {round}: {head}");
+        assert!(
+            head.contains("\r\nconnection: close\r\n"),
+            "round {round}: {head}"
+        );
+        // What the client still sends is read away (or refused by a closed socket).
+        let _ = sending.await.unwrap();
+    }
     // A client that declares a large body, sends a little of it and hangs up: the server reads
     // nothing more, and answers the next call.
-    let addr = oxp.base.trim_start_matches("http://").to_owned();
     let mut socket = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
         "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n"

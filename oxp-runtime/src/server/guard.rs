@@ -140,10 +140,12 @@ where
             None => {
                 let (limit, deadline) = (state.max_body_bytes, state.body_timeout);
                 let budget = request.extensions().get::<Arc<BodyBudget>>().cloned();
+                let reader = budget.clone();
                 let request = request
-                    .map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline, budget)));
+                    .map(|body| Body::new(Timed::new(Limited::new(body, limit), deadline, reader)));
                 Stage::Passed {
                     future: self.inner.call(request),
+                    budget,
                 }
             }
             Some(mut response) => {
@@ -178,7 +180,8 @@ pin_project_lite::pin_project! {
 pin_project_lite::pin_project! {
     #[project = StageProjection]
     enum Stage<F> {
-        Passed { #[pin] future: F },
+        /// `budget` tells whether the handler answered with the body cut off part-way.
+        Passed { #[pin] future: F, budget: Option<Arc<BodyBudget>> },
         Refused { response: Option<Response> },
     }
 }
@@ -189,9 +192,18 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for Guarded<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let mut response = match this.stage.project() {
-            StageProjection::Passed { future } => match std::task::ready!(future.poll(cx)) {
-                Ok(response) => response,
-            },
+            StageProjection::Passed { future, budget } => {
+                let Ok(mut response) = std::task::ready!(future.poll(cx));
+                // A body cut off as it was read (over the cap, too slow, over the budget) is
+                // still being sent: as for one refused unread, the connection closes after
+                // this answer, once the rest is read away.
+                if budget.as_ref().is_some_and(|budget| budget.has_unread()) {
+                    response
+                        .headers_mut()
+                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                }
+                response
+            }
             StageProjection::Refused { response } => response
                 .take()
                 .expect("a guarded request polled after it was answered"),
@@ -280,6 +292,16 @@ impl<B> Timed<B> {
             taken: 0,
         }
     }
+
+    /// A reader waits for the body: ready with `TooSlow` once the deadline passes. The timer is
+    /// made only for a body that keeps a reader waiting.
+    fn wait(&mut self, cx: &mut Context<'_>) -> Poll<Cut> {
+        let limit = self.limit;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        deadline.as_mut().poll(cx).map(|()| Cut::TooSlow)
+    }
 }
 
 impl<B> Drop for Timed<B> {
@@ -323,25 +345,30 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
         let this = &mut *self;
-        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
-            if let (Some(Ok(frame)), Some(budget)) = (&frame, &this.budget) {
+        let cut = match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
                 let bytes = frame.data_ref().map_or(0, Bytes::len);
-                if !budget.take(bytes) {
-                    return Poll::Ready(Some(Err(Box::new(Cut::OverBudget))));
+                match &this.budget {
+                    Some(budget) if !budget.take(bytes) => Box::new(Cut::OverBudget),
+                    _ => {
+                        this.taken += bytes;
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
                 }
-                this.taken += bytes;
             }
-            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+            // Over the cap (`Limited`), or the connection failed.
+            Poll::Ready(Some(Err(error))) => error.into(),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => match this.wait(cx) {
+                Poll::Ready(cut) => Box::new(cut),
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        // The rest of the body may still be on its way.
+        if let Some(budget) = &this.budget {
+            budget.left_unread();
         }
-        // The timer is made only for a body that keeps a reader waiting.
-        let limit = this.limit;
-        let deadline = this
-            .deadline
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        match deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Cut::TooSlow)))),
-            Poll::Pending => Poll::Pending,
-        }
+        Poll::Ready(Some(Err(cut)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -213,7 +213,7 @@ impl BodyBudget {
         self.unread.store(true, Ordering::Release);
     }
 
-    fn has_unread(&self) -> bool {
+    pub(crate) fn has_unread(&self) -> bool {
         self.unread.load(Ordering::Acquire)
     }
 
