@@ -100,6 +100,19 @@ impl ClientHandler for Recorder {
     }
 }
 
+/// `list` once it holds `n` entries (at most 5 s), for assertions on it. rmcp's client runs
+/// each notification's handler in a task of its own, so a call's answer can reach the test
+/// before the handlers of the notifications sent ahead of it have run.
+async fn settled<T: Clone>(list: &Mutex<Vec<T>>, n: usize) -> Vec<T> {
+    for _ in 0..500 {
+        if list.lock().unwrap().len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    list.lock().unwrap().clone()
+}
+
 /// A `tools/call` of `name`, without arguments.
 fn call(name: &str) -> ClientRequest {
     ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
@@ -120,7 +133,7 @@ async fn progress_reaches_the_mcp_client_that_asked_for_it() {
         .unwrap();
     let token = handle.progress_token.clone();
     handle.await_response().await.unwrap();
-    let got = recorder.0.lock().unwrap().clone();
+    let got = settled(&recorder.0, 3).await;
     let steps: Vec<(f64, Option<f64>)> = got.iter().map(|p| (p.progress, p.total)).collect();
     assert_eq!(
         steps,
@@ -267,7 +280,8 @@ async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
         .await
         .unwrap();
     call().await.unwrap().await_response().await.unwrap();
-    let warnings = std::mem::take(&mut *recorder.1.lock().unwrap());
+    let warnings = settled(&recorder.1, 1).await;
+    recorder.1.lock().unwrap().clear();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0]["level"], "warning");
     assert_eq!(warnings[0]["data"]["message"], "the service was slow");
@@ -279,7 +293,7 @@ async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
         .await
         .unwrap();
     call().await.unwrap().await_response().await.unwrap();
-    let all = recorder.1.lock().unwrap().clone();
+    let all = settled(&recorder.1, 2).await;
     assert_eq!(all.len(), 2, "{all:?}");
     assert_eq!(
         all[0]["data"]["message"],
