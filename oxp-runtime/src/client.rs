@@ -399,7 +399,7 @@ impl Client {
             .saturating_mul(1 << attempt.saturating_sub(1).min(16))
             .min(self.retry.max_backoff);
         // Full jitter in [½, 1] of the backoff, so retrying clients do not move in lockstep.
-        let jitter = 0.5 + (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 2000.0;
+        let jitter = 0.5 + (crate::random::uuid_v4().as_u128() % 1000) as f64 / 2000.0;
         exponential.mul_f64(jitter)
     }
 
@@ -641,7 +641,7 @@ impl CallBuilder<'_> {
         let client = self.client;
         self.request
             .call_id
-            .get_or_insert_with(|| uuid::Uuid::new_v4().to_string());
+            .get_or_insert_with(|| crate::random::uuid_v4().to_string());
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -50,6 +50,7 @@ mod outcome;
 mod principal;
 pub mod protocol;
 pub mod providers;
+mod random;
 pub mod registry;
 // The identity rules, shared with `#[tool]` (the file is `oxp-macros/src/rules.rs`); the macro
 // alone names fns and crates.

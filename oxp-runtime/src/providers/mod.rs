@@ -429,7 +429,7 @@ impl Dispatcher {
     /// # });
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
-        let principal = format!("dispatch:{}", uuid::Uuid::new_v4().simple());
+        let principal = format!("dispatch:{}", crate::random::uuid_v4().simple());
         Dispatcher {
             pipeline,
             limits: Limits::default(),
