@@ -15,6 +15,7 @@
 use std::collections::{HashMap, VecDeque, hash_map};
 use std::fmt;
 use std::future::Future;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -451,6 +452,10 @@ pub struct InMemoryIdempotency {
 
 struct Inner {
     state: Mutex<State>,
+    /// Seeded at random per store: keys hold client-chosen call_ids, and the seed keeps
+    /// where they land in the map unpredictable. (foldhash's quality hasher: cheaper than
+    /// SipHash.)
+    hasher: foldhash::quality::RandomState,
     capacity: usize,
     max_bytes: usize,
     ttl: Duration,
@@ -458,16 +463,87 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    /// Keys are shared with `finished` and the run that records its outcome: one allocation
-    /// per key, not a copy of its three strings for each. Hashed with foldhash's seeded
-    /// quality hasher (cheaper than SipHash): keys hold client-chosen call_ids, and the map's
-    /// random seed keeps where they land unpredictable.
-    entries: HashMap<Arc<IdempotencyKey>, Entry, foldhash::quality::RandomState>,
+    entries: HashMap<StoredKey, Entry, BuildHasherDefault<Prehashed>>,
     /// Finished answers, oldest first (all live equally long, so this is also expiry order);
     /// a generation tells a stale line from the entry now under its key.
-    finished: VecDeque<(Instant, Arc<IdempotencyKey>, u64)>,
+    finished: VecDeque<(Instant, StoredKey, u64)>,
     finished_bytes: usize,
     next_generation: u64,
+}
+
+/// A key as this store holds it: its parts in one allocation (an [`IdempotencyKey`] is three),
+/// shared by the map, the `finished` line and the run that records its outcome, with its hash
+/// taken once, on arrival. Finishing a run and forgetting an answer find the entry by that hash
+/// and by the pointer, without reading the key's bytes again: a key forgotten to make room was
+/// written thousands of calls ago, and every read of it would be a miss in the CPU's caches.
+#[derive(Clone)]
+struct StoredKey {
+    hash: u64,
+    bytes: Arc<[u8]>,
+}
+
+impl StoredKey {
+    fn new(key: &IdempotencyKey, hasher: &foldhash::quality::RandomState) -> Self {
+        let user = key.user.as_deref();
+        let mut bytes = Vec::with_capacity(
+            17 + key.principal.len() + user.map_or(0, str::len) + key.call_id.len(),
+        );
+        // The parts before the call_id are prefixed with their lengths (and the user with
+        // whether there is one), so that no two keys are written alike.
+        let part = |bytes: &mut Vec<u8>, text: &str| {
+            bytes.extend_from_slice(&(text.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(text.as_bytes());
+        };
+        part(&mut bytes, &key.principal);
+        match user {
+            Some(user) => {
+                bytes.push(1);
+                part(&mut bytes, user);
+            }
+            None => bytes.push(0),
+        }
+        bytes.extend_from_slice(key.call_id.as_bytes());
+        StoredKey {
+            hash: hasher.hash_one(&bytes),
+            bytes: bytes.into(),
+        }
+    }
+}
+
+impl PartialEq for StoredKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash
+            && (Arc::ptr_eq(&self.bytes, &other.bytes) || self.bytes == other.bytes)
+    }
+}
+
+impl Eq for StoredKey {}
+
+impl Hash for StoredKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// The map's hasher: a [`StoredKey`] is hashed already, so its hash is used as it is.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is called (by `StoredKey`); anything else still hashes.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 struct Entry {
@@ -545,6 +621,7 @@ impl InMemoryIdempotency {
         InMemoryIdempotency {
             inner: Arc::new(Inner {
                 state: Mutex::default(),
+                hasher: foldhash::quality::RandomState::default(),
                 capacity: size(capacity),
                 max_bytes: size(max_bytes),
                 ttl,
@@ -626,7 +703,7 @@ impl Inner {
 
     /// Records a run's outcome under its key, unless the entry there is no longer this run's,
     /// and hands it to the duplicates waiting on the run.
-    fn finish(&self, key: &Arc<IdempotencyKey>, generation: u64, outcome: &CallOutcome) {
+    fn finish(&self, key: &StoredKey, generation: u64, outcome: &CallOutcome) {
         // A failure the tool calls retryable is not an answer to keep: the retry it asks for
         // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
         // answer larger than the whole budget cannot be kept. Written before taking the lock,
@@ -656,7 +733,7 @@ impl Inner {
         state.finished_bytes += bytes;
         state
             .finished
-            .push_back((Instant::now() + self.ttl, Arc::clone(key), generation));
+            .push_back((Instant::now() + self.ttl, key.clone(), generation));
         while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
             state.pop_oldest();
         }
@@ -669,8 +746,8 @@ impl State {
         let Some((_, key, generation)) = self.finished.pop_front() else {
             return;
         };
-        // One lookup (the key hashed once), not a `get` and then a `remove`: every call with
-        // a fresh call_id evicts an answer once the store is full.
+        // One lookup, not a `get` and then a `remove`: every call with a fresh call_id evicts an
+        // answer once the store is full.
         if let hash_map::Entry::Occupied(entry) = self.entries.entry(key) {
             if let (true, Answer::Done(json)) =
                 (entry.get().generation == generation, &entry.get().answer)
@@ -740,7 +817,7 @@ pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
 struct Leader {
     run: Option<BoxFuture<'static, CallOutcome>>,
     store: Arc<Inner>,
-    key: Arc<IdempotencyKey>,
+    key: StoredKey,
     generation: u64,
 }
 
@@ -806,12 +883,13 @@ impl IdempotencyStore for InMemoryIdempotency {
         fingerprint: Fingerprint,
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
+        // Written and hashed before taking the lock, which every call with a call_id needs.
+        let key = StoredKey::new(&key, &self.inner.hasher);
         let mut state = self.inner.lock();
         state.expire(Instant::now());
         let generation = state.next_generation;
-        let key = Arc::new(key);
-        // One lookup (the key hashed once) whether the key is new or known.
-        match state.entries.entry(Arc::clone(&key)) {
+        // One lookup whether the key is new or known.
+        match state.entries.entry(key.clone()) {
             hash_map::Entry::Occupied(mut known) => {
                 let entry = known.get_mut();
                 if entry.fingerprint != fingerprint {
@@ -975,6 +1053,49 @@ mod tests {
             .once(mine, fingerprint(2), future::ready(answer("bob's")).boxed())
             .await;
         assert_eq!(bobs, answer("bob's"));
+    }
+
+    #[tokio::test]
+    async fn keys_are_one_only_when_all_their_parts_are() {
+        let store = InMemoryIdempotency::default();
+        // Parts that would run together if written one after another.
+        let keys = [
+            ("ab", None, "c"),
+            ("a", None, "bc"),
+            ("a", Some("b"), "c"),
+            ("a", Some(""), "bc"),
+            ("", Some("a"), "bc"),
+            ("", None, "abc"),
+        ];
+        for (i, (principal, user, call_id)) in keys.into_iter().enumerate() {
+            let key = IdempotencyKey::new(principal, user.map(str::to_owned), call_id);
+            let text = i.to_string();
+            let got = store
+                .once(
+                    key,
+                    fingerprint(i as i64),
+                    future::ready(answer(&text)).boxed(),
+                )
+                .await;
+            assert_eq!(got, answer(&text), "{principal:?} {user:?} {call_id:?}");
+        }
+        // Each key again, written anew: the answer kept under it, not another's.
+        for (i, (principal, user, call_id)) in keys.into_iter().enumerate() {
+            let key = IdempotencyKey::new(principal, user.map(str::to_owned), call_id);
+            let got = store
+                .once(
+                    key,
+                    fingerprint(i as i64),
+                    future::ready(answer("rerun")).boxed(),
+                )
+                .await;
+            assert_eq!(
+                got,
+                answer(&i.to_string()),
+                "{principal:?} {user:?} {call_id:?}"
+            );
+        }
+        assert_eq!(store.len(), keys.len());
     }
 
     #[tokio::test]
