@@ -22,6 +22,11 @@
 #   bench/run.sh instructions  the same call through oxp's router (with a fresh call_id and without)
 #                          and the bare handler, in process, under callgrind: instructions per
 #                          call (repeatable, unlike time)
+#   bench/run.sh cpu       the servers' own CPU time per request under wrk (user and system, from
+#                          /proc/<pid>/stat over each run): oxp with a fresh call_id and without,
+#                          and the bare handler, alternating over ROUNDS rounds at 32 connections
+#                          (default release profile). Steadier than req/s: wrk shares the cores,
+#                          so a server that needs more CPU per request also slows its client
 #   bench/run.sh all
 #
 # In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
@@ -142,6 +147,55 @@ http() {
     kill $oxp $bare 2>/dev/null
     wait $oxp $bare 2>/dev/null || true
   done
+}
+
+# CPU seconds (user, system) a process has used so far.
+cpu_seconds() { # pid
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f %.4f\n", $14 / hz, $15 / hz }' "/proc/$1/stat"
+}
+
+# Each server's own CPU time per request under the same load: user and system µs per request
+# (kernel time counts the loopback's delivery to wrk, which a slower server makes dearer: wrk
+# waits idle more often and each wake-up costs more).
+cpu() {
+  need_wrk
+  local bin
+  bin=$(build_release default)
+  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$bin/calculator" >/dev/null 2>&1 &
+  local oxp=$!
+  OXP_ADDR=127.0.0.1:18081 "$bin/bare" >/dev/null 2>&1 &
+  local bare=$!
+  trap 'kill $oxp $bare 2>/dev/null' RETURN
+  wait_up http://127.0.0.1:18080/health
+  wait_up http://127.0.0.1:18081/tools/call any
+  local runs=(
+    "oxp-fresh $oxp http://127.0.0.1:18080/tools/call bench/post_call_id.lua"
+    "oxp-none $oxp http://127.0.0.1:18080/tools/call bench/post.lua"
+    "bare-fresh $bare http://127.0.0.1:18081/tools/call bench/post_call_id.lua"
+  )
+  for run in "${runs[@]}"; do # warm-up
+    read -r _ _ url lua <<<"$run"
+    wrk -t2 -c32 -d2s -s "$lua" "$url" >/dev/null
+  done
+  local out=$work/cpu.txt
+  : > "$out"
+  for round in $(seq 1 "$ROUNDS"); do
+    # Forwards, then backwards: a machine that speeds up or slows down favours none.
+    local order=(0 1 2)
+    [ $((round % 2)) -eq 0 ] && order=(2 1 0)
+    for i in "${order[@]}"; do
+      read -r name pid url lua <<<"${runs[$i]}"
+      local before after rps
+      before=$(cpu_seconds "$pid")
+      rps=$(LUA=$lua wrk_run 32 "$url" | awk '{ print $1 }')
+      after=$(cpu_seconds "$pid")
+      echo "$name $rps $before $after" >> "$out"
+    done
+  done
+  printf '%-11s %9s %9s %9s\n' server req/s user_us sys_us
+  awk -v d="$DURATION" '
+    { n = $2 * d; user[$1] += ($5 - $3) * 1e6; sys[$1] += ($6 - $4) * 1e6; reqs[$1] += n; rps[$1] += $2; runs[$1]++ }
+    END { for (k in runs) printf "%-11s %9.0f %9.2f %9.2f\n", k, rps[k] / runs[k], user[k] / reqs[k], sys[k] / reqs[k] }' "$out" | sort
 }
 
 # What the accept loop costs: the same router behind Server::serve and behind axum::serve,
@@ -386,6 +440,7 @@ case "${1:-all}" in
   startup) startup ;;
   compile) compile ;;
   instructions) instructions ;;
+  cpu) cpu ;;
   all) http; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|metrics|accept|startup|compile|instructions|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [http|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
 esac

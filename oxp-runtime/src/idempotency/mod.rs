@@ -484,28 +484,40 @@ struct StoredKey {
 
 impl StoredKey {
     fn new(key: &IdempotencyKey, hasher: &foldhash::quality::RandomState) -> Self {
-        let user = key.user.as_deref();
-        let mut bytes = Vec::with_capacity(
-            17 + key.principal.len() + user.map_or(0, str::len) + key.call_id.len(),
-        );
+        let principal = key.principal.as_bytes();
+        let user = key.user.as_deref().unwrap_or_default().as_bytes();
         // The parts before the call_id are prefixed with their lengths (and the user with
         // whether there is one), so that no two keys are written alike.
-        let part = |bytes: &mut Vec<u8>, text: &str| {
-            bytes.extend_from_slice(&(text.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(text.as_bytes());
-        };
-        part(&mut bytes, &key.principal);
-        match user {
-            Some(user) => {
-                bytes.push(1);
-                part(&mut bytes, user);
+        let parts: [&[u8]; 6] = [
+            &(principal.len() as u64).to_le_bytes(),
+            principal,
+            &[u8::from(key.user.is_some())],
+            &(user.len() as u64).to_le_bytes(),
+            user,
+            key.call_id.as_bytes(),
+        ];
+        let len = parts.iter().map(|part| part.len()).sum();
+        let write = |out: &mut [u8]| {
+            let mut at = 0;
+            for part in parts {
+                out[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
             }
-            None => bytes.push(0),
-        }
-        bytes.extend_from_slice(key.call_id.as_bytes());
+        };
+        // Written on the stack when it is short (most are), so that the `Arc` is the one
+        // allocation.
+        let bytes: Arc<[u8]> = if len <= 128 {
+            let mut short = [0; 128];
+            write(&mut short[..len]);
+            Arc::from(&short[..len])
+        } else {
+            let mut long = vec![0; len];
+            write(&mut long);
+            Arc::from(long)
+        };
         StoredKey {
-            hash: hasher.hash_one(&bytes),
-            bytes: bytes.into(),
+            hash: hasher.hash_one(&*bytes),
+            bytes,
         }
     }
 }
