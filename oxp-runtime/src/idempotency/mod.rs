@@ -6,8 +6,9 @@
 //!
 //! A store decides, per key, whether a tool run happens at all: [`IdempotencyStore::once`] is
 //! handed the run as a future and either drives it (the first time) or answers from what the
-//! first run produced. Runs are spawned as tasks of their own, so a client that disconnects
-//! mid-call cancels nothing: the tool finishes, and the retry gets its answer.
+//! first run produced. A run outlives its caller: the first call drives it, and if that call is
+//! dropped mid-run (its client disconnected) the run moves to a task of its own, so it cancels
+//! nothing: the tool finishes, and the retry gets its answer.
 //!
 //! One outcome is not kept: a tool failure with `can_retry: true` (a timeout, say). The tool asked
 //! to be tried again, so the retry runs it again.
