@@ -32,7 +32,8 @@ pub(crate) fn uuid_v4() -> uuid::Uuid {
         }
         let used = &mut pool.bytes[pool.next * 16..][..16];
         pool.next += 1;
-        let bytes: [u8; 16] = (&*used).try_into().expect("16 bytes");
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(used);
         // An id handed out leaves no copy behind to be read with later ones.
         used.fill(0);
         uuid::Builder::from_random_bytes(bytes).into_uuid()

@@ -464,6 +464,7 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
+    /// Every key with a run in flight or an answer kept.
     entries: HashMap<StoredKey, Entry, BuildHasherDefault<Prehashed>>,
     /// Finished answers, oldest first (all live equally long, so this is also expiry order);
     /// a generation tells a stale line from the entry now under its key.
@@ -487,8 +488,9 @@ impl StoredKey {
     fn new(key: &IdempotencyKey, hasher: &foldhash::quality::RandomState) -> Self {
         let principal = key.principal.as_bytes();
         let user = key.user.as_deref().unwrap_or_default().as_bytes();
-        // The parts before the call_id are prefixed with their lengths (and the user with
-        // whether there is one), so that no two keys are written alike.
+        // The scheme of `IdempotencyKey`'s `Display` (which Redis keys use, so it stays as it
+        // is), in binary: the parts before the call_id are prefixed with their lengths (and the
+        // user with whether there is one), so that no two keys are written alike.
         let parts: [&[u8]; 6] = [
             &(principal.len() as u64).to_le_bytes(),
             principal,
