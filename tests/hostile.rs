@@ -117,6 +117,35 @@ async fn a_call_id_reused_for_another_request_is_refused_not_answered() {
     assert_eq!(reordered.body, first.body);
 }
 
+/// The longest call_ids the server takes (`MAX_ID_BYTES`) are keys like any other: a retry gets
+/// the first answer, another request under the same id is refused, and ids that differ only at
+/// their end are two keys. (The store writes a short key on the stack and a long one on the
+/// heap; these take the long way.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_longest_call_ids_are_keys_like_any_other() {
+    let oxp = Oxp::start(server()).await;
+    let max = oxp_runtime::call::MAX_ID_BYTES;
+    let id = |last: char| format!("{}{last}", "k".repeat(max - 1));
+    let add = |call_id: &str, a: i64| json!({"tool_id": "Calculator.Add", "call_id": call_id, "input": {"a": a, "b": 2}});
+    let first = oxp.call(add(&id('x'), 1)).await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert_eq!(first.body["call_id"], id('x'));
+    let retry = oxp.call(add(&id('x'), 1)).await;
+    assert_eq!(
+        retry.body, first.body,
+        "the first answer, duration included"
+    );
+    let reused = oxp.call(add(&id('x'), 40)).await;
+    assert_eq!(reused.status, 400, "{:?}", reused.body);
+    // Differs only in its last byte: another key, so another run with its own answer.
+    let other = oxp.call(add(&id('y'), 40)).await;
+    assert_eq!(other.status, 200, "{:?}", other.body);
+    assert_eq!(other.body["value"], 42.0);
+    // One byte longer is refused before any key is made.
+    let too_long = oxp.call(add(&format!("{}z", id('x')), 1)).await;
+    assert_eq!(too_long.status, 400, "{:?}", too_long.body);
+}
+
 /// Two end users behind one principal never share an answer through a call_id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_users_behind_one_principal_never_share_an_answer() {
