@@ -13,16 +13,17 @@
 //! One outcome is not kept: a tool failure with `can_retry: true` (a timeout, say). The tool asked
 //! to be tried again, so the retry runs it again.
 
-use std::collections::{HashMap, VecDeque, hash_map};
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::future::{self, FutureExt};
+use hashbrown::{HashTable, hash_table};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -464,115 +465,81 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    /// Every key with a run in flight or an answer kept.
-    entries: HashMap<StoredKey, Entry, BuildHasherDefault<Prehashed>>,
-    /// Finished answers, oldest first (all live equally long, so this is also expiry order);
-    /// a generation tells a stale line from the entry now under its key.
-    finished: VecDeque<(Instant, StoredKey, u64)>,
+    /// Every key with a run in flight or an answer kept, found by the key's hash.
+    entries: HashTable<Entry>,
+    /// Finished answers, oldest first (all live equally long, so this is also expiry order).
+    finished: VecDeque<Finished>,
     finished_bytes: usize,
     next_generation: u64,
 }
 
-/// A key as this store holds it: its parts in one allocation (an [`IdempotencyKey`] is three),
-/// shared by the map, the `finished` line and the run that records its outcome, with its hash
-/// taken once, on arrival. Finishing a run and forgetting an answer find the entry by that hash
-/// and by the pointer, without reading the key's bytes again: a key forgotten to make room was
-/// written thousands of calls ago, and every read of it would be a miss in the CPU's caches.
-#[derive(Clone)]
-struct StoredKey {
+/// A line of [`State::finished`]: which entry it is, by its hash and its generation, without its
+/// key. Forgetting the oldest answer finds its entry by those, and reads no key bytes: a key
+/// forgotten to make room was written thousands of calls ago, and every read of it would be a
+/// miss in the CPU's caches. Generations are never reused, so a line whose entry has since gone
+/// finds nothing.
+struct Finished {
+    expires: Instant,
     hash: u64,
-    bytes: Arc<[u8]>,
-}
-
-impl StoredKey {
-    fn new(key: &IdempotencyKey, hasher: &foldhash::quality::RandomState) -> Self {
-        let principal = key.principal.as_bytes();
-        let user = key.user.as_deref().unwrap_or_default().as_bytes();
-        // The scheme of `IdempotencyKey`'s `Display` (which Redis keys use, so it stays as it
-        // is), in binary: the parts before the call_id are prefixed with their lengths (and the
-        // user with whether there is one), so that no two keys are written alike.
-        let parts: [&[u8]; 6] = [
-            &(principal.len() as u64).to_le_bytes(),
-            principal,
-            &[u8::from(key.user.is_some())],
-            &(user.len() as u64).to_le_bytes(),
-            user,
-            key.call_id.as_bytes(),
-        ];
-        let len = parts.iter().map(|part| part.len()).sum();
-        let write = |out: &mut [u8]| {
-            let mut at = 0;
-            for part in parts {
-                out[at..at + part.len()].copy_from_slice(part);
-                at += part.len();
-            }
-        };
-        // Written on the stack when it is short (most are), so that the `Arc` is the one
-        // allocation.
-        let bytes: Arc<[u8]> = if len <= 128 {
-            let mut short = [0; 128];
-            write(&mut short[..len]);
-            Arc::from(&short[..len])
-        } else {
-            let mut long = vec![0; len];
-            write(&mut long);
-            Arc::from(long)
-        };
-        StoredKey {
-            hash: hasher.hash_one(&*bytes),
-            bytes,
-        }
-    }
-}
-
-impl PartialEq for StoredKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash
-            && (Arc::ptr_eq(&self.bytes, &other.bytes) || self.bytes == other.bytes)
-    }
-}
-
-impl Eq for StoredKey {}
-
-impl Hash for StoredKey {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
-    }
-}
-
-/// The map's hasher: a [`StoredKey`] is hashed already, so its hash is used as it is.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is called (by `StoredKey`); anything else still hashes.
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-struct Entry {
-    fingerprint: Fingerprint,
     generation: u64,
-    answer: Answer,
 }
 
-enum Answer {
+/// One key's entry. Its key and, once the run ends, its answer share one allocation: the store
+/// holds thousands of answers, and each costs one allocation to make and one free to forget.
+struct Entry {
+    /// The key's hash, taken once, on arrival (seeded: see [`Inner::hasher`]).
+    hash: u64,
+    /// Which run this entry is: finishing a run and forgetting an answer find the entry by it.
+    generation: u64,
+    fingerprint: Fingerprint,
+    /// The key's bytes (see [`key_bytes`]), then the answer's JSON once it is [`Run::Done`].
+    bytes: Vec<u8>,
+    key_len: usize,
+    run: Run,
+}
+
+enum Run {
     /// Running; what duplicates wait on, made by the first of them (most runs have none).
     Running(Option<Arc<Pending>>),
-    /// Kept as its JSON: one allocation per answer, where the outcome itself is a tree of
-    /// them; thousands are held at once and each is read back only if its call is retried.
-    Done(Vec<u8>),
+    /// Ended, its answer kept as its JSON after the key: the outcome itself is a tree of
+    /// allocations, and each kept answer is read back only if its call is retried.
+    Done,
+}
+
+impl Entry {
+    fn key(&self) -> &[u8] {
+        &self.bytes[..self.key_len]
+    }
+
+    /// The answer's JSON (empty while running).
+    fn json(&self) -> &[u8] {
+        &self.bytes[self.key_len..]
+    }
+}
+
+/// A key as this store holds it: [`IdempotencyKey`]'s `Display` scheme (which Redis keys use, so
+/// it stays as it is) in binary. The parts before the call_id are prefixed with their lengths
+/// (and the user with whether there is one), so that no two keys are written alike. Room is left
+/// after it for a typical answer, which is written there when the run ends.
+fn key_bytes(key: &IdempotencyKey) -> Vec<u8> {
+    /// Room for the JSON of most answers, so that keeping one seldom moves the key.
+    const ANSWER_ROOM: usize = 256;
+    let principal = key.principal.as_bytes();
+    let user = key.user.as_deref().unwrap_or_default().as_bytes();
+    let parts: [&[u8]; 6] = [
+        &(principal.len() as u64).to_le_bytes(),
+        principal,
+        &[u8::from(key.user.is_some())],
+        &(user.len() as u64).to_le_bytes(),
+        user,
+        key.call_id.as_bytes(),
+    ];
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    let mut bytes = Vec::with_capacity(len + ANSWER_ROOM);
+    for part in parts {
+        bytes.extend_from_slice(part);
+    }
+    bytes
 }
 
 /// A run in flight, for the duplicates that wait on it: its outcome is set (and they are woken)
@@ -716,60 +683,66 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a run's outcome under its key, unless the entry there is no longer this run's,
-    /// and hands it to the duplicates waiting on the run.
-    fn finish(&self, key: &StoredKey, generation: u64, outcome: &CallOutcome) {
+    /// Records a run's outcome in its entry, unless that entry is gone (the store forgot a
+    /// run it could not keep), and hands it to the duplicates waiting on the run.
+    fn finish(&self, hash: u64, generation: u64, outcome: &CallOutcome) {
         // A failure the tool calls retryable is not an answer to keep: the retry it asks for
         // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
         // answer larger than the whole budget cannot be kept. Written before taking the lock,
         // which every call with a call_id needs.
         let keep =
             !outcome.is_retryable_failure() && !matches!(outcome, CallOutcome::Unavailable { .. });
-        let json = keep
-            .then(|| to_json_within(outcome, self.max_bytes))
-            .flatten();
-        let mut state = self.lock();
-        let Some(entry) = state.entries.get_mut(key) else {
-            return;
-        };
-        if entry.generation != generation {
-            return;
-        }
-        if let Answer::Running(Some(pending)) = &entry.answer {
-            let _ = pending.outcome.set(outcome.clone());
-            pending.ended.notify_waiters();
-        }
-        let Some(json) = json else {
-            state.entries.remove(key);
-            return;
-        };
-        let bytes = json.len();
-        entry.answer = Answer::Done(json);
-        state.finished_bytes += bytes;
-        state
-            .finished
-            .push_back((Instant::now() + self.ttl, key.clone(), generation));
-        while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
-            state.pop_oldest();
-        }
+        JSON.with_borrow_mut(|json| {
+            let kept = keep && write_json_within(json, outcome, self.max_bytes);
+            let mut state = self.lock();
+            let Ok(mut found) = state
+                .entries
+                .find_entry(hash, |entry| entry.generation == generation)
+            else {
+                return;
+            };
+            let entry = found.get_mut();
+            if let Run::Running(Some(pending)) = &entry.run {
+                let _ = pending.outcome.set(outcome.clone());
+                pending.ended.notify_waiters();
+            }
+            if !kept {
+                found.remove();
+                return;
+            }
+            entry.bytes.reserve_exact(json.len());
+            entry.bytes.extend_from_slice(json);
+            entry.run = Run::Done;
+            state.finished_bytes += json.len();
+            state.finished.push_back(Finished {
+                expires: Instant::now() + self.ttl,
+                hash,
+                generation,
+            });
+            while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
+                state.pop_oldest();
+            }
+        });
     }
 }
 
 impl State {
-    /// Forgets the oldest finished answer (a line whose entry has since changed is skipped).
+    /// Forgets the oldest finished answer (a line whose entry has since gone is skipped).
     fn pop_oldest(&mut self) {
-        let Some((_, key, generation)) = self.finished.pop_front() else {
+        let Some(Finished {
+            hash, generation, ..
+        }) = self.finished.pop_front()
+        else {
             return;
         };
-        // One lookup, not a `get` and then a `remove`: every call with a fresh call_id evicts an
-        // answer once the store is full.
-        if let hash_map::Entry::Occupied(entry) = self.entries.entry(key) {
-            if let (true, Answer::Done(json)) =
-                (entry.get().generation == generation, &entry.get().answer)
-            {
-                self.finished_bytes -= json.len();
-                entry.remove();
-            }
+        if let Ok(found) = self
+            .entries
+            .find_entry(hash, |entry| entry.generation == generation)
+        {
+            // A line is written when its run's answer is kept, and a generation names one run.
+            debug_assert!(matches!(found.get().run, Run::Done));
+            self.finished_bytes -= found.get().json().len();
+            found.remove();
         }
     }
 
@@ -777,21 +750,31 @@ impl State {
         while self
             .finished
             .front()
-            .is_some_and(|(expires, ..)| *expires <= now)
+            .is_some_and(|line| line.expires <= now)
         {
             self.pop_oldest();
         }
     }
 }
 
-/// An outcome's JSON, unless it is longer than `max` bytes (then writing stops there: an answer
-/// too large to keep is never copied whole).
-fn to_json_within(outcome: &CallOutcome, max: usize) -> Option<Vec<u8>> {
-    struct Within {
-        json: Vec<u8>,
+thread_local! {
+    /// Where an answer is written before it is copied after its key: one buffer per thread,
+    /// reused, rather than an allocation per call (the write takes no lock and never awaits).
+    static JSON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer this large is not kept for the next answer: one huge answer must not pin its size
+/// in every thread that ever wrote one.
+const JSON_BUFFER_KEPT: usize = 64 * 1024;
+
+/// Writes `outcome`'s JSON into `json` (emptied first) and says whether it fits in `max` bytes
+/// (writing stops there: an answer too large to keep is never copied whole).
+fn write_json_within(json: &mut Vec<u8>, outcome: &CallOutcome, max: usize) -> bool {
+    struct Within<'a> {
+        json: &'a mut Vec<u8>,
         max: usize,
     }
-    impl std::io::Write for Within {
+    impl std::io::Write for Within<'_> {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
             if self.json.len() + buf.len() > self.max {
                 return Err(std::io::ErrorKind::FileTooLarge.into());
@@ -803,15 +786,14 @@ fn to_json_within(outcome: &CallOutcome, max: usize) -> Option<Vec<u8>> {
             Ok(())
         }
     }
-    let mut within = Within {
-        json: Vec::with_capacity(256.min(max)),
-        max,
-    };
-    serde_json::to_writer(&mut within, outcome).ok()?;
-    Some(within.json)
+    if json.capacity() > JSON_BUFFER_KEPT {
+        *json = Vec::new();
+    }
+    json.clear();
+    serde_json::to_writer(Within { json, max }, outcome).is_ok()
 }
 
-/// A kept answer, read back for a retry. It was written by [`to_json_within`] from an
+/// A kept answer, read back for a retry. It was written by [`write_json_within`] from an
 /// outcome, so it reads; were it not to, the retry is told to try again rather than given a
 /// wrong answer.
 fn from_json(json: &[u8]) -> CallOutcome {
@@ -832,7 +814,8 @@ pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
 struct Leader {
     run: Option<BoxFuture<'static, CallOutcome>>,
     store: Arc<Inner>,
-    key: StoredKey,
+    /// Its entry's hash and generation, which find the entry without the key.
+    hash: u64,
     generation: u64,
 }
 
@@ -844,7 +827,7 @@ impl Future for Leader {
         let run = this.run.as_mut().expect("polled after it ended");
         let outcome = std::task::ready!(run.poll_unpin(cx));
         this.run = None;
-        this.store.finish(&this.key, this.generation, &outcome);
+        this.store.finish(this.hash, this.generation, &outcome);
         Poll::Ready((outcome, Reuse::Fresh))
     }
 }
@@ -856,18 +839,18 @@ impl Drop for Leader {
         let Some(run) = self.run.take() else {
             return;
         };
-        let (store, key, generation) = (self.store.clone(), self.key.clone(), self.generation);
+        let (store, hash, generation) = (self.store.clone(), self.hash, self.generation);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     let outcome = run.await;
-                    store.finish(&key, generation, &outcome);
+                    store.finish(hash, generation, &outcome);
                 });
             }
             Err(_) => {
                 drop(run);
                 let outcome = CallOutcome::unavailable("the call was dropped outside a runtime");
-                store.finish(&key, generation, &outcome);
+                store.finish(hash, generation, &outcome);
             }
         }
     }
@@ -899,25 +882,27 @@ impl IdempotencyStore for InMemoryIdempotency {
         run: BoxFuture<'static, CallOutcome>,
     ) -> BoxFuture<'a, (CallOutcome, Reuse)> {
         // Written and hashed before taking the lock, which every call with a call_id needs.
-        let key = StoredKey::new(&key, &self.inner.hasher);
+        let bytes = key_bytes(&key);
+        let hash = self.inner.hasher.hash_one(bytes.as_slice());
         let mut state = self.inner.lock();
         state.expire(Instant::now());
         let generation = state.next_generation;
         // One lookup whether the key is new or known.
-        match state.entries.entry(key.clone()) {
-            hash_map::Entry::Occupied(mut known) => {
+        let same_key = |entry: &Entry| entry.hash == hash && entry.key() == bytes.as_slice();
+        match state.entries.entry(hash, same_key, |entry| entry.hash) {
+            hash_table::Entry::Occupied(mut known) => {
                 let entry = known.get_mut();
                 if entry.fingerprint != fingerprint {
                     return future::ready((reused_call_id(), Reuse::Conflict)).boxed();
                 }
-                return match &mut entry.answer {
+                return match &mut entry.run {
                     // Read back outside the lock: an answer may be megabytes.
-                    Answer::Done(json) => {
-                        let json = json.clone();
+                    Run::Done => {
+                        let json = entry.json().to_vec();
                         drop(state);
                         future::ready((from_json(&json), Reuse::Replayed)).boxed()
                     }
-                    Answer::Running(pending) => pending
+                    Run::Running(pending) => pending
                         .get_or_insert_with(Arc::default)
                         .clone()
                         .outcome()
@@ -928,11 +913,14 @@ impl IdempotencyStore for InMemoryIdempotency {
             // The first call with this key drives its run itself; were it dropped mid-run (its
             // client hung up), the run goes on in a task of its own, so it still ends and is
             // recorded, and a retry gets its answer.
-            hash_map::Entry::Vacant(new) => {
+            hash_table::Entry::Vacant(new) => {
                 new.insert(Entry {
-                    fingerprint,
+                    hash,
                     generation,
-                    answer: Answer::Running(None),
+                    fingerprint,
+                    key_len: bytes.len(),
+                    bytes,
+                    run: Run::Running(None),
                 });
             }
         }
@@ -941,7 +929,7 @@ impl IdempotencyStore for InMemoryIdempotency {
         Box::pin(Leader {
             run: Some(run),
             store: self.inner.clone(),
-            key,
+            hash,
             generation,
         })
     }
@@ -1111,6 +1099,36 @@ mod tests {
             );
         }
         assert_eq!(store.len(), keys.len());
+    }
+
+    /// An answer is written after its key in the entry's one buffer, through a buffer per
+    /// thread that a huge answer must not leave behind it: keys and answers of every size, in an
+    /// order where a small answer follows a huge one, each read back exactly and counted as
+    /// its JSON alone.
+    #[tokio::test]
+    async fn answers_of_every_size_are_kept_after_their_keys() {
+        let store = InMemoryIdempotency::default();
+        let long_id = "k".repeat(300);
+        let cases = [
+            ("a", 10),
+            (long_id.as_str(), 300),
+            ("b", 100_000),
+            ("c", 5),
+            (long_id.as_str(), 70_000),
+        ];
+        let mut expected_bytes = 0;
+        for (i, (call_id, size)) in cases.iter().enumerate() {
+            let call_id = format!("{call_id}{i}");
+            let text = "t".repeat(*size);
+            assert_eq!(ask(&store, &call_id, 1, &text).await, answer(&text));
+            expected_bytes += serde_json::to_vec(&answer(&text)).unwrap().len();
+        }
+        assert_eq!(store.bytes(), expected_bytes);
+        for (i, (call_id, size)) in cases.iter().enumerate() {
+            let call_id = format!("{call_id}{i}");
+            let replayed = ask(&store, &call_id, 1, "ran again").await;
+            assert_eq!(replayed, answer(&"t".repeat(*size)), "{call_id}");
+        }
     }
 
     #[tokio::test]
