@@ -21,7 +21,9 @@
 #                          picks some of "plain rmcp tools tools_mcp")
 #   bench/run.sh instructions  the same call through oxp's router (with a fresh call_id and without)
 #                          and the bare handler, in process, under callgrind: instructions per
-#                          call (repeatable, unlike time)
+#                          call, and misses per call in callgrind's model of the L1
+#                          instruction cache, once the idempotency store is full (both
+#                          repeatable within 1 %, unlike time)
 #   bench/run.sh cpu       the servers' own CPU time per request under wrk (user and system, from
 #                          /proc/<pid>/stat over each run): oxp with a fresh call_id and without,
 #                          and the bare handler, alternating over ROUNDS rounds at 32 connections
@@ -232,7 +234,8 @@ metrics() {
   curl -sf http://127.0.0.1:18080/metrics | grep '^oxp_calls_total'
 }
 
-# Instructions per call, by difference of two run lengths (start-up cancels out).
+# Instructions and L1 instruction-cache misses per call, under callgrind. (Its L1 data-cache
+# misses are left out: they vary by half between runs of the same binary.)
 instructions() {
   command -v valgrind >/dev/null || {
     echo "installing valgrind (Debian package)…" >&2
@@ -244,14 +247,22 @@ instructions() {
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     cargo build --release -q -p oxp-tests --example router_calls --target-dir "$dir"
   local bin=$dir/release/examples/router_calls
-  refs() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 | awk '/refs/ { gsub(",", "", $4); print $4 }'; }
-  # oxp-id: a fresh call_id per call. Valgrind runs SHA-256 without the CPU's SHA extensions,
-  # so the fingerprint counts some 7k instructions more here than it costs on such a CPU.
+  # callgrind's summary → "instructions I1-misses"
+  counts() {
+    valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 |
+      awk '{ gsub(",", "") } / I +refs:/ { i = $4 } / I1 +misses:/ { i1 = $4 } END { print i, i1 }'
+  }
+  # Per call, by difference of two run lengths: start-up and the first calls cancel out. Both
+  # lengths are past 10,000 calls, the store's default capacity, so with a fresh call_id every
+  # call also forgets the oldest answer, as in a server that has run a while.
+  # oxp-id: valgrind runs SHA-256 without the CPU's SHA extensions, so the fingerprint counts
+  # some 7k instructions more here than it costs on such a CPU.
+  printf '%-6s %12s %10s   (per call: router → handler → response bytes)\n' "" instructions "L1i misses"
   for which in oxp oxp-id bare; do
     local short long
-    short=$(refs "$which" 1000)
-    long=$(refs "$which" 3000)
-    printf '%-6s %6d instructions per call (router → handler → response bytes)\n' "$which" $(((long - short) / 2000))
+    read -ra short <<<"$(counts "$which" 12000)"
+    read -ra long <<<"$(counts "$which" 14000)"
+    printf '%-6s %12d %10d\n' "$which" $(((long[0] - short[0]) / 2000)) $(((long[1] - short[1]) / 2000))
   done
 }
 
