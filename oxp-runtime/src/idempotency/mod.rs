@@ -683,8 +683,7 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a run's outcome in its entry, unless that entry is gone (the store forgot a
-    /// run it could not keep), and hands it to the duplicates waiting on the run.
+    /// Records a run's outcome in its entry and hands it to the duplicates waiting on the run.
     fn finish(&self, hash: u64, generation: u64, outcome: &CallOutcome) {
         // A failure the tool calls retryable is not an answer to keep: the retry it asks for
         // must run the tool again; nor is "unavailable", which is no answer of the tool's. An
@@ -692,37 +691,44 @@ impl Inner {
         // which every call with a call_id needs.
         let keep =
             !outcome.is_retryable_failure() && !matches!(outcome, CallOutcome::Unavailable { .. });
-        JSON.with_borrow_mut(|json| {
+        with_json_buffer(|json| {
             let kept = keep && write_json_within(json, outcome, self.max_bytes);
-            let mut state = self.lock();
-            let Ok(mut found) = state
-                .entries
-                .find_entry(hash, |entry| entry.generation == generation)
-            else {
-                return;
-            };
-            let entry = found.get_mut();
-            if let Run::Running(Some(pending)) = &entry.run {
-                let _ = pending.outcome.set(outcome.clone());
-                pending.ended.notify_waiters();
-            }
-            if !kept {
-                found.remove();
-                return;
-            }
-            entry.bytes.reserve_exact(json.len());
-            entry.bytes.extend_from_slice(json);
-            entry.run = Run::Done;
-            state.finished_bytes += json.len();
-            state.finished.push_back(Finished {
-                expires: Instant::now() + self.ttl,
-                hash,
-                generation,
-            });
-            while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
-                state.pop_oldest();
-            }
+            self.record(hash, generation, outcome, kept.then_some(json.as_slice()));
         });
+    }
+
+    /// Ends the run of entry (`hash`, `generation`) with `outcome`, kept as `json` if that is
+    /// given, else forgotten; duplicates waiting on the run are handed the outcome either way.
+    fn record(&self, hash: u64, generation: u64, outcome: &CallOutcome, json: Option<&[u8]>) {
+        let mut state = self.lock();
+        // Always found: a running entry is never forgotten.
+        let Ok(mut found) = state
+            .entries
+            .find_entry(hash, |entry| entry.generation == generation)
+        else {
+            return;
+        };
+        let entry = found.get_mut();
+        if let Run::Running(Some(pending)) = &entry.run {
+            let _ = pending.outcome.set(outcome.clone());
+            pending.ended.notify_waiters();
+        }
+        let Some(json) = json else {
+            found.remove();
+            return;
+        };
+        entry.bytes.reserve_exact(json.len());
+        entry.bytes.extend_from_slice(json);
+        entry.run = Run::Done;
+        state.finished_bytes += json.len();
+        state.finished.push_back(Finished {
+            expires: Instant::now() + self.ttl,
+            hash,
+            generation,
+        });
+        while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
+            state.pop_oldest();
+        }
     }
 }
 
@@ -761,6 +767,25 @@ thread_local! {
     /// Where an answer is written before it is copied after its key: one buffer per thread,
     /// reused, rather than an allocation per call (the write takes no lock and never awaits).
     static JSON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `write` with this thread's buffer for answers, or with a new one where that buffer is
+/// not to be had: a run dropped while its thread exits (its thread-locals already gone), or a
+/// run ended from within another's end (a waker that polls in place). Neither may panic.
+fn with_json_buffer<R>(write: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut write = Some(write);
+    let mut in_buffer = |json: &mut Vec<u8>| write.take().map(|write| write(json));
+    let done = JSON
+        .try_with(|buffer| {
+            let mut json = buffer.try_borrow_mut().ok()?;
+            in_buffer(&mut json)
+        })
+        .ok()
+        .flatten();
+    match done {
+        Some(done) => done,
+        None => in_buffer(&mut Vec::new()).expect("`write` ran in no buffer yet"),
+    }
 }
 
 /// A buffer this large is not kept for the next answer: one huge answer must not pin its size
@@ -1129,6 +1154,20 @@ mod tests {
             let replayed = ask(&store, &call_id, 1, "ran again").await;
             assert_eq!(replayed, answer(&"t".repeat(*size)), "{call_id}");
         }
+    }
+
+    #[test]
+    fn an_answer_has_a_buffer_even_while_this_threads_is_taken() {
+        with_json_buffer(|outer| {
+            outer.clear();
+            outer.push(1);
+            let inner = with_json_buffer(|inner| {
+                inner.push(2);
+                inner.clone()
+            });
+            assert_eq!(inner, [2], "a buffer of its own, not the one in use");
+            assert_eq!(outer, &[1]);
+        });
     }
 
     #[tokio::test]

@@ -140,9 +140,12 @@ impl Server {
     /// # use oxp_runtime::{server::*, Registry};
     /// # let registry = Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).default_timeout(std::time::Duration::from_secs(5));
-    /// // MCP beside OXP, both through the one pipeline (its limits and idempotency shared).
+    /// # #[cfg(feature = "mcp")] {
+    /// // MCP beside OXP, both through the one pipeline (its limits and idempotency shared;
+    /// // the `mcp` feature).
     /// let mcp = oxp_runtime::mcp::McpServer::new(pipeline.clone()).into_router();
     /// let app: axum::Router = Server::from_pipeline(pipeline).nest("/mcp", mcp).router();
+    /// # }
     /// ```
     pub fn from_pipeline(pipeline: Pipeline) -> Self {
         Server {
@@ -203,19 +206,19 @@ impl Server {
     /// front shares the port. `serve()` nests MCP's streamable HTTP at `/mcp` this way.
     ///
     /// ```
-    /// use oxp_runtime::{call::Pipeline, mcp::McpServer, server::{Server, ServerAuth}, Registry};
+    /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
     /// use tower::ServiceExt;
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let pipeline = Pipeline::new(Registry::builder().build().unwrap());
-    /// let mcp = McpServer::new(pipeline.clone()).into_router();
+    /// let status = axum::Router::new().route("/", axum::routing::get(|| async { "up" }));
     /// let app = Server::from_pipeline(pipeline)
     ///     .auth(ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef"))
-    ///     .nest("/mcp", mcp)
+    ///     .nest("/status", status)
     ///     .router();
-    /// // The nested front is behind the server's authentication.
-    /// let initialize = axum::http::Request::post("/mcp").body(axum::body::Body::empty()).unwrap();
-    /// assert_eq!(app.oneshot(initialize).await.unwrap().status(), 401);
+    /// // The nested router is behind the server's authentication.
+    /// let request = axum::http::Request::get("/status").body(axum::body::Body::empty()).unwrap();
+    /// assert_eq!(app.oneshot(request).await.unwrap().status(), 401);
     /// # });
     /// ```
     #[must_use]
