@@ -694,6 +694,9 @@ impl Inner {
         with_json_buffer(|json| {
             let kept = keep && write_json_within(json, outcome, self.max_bytes);
             self.record(hash, generation, outcome, kept.then_some(json.as_slice()));
+            if json.capacity() > JSON_BUFFER_KEPT {
+                *json = Vec::new();
+            }
         });
     }
 
@@ -788,8 +791,8 @@ fn with_json_buffer<R>(write: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     }
 }
 
-/// A buffer this large is not kept for the next answer: one huge answer must not pin its size
-/// in every thread that ever wrote one.
+/// A buffer grown larger than this is let go once its answer is copied: one huge answer must not
+/// pin its size in every thread that ever wrote one.
 const JSON_BUFFER_KEPT: usize = 64 * 1024;
 
 /// Writes `outcome`'s JSON into `json` (emptied first) and says whether it fits in `max` bytes
@@ -810,9 +813,6 @@ fn write_json_within(json: &mut Vec<u8>, outcome: &CallOutcome, max: usize) -> b
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
-    }
-    if json.capacity() > JSON_BUFFER_KEPT {
-        *json = Vec::new();
     }
     json.clear();
     serde_json::to_writer(Within { json, max }, outcome).is_ok()
@@ -1149,6 +1149,9 @@ mod tests {
             expected_bytes += serde_json::to_vec(&answer(&text)).unwrap().len();
         }
         assert_eq!(store.bytes(), expected_bytes);
+        // The last answer was large: this thread's buffer let it go once it was copied.
+        let kept = JSON.with_borrow(Vec::capacity);
+        assert!(kept <= JSON_BUFFER_KEPT, "{kept} bytes still held");
         for (i, (call_id, size)) in cases.iter().enumerate() {
             let call_id = format!("{call_id}{i}");
             let replayed = ask(&store, &call_id, 1, "ran again").await;
