@@ -190,13 +190,28 @@ fn write_value(hasher: &mut Sha256, value: &Value) {
         Value::Object(fields) => {
             hasher.update([5]);
             hasher.update((fields.len() as u64).to_le_bytes());
-            let mut sorted: Vec<_> = fields.iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            for (key, value) in sorted {
-                write_str(hasher, key);
-                write_value(hasher, value);
-            }
+            write_fields(hasher, fields.iter());
         }
+    }
+}
+
+/// An object's fields, by their keys' order. serde_json's map iterates in that order, unless
+/// some crate in the build turns on its `preserve_order` (then the keys come as they were sent):
+/// only then are they sorted here, which takes an allocation.
+fn write_fields<'a, I>(hasher: &mut Sha256, fields: I)
+where
+    I: Iterator<Item = (&'a String, &'a Value)> + Clone,
+{
+    let write = |hasher: &mut Sha256, (key, value): (&String, &Value)| {
+        write_str(hasher, key);
+        write_value(hasher, value);
+    };
+    if fields.clone().map(|(key, _)| key).is_sorted() {
+        fields.for_each(|field| write(hasher, field));
+    } else {
+        let mut sorted: Vec<_> = fields.collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        sorted.into_iter().for_each(|field| write(hasher, field));
     }
 }
 
@@ -1180,6 +1195,25 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(60)).await;
         let again = ask(&store, "c", 1, "again").await;
         assert_eq!(again, answer("again"));
+    }
+
+    /// A map that keeps its keys as they came (serde_json's `preserve_order`, which any crate in
+    /// a build may turn on) is hashed as the sorted map it equals.
+    #[test]
+    fn fields_in_any_order_hash_as_sorted() {
+        let (a, b, c) = ("a".to_owned(), "b".to_owned(), "c".to_owned());
+        let (one, two, three) = (Value::from(1), Value::from("two"), Value::from(3.5));
+        let sorted = [(&a, &one), (&b, &two), (&c, &three)];
+        let digest = |fields: &[(&String, &Value)]| {
+            let mut hasher = Sha256::new();
+            write_fields(&mut hasher, fields.iter().copied());
+            hasher.finalize()
+        };
+        let digest_sorted = digest(&sorted);
+        for order in [[2, 1, 0], [1, 0, 2], [0, 2, 1]] {
+            let fields = order.map(|i| sorted[i]);
+            assert_eq!(digest(&fields), digest_sorted, "order {order:?}");
+        }
     }
 
     /// Fingerprints outlive a process (Redis keeps them for every replica, across upgrades):
