@@ -20,11 +20,13 @@ fn the_example_depends_on_nothing_but_oxp_runtime_and_tokio() {
 }
 
 /// What a server links by default (issue 16): no HTTP client (the `client` feature is off), no
-/// MCP SDK (the `mcp` feature is off: rmcp and its crates are a third of a first build) and, for
-/// JWTs, only HS256 — none of the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto
-/// feature brings.
+/// MCP SDK (the `mcp` feature is off: rmcp and its crates are a third of a first build), no
+/// HTTP/2 (the `http2` feature is off), no terminal colours, and, for JWTs, only HS256 — none of
+/// the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto feature brings. Nor a crate for
+/// what one already there does: constant-time comparison is ctutils' (digest's), and a v4 UUID
+/// is six bits set in sixteen random bytes.
 #[test]
-fn a_default_server_links_no_http_client_no_mcp_sdk_and_no_public_key_crypto() {
+fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_crypto() {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "tree",
@@ -57,6 +59,10 @@ fn a_default_server_links_no_http_client_no_mcp_sdk_and_no_public_key_crypto() {
         "ed25519-dalek",
         "ecdsa",
         "num-bigint-dig",
+        "h2",
+        "nu-ansi-term",
+        "subtle",
+        "uuid",
     ] {
         assert!(
             !crates.contains(absent),

@@ -917,6 +917,44 @@ fn client_text_never_reaches_the_log_raw() {
     }
 }
 
+/// With the `http2` feature, HTTP/2 (h2c, prior knowledge) is served on the same port, with the
+/// stream limit advertised in the server's SETTINGS, and a call on it answered like any other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
+    let server = server().connection_limits(limits(|l| l.max_streams = 8));
+    let base = served(server).await;
+    let address = base.trim_start_matches("http://").to_owned();
+    let socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (client, connection) = h2::client::handshake(socket).await.unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let body = br#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#;
+    let request = http::Request::post(format!("{base}/tools/call"))
+        .header("content-type", "application/json")
+        .header("host", &address)
+        .body(())
+        .unwrap();
+    let (answer, mut send) = client.send_request(request, false).unwrap();
+    send.send_data(bytes::Bytes::from_static(body), true)
+        .unwrap();
+    let answer = answer.await.unwrap();
+    assert_eq!(answer.status(), 200);
+    // The server's SETTINGS have arrived with its first answer.
+    assert_eq!(client.current_max_send_streams(), 8);
+    let mut received = answer.into_body();
+    let mut text = Vec::new();
+    while let Some(chunk) = received.data().await {
+        let chunk = chunk.unwrap();
+        received
+            .flow_control()
+            .release_capacity(chunk.len())
+            .unwrap();
+        text.extend_from_slice(&chunk);
+    }
+    let answer: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(answer["value"], 3.0, "{answer}");
+}
+
 /// A connection's bodies in flight are capped as a whole (what bounds HTTP/2's many streams on
 /// one connection): over the budget, a body is refused with a 413 even under the per-body cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -270,7 +270,7 @@ impl InMemoryAuthorization {
 
 impl AuthorizationProvider for InMemoryAuthorization {
     fn challenge<'a>(&'a self, request: ChallengeRequest<'a>) -> BoxFuture<'a, Option<Challenge>> {
-        let check_id = crate::random::uuid_v4().simple().to_string();
+        let check_id = crate::random::uuid_v4().simple();
         {
             let mut challenges = self.lock();
             challenges.by_id.insert(

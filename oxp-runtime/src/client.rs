@@ -641,7 +641,7 @@ impl CallBuilder<'_> {
         let client = self.client;
         self.request
             .call_id
-            .get_or_insert_with(|| crate::random::uuid_v4().to_string());
+            .get_or_insert_with(|| crate::random::uuid_v4().hyphenated());
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -2,9 +2,11 @@
 //! challenge's id, the client's retry jitter). The bytes come from the OS a batch at a time: one
 //! `getrandom` call serves [`BATCH`] ids on a thread, so a call without a client-supplied id
 //! costs no syscall of its own, and the server needs no userspace generator (uuid's `fast-rng`
-//! brought rand, chacha20, rand_core and a third getrandom into every build).
+//! brought rand, chacha20, rand_core and a third getrandom into every build). Setting six bits
+//! and writing 32 hex digits is all the server needs of a UUID, so it has no UUID crate.
 
 use std::cell::RefCell;
+use std::fmt;
 
 /// Ids per refill: 512 bytes from the OS at a time.
 const BATCH: usize = 32;
@@ -22,7 +24,7 @@ thread_local! {
 }
 
 /// A random (version 4) UUID.
-pub(crate) fn uuid_v4() -> uuid::Uuid {
+pub(crate) fn uuid_v4() -> Uuid {
     POOL.with_borrow_mut(|pool| {
         if pool.next == BATCH {
             // uuid's own `new_v4` fails the same way: an OS that cannot give random bytes
@@ -36,8 +38,62 @@ pub(crate) fn uuid_v4() -> uuid::Uuid {
         bytes.copy_from_slice(used);
         // An id handed out leaves no copy behind to be read with later ones.
         used.fill(0);
-        uuid::Builder::from_random_bytes(bytes).into_uuid()
+        Uuid::v4(bytes)
     })
+}
+
+/// A version 4 UUID (RFC 9562): 122 random bits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Uuid([u8; 16]);
+
+impl Uuid {
+    /// Random bytes made a UUID: the version (4) and the variant (`10`) take six of their bits.
+    fn v4(mut bytes: [u8; 16]) -> Uuid {
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Uuid(bytes)
+    }
+
+    /// `67e55044-10b1-426f-9247-bb680e5fe0c8`: the form ids take on the wire.
+    pub(crate) fn hyphenated(self) -> String {
+        self.hex(true)
+    }
+
+    /// `67e5504410b1426f9247bb680e5fe0c8`: no hyphens, for ids inside other names.
+    pub(crate) fn simple(self) -> String {
+        self.hex(false)
+    }
+
+    /// The client's retry jitter.
+    #[cfg(any(feature = "client", test))]
+    pub(crate) fn as_u128(self) -> u128 {
+        u128::from_be_bytes(self.0)
+    }
+
+    fn hex(self, hyphens: bool) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = String::with_capacity(36);
+        for (i, byte) in self.0.iter().enumerate() {
+            if hyphens && matches!(i, 4 | 6 | 8 | 10) {
+                text.push('-');
+            }
+            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        }
+        text
+    }
+}
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hyphenated())
+    }
+}
+
+impl fmt::Debug for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 #[cfg(test)]
@@ -52,9 +108,30 @@ mod tests {
         let there = std::thread::spawn(batch).join().unwrap();
         let mut seen = HashSet::new();
         for id in here.iter().chain(&there) {
-            assert_eq!(id.get_version(), Some(uuid::Version::Random), "{id}");
-            assert_eq!(id.get_variant(), uuid::Variant::RFC4122, "{id}");
+            let text = id.hyphenated();
+            // xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx
+            assert_eq!(text.as_bytes()[14], b'4', "{text}");
+            assert!(
+                matches!(text.as_bytes()[19], b'8' | b'9' | b'a' | b'b'),
+                "{text}"
+            );
             assert!(seen.insert(*id), "{id} came twice");
         }
+    }
+
+    #[test]
+    fn ids_are_written_as_rfc_9562_says() {
+        let id = Uuid::v4(*b"\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff");
+        assert_eq!(id.hyphenated(), "00112233-4455-4677-8899-aabbccddeeff");
+        assert_eq!(id.to_string(), id.hyphenated());
+        assert_eq!(id.simple(), "00112233445546778899aabbccddeeff");
+        assert_eq!(id.as_u128(), 0x00112233_4455_4677_8899_aabbccddeeff);
+        // The version and variant bits are set whatever the random bytes held.
+        let id = Uuid::v4([0xff; 16]);
+        assert_eq!(id.hyphenated(), "ffffffff-ffff-4fff-bfff-ffffffffffff");
+        assert_eq!(
+            Uuid::v4([0; 16]).simple(),
+            "00000000000040008000000000000000"
+        );
     }
 }

@@ -783,11 +783,7 @@ fn bad_ids(request: &CallToolRequest) -> Option<ServerErrorResponse> {
 
 /// A fresh `call_id`: a v4 UUID, written without the formatting machinery of `to_string`.
 fn new_call_id() -> String {
-    let mut buffer = uuid::Uuid::encode_buffer();
-    crate::random::uuid_v4()
-        .hyphenated()
-        .encode_lower(&mut buffer)
-        .to_owned()
+    crate::random::uuid_v4().hyphenated()
 }
 
 /// Logs a call's end in its span: successes at debug (a log line per call costs more than the

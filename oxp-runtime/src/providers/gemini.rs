@@ -311,7 +311,7 @@ pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, DispatchError> {
             let id = match call.get("id").and_then(Value::as_str) {
                 Some(id) => id.to_owned(),
                 None => {
-                    let unique = crate::random::uuid_v4().simple().to_string();
+                    let unique = crate::random::uuid_v4().simple();
                     format!("call_{timestamp}_{}_{name}", &unique[..16])
                 }
             };

@@ -6,9 +6,9 @@ use std::fmt;
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use ctutils::CtEq;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
-use subtle::ConstantTimeEq;
 
 pub use crate::principal::Principal;
 
@@ -191,7 +191,7 @@ impl ServerAuth {
         // Compare against every key, in constant time each, so timing tells nothing.
         let mut found = None;
         for (i, key) in self.api_keys.iter().enumerate() {
-            if bool::from(key.as_slice().ct_eq(candidate)) {
+            if key.as_slice().ct_eq(candidate).to_bool() {
                 found = Some(i);
             }
         }

@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -48,10 +47,10 @@ pub struct ConnectionLimits {
     /// The largest request head, in bytes (`OXP_MAX_HEADER_BYTES`, 64 KiB; at least 8 KiB);
     /// a larger one is answered `431`.
     pub max_header_bytes: usize,
-    /// HTTP/2 streams at once per connection (64).
+    /// HTTP/2 streams at once per connection (64; with the `http2` feature).
     pub max_streams: u32,
     /// HTTP/2 keep-alive pings: sent after this long without a frame, and the connection
-    /// closed when one is not answered within as long again (20 s).
+    /// closed when one is not answered within as long again (20 s; with the `http2` feature).
     pub keep_alive_interval: Duration,
     /// Request-body bytes one connection may have in flight at once, over all its requests
     /// (8 MiB): HTTP/2 carries many requests on one connection, and each body is held whole
@@ -73,6 +72,13 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// What speaks HTTP on a connection: HTTP/1.1, and with the `http2` feature HTTP/2 as well
+/// (hyper-util's `auto` tells them apart by the first bytes a client sends).
+#[cfg(not(feature = "http2"))]
+type Protocols = hyper::server::conn::http1::Builder;
+#[cfg(feature = "http2")]
+type Protocols = hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>;
+
 /// hyper's own floor for its read buffer, which bounds a request head.
 const MIN_HEADER_BYTES: usize = 8 * 1024;
 /// The most connections chosen by default, and the file descriptors kept free below the
@@ -91,8 +97,19 @@ impl ConnectionLimits {
         })
     }
 
-    fn builder(&self) -> auto::Builder<TokioExecutor> {
-        let mut builder = auto::Builder::new(TokioExecutor::new());
+    #[cfg(not(feature = "http2"))]
+    fn builder(&self) -> Protocols {
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.header_timeout)
+            .max_buf_size(self.max_header_bytes.max(MIN_HEADER_BYTES));
+        builder
+    }
+
+    #[cfg(feature = "http2")]
+    fn builder(&self) -> Protocols {
+        let mut builder = Protocols::new(hyper_util::rt::TokioExecutor::new());
         builder
             .http1()
             .timer(TokioTimer::new())
@@ -172,7 +189,8 @@ pub(crate) async fn serve(
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             // A connection that sends nothing at all: hyper's header timeout starts only once
-            // the protocol is known, which takes a first byte.
+            // a request is being read (and, with `http2`, the protocol known), which takes a
+            // first byte.
             let mut first = [0u8; 1];
             let first_byte = stream.peek(&mut first);
             if !matches!(
