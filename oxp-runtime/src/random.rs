@@ -72,15 +72,17 @@ impl Uuid {
 
     fn hex(self, hyphens: bool) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut text = String::with_capacity(36);
+        let mut text = Vec::with_capacity(36);
         for (i, byte) in self.0.iter().enumerate() {
             if hyphens && matches!(i, 4 | 6 | 8 | 10) {
-                text.push('-');
+                text.push(b'-');
             }
-            text.push(char::from(DIGITS[usize::from(byte >> 4)]));
-            text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+            text.extend_from_slice(&[
+                DIGITS[usize::from(byte >> 4)],
+                DIGITS[usize::from(byte & 0x0f)],
+            ]);
         }
-        text
+        String::from_utf8(text).expect("hex digits and hyphens are ASCII")
     }
 }
 
