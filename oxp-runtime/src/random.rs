@@ -72,17 +72,20 @@ impl Uuid {
 
     fn hex(self, hyphens: bool) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut text = Vec::with_capacity(36);
+        let mut text = [0u8; 36];
+        let mut at = 0;
         for (i, byte) in self.0.iter().enumerate() {
             if hyphens && matches!(i, 4 | 6 | 8 | 10) {
-                text.push(b'-');
+                text[at] = b'-';
+                at += 1;
             }
-            text.extend_from_slice(&[
-                DIGITS[usize::from(byte >> 4)],
-                DIGITS[usize::from(byte & 0x0f)],
-            ]);
+            text[at] = DIGITS[usize::from(byte >> 4)];
+            text[at + 1] = DIGITS[usize::from(byte & 0x0f)];
+            at += 2;
         }
-        String::from_utf8(text).expect("hex digits and hyphens are ASCII")
+        std::str::from_utf8(&text[..at])
+            .expect("hex digits and hyphens are ASCII")
+            .to_owned()
     }
 }
 
