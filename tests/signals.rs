@@ -134,7 +134,10 @@ async fn progress_reaches_the_mcp_client_that_asked_for_it() {
     let token = handle.progress_token.clone();
     handle.await_response().await.unwrap();
     let got = settled(&recorder.0, 3).await;
-    let steps: Vec<(f64, Option<f64>)> = got.iter().map(|p| (p.progress, p.total)).collect();
+    // The client handles each notification in a task of its own, so they may be recorded out
+    // of the order they came in: compared sorted.
+    let mut steps: Vec<(f64, Option<f64>)> = got.iter().map(|p| (p.progress, p.total)).collect();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(
         steps,
         [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
@@ -295,10 +298,18 @@ async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
     call().await.unwrap().await_response().await.unwrap();
     let all = settled(&recorder.1, 2).await;
     assert_eq!(all.len(), 2, "{all:?}");
+    // rmcp's client handles each notification in a task of its own, so the two may be
+    // recorded in either order: each is found by its level.
+    let at = |level: &str| {
+        all.iter()
+            .find(|message| message["level"] == level)
+            .unwrap_or_else(|| panic!("no {level} message: {all:?}"))
+    };
     assert_eq!(
-        all[0]["data"]["message"],
+        at("info")["data"]["message"],
         "calling the service with [redacted]"
     );
+    assert_eq!(at("warning")["data"]["message"], "the service was slow");
     assert!(!serde_json::to_string(&all).unwrap().contains("sk-live-123"));
     client.cancel().await.unwrap();
 }
