@@ -917,13 +917,62 @@ fn client_text_never_reaches_the_log_raw() {
     }
 }
 
+/// A default server speaks HTTP/1.1 alone: a client that opens with HTTP/2's preface (h2c with
+/// prior knowledge) has its connection closed at once, not held until the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_preface_to_a_default_server_is_closed_at_once() {
+    use tokio::io::AsyncWriteExt;
+    let base = served(server()).await;
+    let mut socket = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    socket
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // The header timeout is 10 s.
+    assert!(closed_within(&mut socket, Duration::from_secs(2)).await);
+}
+
 /// With the `http2` feature, HTTP/2 (h2c, prior knowledge) is served on the same port, with the
 /// stream limit advertised in the server's SETTINGS, and a call on it answered like any other.
+/// This package builds the runtime without the feature (every other test runs on a default
+/// server), so the server here is `examples/accept_loop`, built with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
-    let server = server().connection_limits(limits(|l| l.max_streams = 8));
-    let base = served(server).await;
+    use std::io::BufRead;
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let built = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "oxp-tests",
+            "--example",
+            "accept_loop",
+        ])
+        .args(["--features", "oxp-runtime/http2"])
+        .current_dir(workspace)
+        .status()
+        .expect("cargo runs");
+    assert!(built.success(), "accept_loop builds with the http2 feature");
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => std::path::Path::new(workspace).join(dir),
+        None => std::path::Path::new(workspace).join("target"),
+    };
+    let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
+        .arg("oxp")
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("accept_loop starts");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let base = first.trim().to_owned();
     let address = base.trim_start_matches("http://").to_owned();
+
     let socket = tokio::net::TcpStream::connect(&address).await.unwrap();
     let (client, connection) = h2::client::handshake(socket).await.unwrap();
     tokio::spawn(connection);
@@ -939,8 +988,8 @@ async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
         .unwrap();
     let answer = answer.await.unwrap();
     assert_eq!(answer.status(), 200);
-    // The server's SETTINGS have arrived with its first answer.
-    assert_eq!(client.current_max_send_streams(), 8);
+    // The server's SETTINGS have arrived with its first answer: the default limit.
+    assert_eq!(client.current_max_send_streams(), 64);
     let mut received = answer.into_body();
     let mut text = Vec::new();
     while let Some(chunk) = received.data().await {
@@ -951,8 +1000,10 @@ async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
             .unwrap();
         text.extend_from_slice(&chunk);
     }
+    let _ = child.kill();
+    let _ = child.wait();
     let answer: serde_json::Value = serde_json::from_slice(&text).unwrap();
-    assert_eq!(answer["value"], 3.0, "{answer}");
+    assert_eq!(answer["value"], 3, "{answer}");
 }
 
 /// A connection's bodies in flight are capped as a whole (what bounds HTTP/2's many streams on

@@ -2,7 +2,8 @@
 //! timeouts, lingering close) or behind plain `axum::serve`, on `OXP_ADDR`: `bench/run.sh accept`
 //! runs both under the same load to tell what the accept loop costs from what the router does.
 //!
-//! `accept_loop oxp|axum`
+//! `accept_loop oxp|axum`; the address it serves on is its first line on stdout (`OXP_ADDR`
+//! may ask for port 0). `tests/hostile.rs` also builds it with the `http2` feature.
 
 #[path = "../harness/router.rs"]
 mod router;
@@ -12,6 +13,7 @@ async fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "oxp".into());
     let addr = std::env::var("OXP_ADDR").unwrap_or_else(|_| "127.0.0.1:18083".into());
     let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
+    println!("http://{}", listener.local_addr().unwrap());
     match which.as_str() {
         "oxp" => {
             router::oxp_server()

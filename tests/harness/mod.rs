@@ -239,19 +239,27 @@ impl Drop for Example {
 /// The example's binary, built as `cargo run` would. Built together with this package, so
 /// cargo unifies features as the test build did and finds the binary up to date.
 pub fn example_binary() -> String {
+    cargo_build(&["-p", "calculator", "-p", "oxp-tests"])
+        .join("debug/calculator")
+        .display()
+        .to_string()
+}
+
+/// `cargo build --quiet` of `args` in the workspace; the target directory it built into.
+pub fn cargo_build(args: &[&str]) -> std::path::PathBuf {
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let built = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "calculator", "-p", "oxp-tests"])
+        .args(["build", "--quiet"])
+        .args(args)
         .current_dir(workspace)
         .status()
         .expect("cargo runs");
-    assert!(built.success(), "the example builds");
+    assert!(built.success(), "cargo build {args:?}");
     // Where cargo put it: `CARGO_TARGET_DIR` (relative to the workspace) when set.
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+    match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => std::path::Path::new(workspace).join(dir),
         None => std::path::Path::new(workspace).join("target"),
-    };
-    target.join("debug/calculator").display().to_string()
+    }
 }
 
 pub fn start_example(env: &[(&str, &str)]) -> Example {
