@@ -19,14 +19,8 @@ fn the_example_depends_on_nothing_but_oxp_runtime_and_tokio() {
     assert_eq!(names, ["oxp-runtime", "tokio"], "{manifest}");
 }
 
-/// What a server links by default (issue 16): no HTTP client (the `client` feature is off), no
-/// MCP SDK (the `mcp` feature is off: rmcp and its crates are a third of a first build), no
-/// HTTP/2 (the `http2` feature is off), no terminal colours, and, for JWTs, only HS256 — none of
-/// the RSA, ECDSA and EdDSA crates `jsonwebtoken`'s own crypto feature brings. Nor a crate for
-/// what one already there does: constant-time comparison is ctutils' (digest's), and a v4 UUID
-/// is six bits set in sixteen random bytes.
-#[test]
-fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_crypto() {
+/// The packages `oxp-runtime` links with `extra` cargo arguments, by name, and the tree.
+fn linked(extra: &[&str]) -> (std::collections::BTreeSet<String>, String) {
     let output = std::process::Command::new(env!("CARGO"))
         .args([
             "tree",
@@ -37,6 +31,7 @@ fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_c
             "--prefix",
             "none",
         ])
+        .args(extra)
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .expect("cargo runs");
@@ -46,13 +41,25 @@ fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_c
         String::from_utf8_lossy(&output.stderr)
     );
     let tree = String::from_utf8(output.stdout).unwrap();
-    let crates: std::collections::BTreeSet<&str> = tree
+    let crates = tree
         .lines()
         .filter_map(|line| line.split(' ').next())
+        .map(str::to_owned)
         .collect();
+    (crates, tree)
+}
+
+/// What a server links by default (issue 16): MCP (the `mcp` feature is on: it is where the
+/// agents are), but no HTTP client (the `client` feature is off), no HTTP/2 (the `http2` feature
+/// is off), no terminal colours, and, for JWTs, only HS256 — none of the RSA, ECDSA and EdDSA
+/// crates `jsonwebtoken`'s own crypto feature brings. Nor a crate for what one already there
+/// does: constant-time comparison is ctutils' (digest's).
+#[test]
+fn a_default_server_links_mcp_but_no_http_client_no_http2_and_no_public_key_crypto() {
+    let (crates, tree) = linked(&[]);
+    assert!(crates.contains("rmcp"), "MCP is on by default:\n{tree}");
     for absent in [
         "reqwest",
-        "rmcp",
         "rsa",
         "p256",
         "p384",
@@ -62,7 +69,6 @@ fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_c
         "h2",
         "nu-ansi-term",
         "subtle",
-        "uuid",
     ] {
         assert!(
             !crates.contains(absent),
@@ -70,4 +76,17 @@ fn a_default_server_links_no_http_client_no_mcp_sdk_no_http2_and_no_public_key_c
         );
     }
     assert!(crates.contains("hmac"), "HS256 is ours, from hmac");
+}
+
+/// `default-features = false` serves OXP alone: no MCP SDK and what only it brings (rmcp's
+/// uuid among them: oxp's own v4 ids are six bits set in sixteen random bytes).
+#[test]
+fn oxp_alone_links_no_mcp_sdk() {
+    let (crates, tree) = linked(&["--no-default-features"]);
+    for absent in ["rmcp", "uuid", "sse-stream", "reqwest"] {
+        assert!(
+            !crates.contains(absent),
+            "{absent} is linked without default features:\n{tree}"
+        );
+    }
 }

@@ -263,6 +263,107 @@ async fn browsers_cannot_drive_the_server() {
     assert_eq!(reply.status(), 200, "localhost is a loopback name");
 }
 
+/// A server listening beyond loopback takes no origin from the request: a DNS-rebound page
+/// names its own host in `Host` and `Origin` alike, and is refused (the repro: on
+/// `0.0.0.0` without auth this was a 200). Its own addresses' pages and a public URL's are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebound_page_cannot_reach_a_server_on_every_interface() {
+    let server = server().public_url("https://tools.example.com");
+    let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(server.serve(listener, std::future::pending(), Duration::from_secs(1)));
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let call = |host: String, origin: String, call_id: &str| {
+        client
+            .post(format!("{base}/tools/call"))
+            .header("host", host)
+            .header("origin", origin)
+            .header("content-type", "application/json")
+            .body(
+                json!({"tool_id": "Once.Record", "call_id": call_id, "input": {"ms": 0}})
+                    .to_string(),
+            )
+            .send()
+    };
+    let rebound = call(
+        format!("evil.example:{port}"),
+        format!("http://evil.example:{port}"),
+        "rebound-1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(rebound.status(), 403, "a rebound page's call");
+    assert_eq!(oxp_tests::runs("rebound-1"), 0, "the rebound call ran");
+    // By name through a proxy, without a browser: no Origin, served.
+    let named = client
+        .get(format!("{base}/health"))
+        .header("host", "tools.internal")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(named.status(), 200);
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        "https://tools.example.com".to_owned(),
+    ] {
+        let own = call(format!("127.0.0.1:{port}"), origin.clone(), "")
+            .await
+            .unwrap();
+        assert_ne!(own.status(), 403, "{origin} is the server's own");
+    }
+}
+
+/// `OXP_METRICS_ADDR`'s listener is served like the main port: a foreign origin is refused, a
+/// connection that sends nothing is closed after the header timeout, a body over the cap is a
+/// 413. (Before: plain `axum::serve`, with none of them.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_listener_has_the_main_port_s_guard_and_limits() {
+    let server = server()
+        .metrics_route(false)
+        .max_body_bytes(1024)
+        .connection_limits(limits(|l| l.header_timeout = Duration::from_millis(300)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(server.serve_metrics(listener, std::future::pending()));
+    let client = reqwest::Client::new();
+    let scrape = client.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(scrape.status(), 200);
+    let foreign = client
+        .get(format!("{base}/metrics"))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let rebound = client
+        .get(format!("{base}/metrics"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        rebound.status(),
+        403,
+        "a loopback listener answers loopback names only"
+    );
+    let big = client
+        .post(format!("{base}/metrics"))
+        .header("content-type", "application/json")
+        .body(vec![b' '; 4096])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), 413);
+    let mut idle = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(5)).await,
+        "a silent connection is closed after the header timeout"
+    );
+}
+
 /// Sends raw bytes on a fresh connection and returns what comes back within `wait` (the
 /// status line and headers, at least).
 async fn raw(base: &str, request: &[u8], wait: Duration) -> String {

@@ -303,27 +303,54 @@ async fn remote_mcp_callers_are_themselves_not_the_operator() {
     client.cancel().await.unwrap();
 }
 
-/// MCP sessions are bounded: over the cap, a new session is refused with a 503.
+/// MCP keeps no sessions: a 2025-06-18 `initialize` is answered without an `MCP-Session-Id`,
+/// as JSON, and a later call with no session is served; a plain result is JSON, never a
+/// stream. (Before: every answer was an SSE stream, and a call without a session was a 4xx.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_sessions_are_capped() {
-    let oxp = Oxp::start(with_mcp(|mcp| {
-        mcp.session_limits(2, std::time::Duration::from_secs(60))
-    }))
-    .await;
-    let first = connect(&oxp).await;
-    let second = connect(&oxp).await;
+async fn mcp_keeps_no_sessions_and_answers_plain_results_as_json() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let post = |body: serde_json::Value, version: &str| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/mcp", oxp.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version);
+        // 2026-07-28's standard headers (SEP-2243), checked against the body.
+        if body["method"] == "tools/call" {
+            request = request
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", body["params"]["name"].as_str().unwrap());
+        }
+        request.json(&body).send()
+    };
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let third = reqwest::Client::new()
-        .post(format!("{}/mcp", oxp.base))
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(third.status(), 503);
-    first.cancel().await.unwrap();
-    second.cancel().await.unwrap();
+    let reply = post(initialize, "2025-06-18").await.unwrap();
+    assert_eq!(reply.status(), 200);
+    assert!(
+        reply.headers().get("mcp-session-id").is_none(),
+        "no session"
+    );
+    assert_eq!(reply.headers()["content-type"], "application/json");
+    let call = |version: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "Calculator_Add", "arguments": {"a": 1, "b": 2},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}})
+    };
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        let reply = post(call(version), version).await.unwrap();
+        assert_eq!(reply.status(), 200, "{version}");
+        assert_eq!(
+            reply.headers()["content-type"],
+            "application/json",
+            "{version}"
+        );
+        let body: serde_json::Value = reply.json().await.unwrap();
+        assert_eq!(body["result"]["isError"], false, "{version}: {body}");
+        assert_eq!(body["id"], 2);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

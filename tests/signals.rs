@@ -264,38 +264,85 @@ async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
         .with_context(context)
         .into_router();
     let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
-    let recorder = Recorder::default();
-    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
-    let client = recorder.clone().serve(transport).await.unwrap();
-    let call = || {
-        client.send_cancellable_request(
-            call("Service_CallService"),
-            PeerRequestOptions::no_options(),
-        )
+    // A 2026-07-28 request names its level in `_meta`, or gets no messages at all.
+    let messages = |level: Option<&str>| {
+        let mut meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        if let Some(level) = level {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "Service_CallService", "arguments": {}, "_meta": meta}});
+        let request = reqwest::Client::new()
+            .post(format!("{}/mcp", oxp.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "Service_CallService")
+            .json(&body);
+        async move {
+            let reply = request.send().await.unwrap();
+            let streamed = reply.headers()["content-type"] == "text/event-stream";
+            let text = reply.text().await.unwrap();
+            let frames: Vec<serde_json::Value> = if streamed {
+                text.lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .filter_map(|data| serde_json::from_str(data.trim()).ok())
+                    .collect()
+            } else {
+                vec![serde_json::from_str(&text).unwrap()]
+            };
+            assert!(
+                frames
+                    .iter()
+                    .any(|f| f["id"] == 7 && f["result"].is_object()),
+                "the call's result: {frames:?}"
+            );
+            let logged: Vec<serde_json::Value> = frames
+                .into_iter()
+                .filter(|f| f["method"] == "notifications/message")
+                .map(|f| f["params"].clone())
+                .collect();
+            (streamed, logged)
+        }
     };
-    // No level chosen: nothing sent.
-    call().await.unwrap().await_response().await.unwrap();
-    assert!(recorder.1.lock().unwrap().is_empty());
-    client
-        .set_level(rmcp::model::SetLevelRequestParams::new(
-            rmcp::model::LoggingLevel::Warning,
-        ))
-        .await
-        .unwrap();
-    call().await.unwrap().await_response().await.unwrap();
-    let warnings = settled(&recorder.1, 1).await;
-    recorder.1.lock().unwrap().clear();
+    let (streamed, none) = messages(None).await;
+    assert!(
+        none.is_empty() && !streamed,
+        "no level, no messages, JSON: {none:?}"
+    );
+    let (streamed, warnings) = messages(Some("warning")).await;
+    assert!(streamed, "messages before the result come on a stream");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings[0]["level"], "warning");
     assert_eq!(warnings[0]["data"]["message"], "the service was slow");
     assert_eq!(warnings[0]["data"]["attempt"], 2);
+    let (_, all) = messages(Some("debug")).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0]["level"], "info", "in the order logged: {all:?}");
+    assert_eq!(
+        all[0]["data"]["message"],
+        "calling the service with [redacted]"
+    );
+    assert!(!serde_json::to_string(&all).unwrap().contains("sk-live-123"));
+
+    // An earlier revision's client, served statelessly: `info` and above, the server's choice
+    // until a client sets a level (which a stateless server cannot remember).
+    let recorder = Recorder::default();
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    let client = recorder.clone().serve(transport).await.unwrap();
     client
-        .set_level(rmcp::model::SetLevelRequestParams::new(
-            rmcp::model::LoggingLevel::Debug,
-        ))
+        .send_cancellable_request(
+            call("Service_CallService"),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap()
+        .await_response()
         .await
         .unwrap();
-    call().await.unwrap().await_response().await.unwrap();
     let all = settled(&recorder.1, 2).await;
     assert_eq!(all.len(), 2, "{all:?}");
     // rmcp's client handles each notification in a task of its own, so the two may be

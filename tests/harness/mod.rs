@@ -278,7 +278,7 @@ pub fn start_example(env: &[(&str, &str)]) -> Example {
         let line = lines.next().expect("the example logs its address").unwrap();
         if let Some(at) = line.find("serving OXP 1.0 on ") {
             let rest = &line[at + "serving OXP 1.0 on ".len()..];
-            break rest.split('"').next().unwrap().to_owned();
+            break rest.split(['"', ' ']).next().unwrap().to_owned();
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.

@@ -51,7 +51,7 @@ pub enum LogFormat {
 /// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
 /// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
 /// | `OXP_ALLOWED_HOSTS` | – | host names a loopback server answers to besides `localhost`, `127.0.0.1`, `[::1]` |
-/// | `OXP_MAX_CONCURRENT_CALLS` | – | tool runs at once; over it, "temporarily unavailable" |
+/// | `OXP_MAX_CONCURRENT_CALLS` | 512 per core | tool runs at once (a run outlives its client's hang-up); over it, "temporarily unavailable"; `0`: no limit |
 /// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
 /// | `OXP_MAX_CONNECTIONS` | under the file limit, ≤ 10000 | open connections; one over it is closed at once |
 /// | `OXP_HEADER_TIMEOUT_MS` | `10000` | how long a request head may take; also the idle keep-alive timeout |
@@ -62,8 +62,6 @@ pub enum LogFormat {
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
 /// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
-/// | `OXP_MCP_MAX_SESSIONS` | `1000` | MCP sessions at once |
-/// | `OXP_MCP_SESSION_IDLE_MS` | `300000` | an MCP session without a request is closed after this |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
 /// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
@@ -111,8 +109,6 @@ pub struct ServerConfig {
     pub idempotency_max_bytes: u64,
     /// `OXP_MCP_SINGLE_TENANT`.
     pub mcp_single_tenant: bool,
-    /// `OXP_MCP_MAX_SESSIONS`, `OXP_MCP_SESSION_IDLE_MS`.
-    pub mcp_sessions: (usize, Duration),
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
@@ -120,7 +116,8 @@ pub struct ServerConfig {
     pub tools: Option<String>,
     /// `OXP_LANGCHAIN_COMPAT`.
     pub langchain_compat: bool,
-    /// `OXP_MAX_CONCURRENT_CALLS`.
+    /// `OXP_MAX_CONCURRENT_CALLS` (`None`: no limit, from `0`; unset:
+    /// [`default_max_calls`](crate::call::default_max_calls)).
     pub max_concurrent_calls: Option<usize>,
     /// `OXP_MAX_BLOCKING_TOOLS`.
     pub max_blocking_tools: usize,
@@ -341,15 +338,29 @@ impl ServerConfig {
                 problem: "is the same address as OXP_ADDR: pick another port".into(),
             });
         }
+        // MCP keeps no sessions (any replica answers any request): their limits are gone, and
+        // a setting that would do nothing is a mistake to report.
+        for variable in ["OXP_MCP_MAX_SESSIONS", "OXP_MCP_SESSION_IDLE_MS"] {
+            if get(variable).is_some() {
+                return Err(ConfigError {
+                    variable,
+                    problem: "MCP over HTTP keeps no sessions (every request is served on its \
+                              own, by any replica): unset it"
+                        .into(),
+                });
+            }
+        }
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
             None => Some(crate::call::DEFAULT_TOOL_TIMEOUT),
         };
         Ok(ServerConfig {
-            max_concurrent_calls: bounded("OXP_MAX_CONCURRENT_CALLS", 0, 10_000_000)?
-                .filter(|n| *n > 0)
-                .map(size),
+            max_concurrent_calls: match bounded("OXP_MAX_CONCURRENT_CALLS", 0, 10_000_000)? {
+                None => Some(crate::call::default_max_calls()),
+                Some(0) => None,
+                Some(n) => Some(size(n)),
+            },
             max_blocking_tools: bounded("OXP_MAX_BLOCKING_TOOLS", 1, 100_000)?
                 .map_or(crate::call::DEFAULT_MAX_BLOCKING, size),
             shutdown_grace: millis("OXP_SHUTDOWN_GRACE_MS", 0)?.unwrap_or(Duration::from_secs(30)),
@@ -372,10 +383,6 @@ impl ServerConfig {
             allowed_hosts: list("OXP_ALLOWED_HOSTS"),
             connections,
             mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
-            mcp_sessions: (
-                bounded("OXP_MCP_MAX_SESSIONS", 1, 10_000_000)?.map_or(1_000, size),
-                millis("OXP_MCP_SESSION_IDLE_MS", 1)?.unwrap_or(Duration::from_secs(300)),
-            ),
             langchain_compat,
             playground,
             metrics,
@@ -456,11 +463,10 @@ impl ServerConfig {
             // MCP on the same port, over the same pipeline (limits, idempotency, the lot).
             let pipeline = server.pipeline().clone();
             let context = super::commands::context_from_env(pipeline.registry());
-            let (max_sessions, idle) = self.mcp_sessions;
             let mcp = crate::mcp::McpServer::new(pipeline)
                 .with_context(context)
                 .single_tenant(self.mcp_single_tenant)
-                .session_limits(max_sessions, idle);
+                .max_body_bytes(self.max_body_bytes);
             server = server.nest("/mcp", mcp.into_router());
         }
         Ok(server)

@@ -66,8 +66,24 @@ pub async fn serve() {
         Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
     };
     let addr = listener.local_addr().unwrap_or(config.addr);
-    // Metrics on a port of their own: a plain listener, stopped with the process.
-    if let (Some(metrics_addr), Some(router)) = (config.metrics_addr, server.metrics_router()) {
+    // Every endpoint, one line each, so that a newcomer sees where to point an agent.
+    let mut endpoints = vec![format!(
+        "OXP 1.0 on http://{addr} (GET /tools, POST /tools/call)"
+    )];
+    if cfg!(feature = "mcp") {
+        endpoints.push(format!(
+            "MCP on http://{addr}/mcp (streamable HTTP; stdio: `<bin> mcp`)"
+        ));
+    }
+    if config.playground {
+        endpoints.push(format!("the playground on http://{addr}/"));
+    }
+    if config.metrics && config.metrics_addr.is_none() {
+        endpoints.push(format!("metrics on http://{addr}/metrics"));
+    }
+    // Metrics on a port of their own, with the main port's connection limits and guard,
+    // stopped with the process.
+    if let Some(metrics_addr) = config.metrics_addr {
         let metrics_listener = match tokio::net::TcpListener::bind(metrics_addr).await {
             Ok(listener) => listener,
             Err(error) => fail(&format!(
@@ -75,15 +91,20 @@ pub async fn serve() {
             )),
         };
         let metrics_addr = metrics_listener.local_addr().unwrap_or(metrics_addr);
-        tracing::info!("serving metrics on http://{metrics_addr}/metrics");
+        endpoints.push(format!(
+            "metrics on http://{metrics_addr}/metrics (OXP_METRICS_ADDR)"
+        ));
         if !metrics_addr.ip().is_loopback() {
             tracing::warn!(
                 "OXP_METRICS_ADDR is not a loopback address: anyone who reaches {metrics_addr} \
                  reads the metrics (tool ids and call counts) without authentication"
             );
         }
+        let metrics = server
+            .clone()
+            .serve_metrics(metrics_listener, std::future::pending());
         tokio::spawn(async move {
-            if let Err(error) = axum::serve(metrics_listener, router).await {
+            if let Err(error) = metrics.await {
                 tracing::error!(%error, "the metrics listener stopped");
             }
         });
@@ -91,7 +112,9 @@ pub async fn serve() {
     let shutdown = shutdown_signal();
     warn_about_exposure(&config, addr);
     warn_about_authorization(&server);
-    tracing::info!("serving OXP 1.0 on http://{addr}");
+    for endpoint in &endpoints {
+        tracing::info!("serving {endpoint}");
+    }
     let ended = server
         .serve(listener, shutdown, config.shutdown_grace)
         .await;

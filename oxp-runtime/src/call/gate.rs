@@ -20,6 +20,27 @@ use tokio::sync::{Notify, Semaphore};
 /// ```
 pub const DEFAULT_MAX_BLOCKING: usize = 64;
 
+/// Tool runs each core may have in flight by default: runs mostly wait on I/O, so many per
+/// core, but a bounded number, so that clients sending fresh `call_id`s and hanging up cannot
+/// start runs without end (a run outlives its client's hang-up).
+const RUNS_PER_CORE: usize = 512;
+
+/// The default cap on calls at once: [`RUNS_PER_CORE`] for each core the process may use
+/// (`std::thread::available_parallelism`, which honours CPU affinity and cgroup quotas).
+///
+/// ```
+/// let max = oxp_runtime::call::default_max_calls();
+/// assert!(max >= 512);
+/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+/// // Twice the default, for tools that mostly wait on slow upstreams.
+/// let pipeline = oxp_runtime::call::Pipeline::new(registry)
+///     .limits(Some(2 * max), oxp_runtime::call::DEFAULT_MAX_BLOCKING);
+/// ```
+pub fn default_max_calls() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    cores.saturating_mul(RUNS_PER_CORE)
+}
+
 /// Counts of a pipeline's work, for health checks, tests and metrics.
 ///
 /// ```
@@ -48,7 +69,10 @@ pub(crate) struct Gate {
     /// How many places `blocking` has.
     max_blocking: usize,
     draining: AtomicBool,
-    active: Striped,
+    /// Calls admitted and not yet ended: one counter, so that "idle" is one load and exact
+    /// (a sum over stripes is not a snapshot: a call could end on one stripe and another start
+    /// on a stripe already read).
+    active: AtomicU64,
     started: Striped,
     finished: Striped,
     /// Wakes `wait_idle`; only notified while someone waits, since `notify_waiters` takes a
@@ -81,7 +105,7 @@ impl Gate {
             blocking: Arc::new(Semaphore::new(max_blocking)),
             max_blocking,
             draining: AtomicBool::new(false),
-            active: Striped::default(),
+            active: AtomicU64::new(0),
             started: Striped::default(),
             finished: Striped::default(),
             idle: Notify::new(),
@@ -98,8 +122,19 @@ impl Gate {
     /// Admits a call now or refuses it now: a full server answers at once, it never queues.
     /// The admission is owned, so that it can move with the call's run into a task or onto a
     /// blocking thread and stay taken for as long as the run goes on.
+    ///
+    /// The call is counted before `draining` is read, and both are `SeqCst` (as in `drain` and
+    /// `is_idle`): either this sees the drain and takes its count back, or the drain's idleness
+    /// check sees this call. Checking first and counting after would let a call in after the
+    /// drain had found the server idle.
     pub(crate) fn admit(self: &Arc<Self>) -> Result<Admission, Refusal> {
-        if self.draining.load(Ordering::Acquire) {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        // From here on, dropping the admission takes every count back.
+        let mut admission = Admission {
+            gate: self.clone(),
+            place: false,
+        };
+        if self.draining.load(Ordering::SeqCst) {
             return Err(Refusal::Draining);
         }
         if let Some(limit) = &self.calls {
@@ -108,8 +143,8 @@ impl Gate {
                 return Err(Refusal::Full);
             }
         }
-        self.active.add(1);
-        Ok(Admission { gate: self.clone() })
+        admission.place = true;
+        Ok(admission)
     }
 
     /// Counts a tool run as started; [`run_finished`](Self::run_finished) must follow.
@@ -124,7 +159,7 @@ impl Gate {
     }
 
     pub(crate) fn drain(&self) {
-        self.draining.store(true, Ordering::Release);
+        self.draining.store(true, Ordering::SeqCst);
         self.idle.notify_waiters();
     }
 
@@ -143,15 +178,17 @@ impl Gate {
 
     pub(crate) fn stats(&self) -> CallStats {
         CallStats {
-            active: self.active.sum(),
+            active: self.active.load(Ordering::SeqCst),
             started: self.started.sum(),
             finished: self.finished.sum(),
         }
     }
 
+    /// No call admitted and not ended. A tool run is inside its call's admission (the
+    /// admission moves with the run into its task or onto its blocking thread, and is dropped
+    /// after the run is counted finished), so this also means no tool runs.
     fn is_idle(&self) -> bool {
-        let stats = self.stats();
-        stats.active == 0 && stats.started == stats.finished
+        self.active.load(Ordering::SeqCst) == 0
     }
 
     /// Waits until no call is active and no tool is running, or `limit` passes; `true` if idle.
@@ -183,14 +220,76 @@ impl Gate {
 /// client's hang-up, or on the blocking thread of a sync tool). Dropping it lets another in.
 pub(crate) struct Admission {
     gate: Arc<Gate>,
+    /// Whether it holds a place under the concurrency limit (a refused admission does not).
+    place: bool,
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        if let Some(limit) = &self.gate.calls {
-            limit.taken.fetch_sub(1, Ordering::AcqRel);
+        if self.place {
+            if let Some(limit) = &self.gate.calls {
+                limit.taken.fetch_sub(1, Ordering::AcqRel);
+            }
         }
-        self.gate.active.add(u64::MAX); // −1, wrapping
+        self.gate.active.fetch_sub(1, Ordering::SeqCst);
         self.gate.ended();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shutdown's promise: once a drain has found the gate idle, no call is in, and none gets
+    /// in after. Admissions race the drain on other threads, many rounds; an admission that
+    /// succeeds after the drain declared idleness is the bug.
+    #[test]
+    fn a_drain_never_finds_idle_with_a_call_in() {
+        use std::sync::atomic::AtomicBool;
+        for round in 0..10_000 {
+            let gate = Arc::new(Gate::new(None, 1));
+            let declared_idle = AtomicBool::new(false);
+            let admitted_after = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                for _ in 0..2 {
+                    scope.spawn(|| {
+                        for _ in 0..200 {
+                            if let Ok(admission) = gate.admit() {
+                                if declared_idle.load(Ordering::SeqCst) {
+                                    admitted_after.store(true, Ordering::SeqCst);
+                                }
+                                drop(admission);
+                            }
+                        }
+                    });
+                }
+                scope.spawn(|| {
+                    // Drains at a different point of the admitters' loops each round.
+                    (0..round % 64).for_each(|_| std::hint::spin_loop());
+                    gate.drain();
+                    while !gate.is_idle() {
+                        std::hint::spin_loop();
+                    }
+                    declared_idle.store(true, Ordering::SeqCst);
+                });
+            });
+            assert!(
+                !admitted_after.load(Ordering::SeqCst),
+                "round {round}: a call was admitted after the drain found the gate idle"
+            );
+            assert_eq!(gate.stats().active, 0);
+        }
+    }
+
+    #[test]
+    fn a_refused_admission_gives_back_its_count() {
+        let gate = Arc::new(Gate::new(Some(1), 1));
+        let first = gate.admit().ok().expect("room for one");
+        assert!(matches!(gate.admit(), Err(Refusal::Full)));
+        assert_eq!(gate.stats().active, 1);
+        drop(first);
+        gate.drain();
+        assert!(matches!(gate.admit(), Err(Refusal::Draining)));
+        assert!(gate.is_idle());
     }
 }

@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 pub use crate::metrics::Front;
 pub use crate::outcome::{CallOutcome, RETRY_AFTER_MS};
-pub use gate::{CallStats, DEFAULT_MAX_BLOCKING};
+pub use gate::{CallStats, DEFAULT_MAX_BLOCKING, default_max_calls};
 pub use invoke::install_panic_hook;
 
 use crate::authorization::AuthorizationProvider;
@@ -179,7 +179,7 @@ impl Pipeline {
             default_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             authorization: None,
             idempotency: Some(Arc::new(InMemoryIdempotency::default())),
-            gate: Arc::new(Gate::new(None, DEFAULT_MAX_BLOCKING)),
+            gate: Arc::new(Gate::new(Some(default_max_calls()), DEFAULT_MAX_BLOCKING)),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
@@ -333,8 +333,9 @@ impl Pipeline {
         self
     }
 
-    /// At most `max_calls` calls at once (`None`: no limit), and at most `max_blocking` sync tools
-    /// on blocking threads. A call over the limit is answered at once as temporarily unavailable.
+    /// At most `max_calls` calls at once (`None`: no limit; the default is
+    /// [`default_max_calls`]), and at most `max_blocking` sync tools on blocking threads. A call
+    /// over the limit is answered at once as temporarily unavailable.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, Registry};

@@ -1,5 +1,6 @@
 //! `tracing` events a tool emits during an MCP call, sent to that call's client as
-//! `notifications/message` at or above the level it chose with `logging/setLevel`. Tools keep
+//! `notifications/message` at or above the level its request names (or, before 2026-07-28, the
+//! level chosen with `logging/setLevel` over stdio; `info` over stateless HTTP). Tools keep
 //! logging with `tracing`; the [`log_layer`] (installed by `serve()` and the `mcp` subcommand)
 //! finds the call an event belongs to through a task-local the MCP front sets around the run.
 //!
@@ -12,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
@@ -25,8 +27,8 @@ tokio::task_local! {
     static CALL_LOG: CallLog;
 }
 
-/// The session's chosen level: `None` until the client sends `logging/setLevel`, and then no
-/// message is sent below it.
+/// The level a stdio client chose: `None` until it sends `logging/setLevel`, and then no message
+/// is sent below it.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SessionLevel(Arc<Mutex<Option<LoggingLevel>>>);
 
@@ -38,6 +40,33 @@ impl SessionLevel {
     fn get(&self) -> Option<LoggingLevel> {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The least severe level a call's log messages are sent at, if any are:
+/// - the level its request names in `_meta` (2026-07-28's `io.modelcontextprotocol/logLevel`);
+/// - from 2026-07-28 (`newest`), none when it names none (the revision's MUST);
+/// - before, over HTTP, `info`: a revision with sessions lets a server choose until its client
+///   sets a level, and a stateless server cannot remember a `logging/setLevel`;
+/// - over stdio (one process, one client), the level the client set, if it set one.
+pub(super) fn call_level(
+    context: &RequestContext<RoleServer>,
+    newest: bool,
+    stdio: &SessionLevel,
+) -> Option<LoggingLevel> {
+    if let Some(level) = context.meta.log_level() {
+        return Some(level);
+    }
+    if newest {
+        return None;
+    }
+    if context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some()
+    {
+        return Some(LoggingLevel::Info);
+    }
+    stdio.get()
 }
 
 /// One call's line to its client: messages queue here, a task sends them.
@@ -73,14 +102,14 @@ impl Flush {
 }
 
 impl CallLog {
-    /// A line for a call of a session whose client chose a level; `None` when it chose none.
-    /// `secrets` is asked for only then: a call of a session without logging pays nothing.
+    /// A line for a call whose messages go out at `level` and above; `None` when none go out.
+    /// `secrets` is asked for only then: a call without logging pays nothing.
     pub(super) fn open(
-        level: &SessionLevel,
+        level: Option<LoggingLevel>,
         peer: Peer<RoleServer>,
         secrets: impl FnOnce() -> Vec<String>,
     ) -> Option<(CallLog, Flush)> {
-        let min = rank(level.get()?);
+        let min = rank(level?);
         let secrets = secrets();
         let (sender, mut receiver) = tokio::sync::mpsc::channel(QUEUE);
         let task = tokio::spawn(async move {

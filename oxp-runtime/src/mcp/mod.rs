@@ -4,6 +4,13 @@
 //! [`Pipeline`], so requirements, validation, timeouts, idempotency and redaction behave exactly
 //! as over OXP.
 //!
+//! **Stateless, on any replica.** Over HTTP no request depends on an earlier one: every
+//! revision is served without sessions (a 2025-06-18 client's `initialize` is answered without
+//! an `MCP-Session-Id`, and its later requests are served as they come), so a load balancer may
+//! send each request to any replica. A call that sends nothing before its result is answered
+//! `application/json`; one that reports progress or logs is answered as an SSE stream carrying
+//! them, then its result.
+//!
 //! **Names and versions.** `tools/list` shows each tool's latest version under its wire name
 //! (`Calculator_Add`), and every older version under `<wire name>__v<x>_<y>_<z>`
 //! (`Calculator_Add__v1_0_0`), since MCP tool names carry no version.
@@ -44,7 +51,7 @@ use rmcp::model::{
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
@@ -55,22 +62,6 @@ use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
 use crate::signals::{CallSignals, Cancellation};
 use crate::version::ToolVersion;
-
-/// How many HTTP sessions are kept, and for how long without a request.
-#[derive(Clone, Copy, Debug)]
-struct SessionLimits {
-    max: usize,
-    idle: std::time::Duration,
-}
-
-impl Default for SessionLimits {
-    fn default() -> Self {
-        SessionLimits {
-            max: 1_000,
-            idle: std::time::Duration::from_secs(300),
-        }
-    }
-}
 
 /// The separator between a wire name and a version in MCP tool names.
 const VERSION_MARK: &str = "__v";
@@ -93,14 +84,15 @@ pub struct McpServer {
     pipeline: Pipeline,
     context: Arc<CallContext>,
     single_tenant: bool,
-    sessions: SessionLimits,
+    /// The largest request body read, the OXP server's cap when nested in it.
+    max_body_bytes: usize,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
     /// The same for clients on a revision that takes any output schema (2026-07-28 on).
     tools_any_output: Arc<OnceLock<Vec<Tool>>>,
-    /// The level this session's client chose with `logging/setLevel` (each HTTP session has
-    /// its own).
+    /// The level the client chose with `logging/setLevel`: over stdio, where one process
+    /// serves one client; over HTTP a request names its own (2026-07-28) or gets the default.
     log_level: logging::SessionLevel,
 }
 
@@ -132,7 +124,7 @@ impl McpServer {
             pipeline,
             context: Arc::default(),
             single_tenant: false,
-            sessions: SessionLimits::default(),
+            max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
@@ -159,18 +151,19 @@ impl McpServer {
         self
     }
 
-    /// At most `max` HTTP sessions at once (a new one over it is refused with a `503`), each
-    /// closed after `idle` without a request. Defaults: 1,000 and 5 minutes.
+    /// The largest request body read over HTTP; a larger one is answered `413`. Default
+    /// [`DEFAULT_MAX_BODY_BYTES`](crate::server::DEFAULT_MAX_BODY_BYTES). Nested in the OXP
+    /// server (as `serve()` nests it), the server's own cap applies first, with the answers it
+    /// gives on every route.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
-    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
-    ///     .session_limits(100, std::time::Duration::from_secs(60));
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline).max_body_bytes(64 * 1024);
     /// let app: axum::Router = axum::Router::new().nest("/mcp", server.into_router());
     /// ```
     #[must_use]
-    pub fn session_limits(mut self, max: usize, idle: std::time::Duration) -> Self {
-        self.sessions = SessionLimits { max, idle };
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
         self
     }
 
@@ -225,8 +218,8 @@ impl McpServer {
         cache.get_or_init(|| tools(self.pipeline.registry(), any_output))
     }
 
-    /// The streamable HTTP transport as a tower service, without the session cap (see
-    /// [`into_router`](Self::into_router)). It accepts requests for any `Host` and `Origin`: the
+    /// The streamable HTTP transport as a tower service: stateless for every revision, JSON
+    /// for a call that streams nothing. It accepts requests for any `Host` and `Origin`: the
     /// OXP server's guard checks both (the MCP transport's MUST) before a request gets here.
     ///
     /// ```
@@ -237,34 +230,25 @@ impl McpServer {
     /// async fn add(a: f64, b: f64) -> f64 { a + b }
     ///
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
-    /// // Behind your own session handling: the service alone, at a path of your choosing.
+    /// // The service alone, at a path of your choosing.
     /// let service = McpServer::new(pipeline).streamable_http_service();
     /// let app: axum::Router = axum::Router::new().nest_service("/agents/mcp", service);
     /// ```
-    pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, LocalSessionManager> {
-        self.service(Arc::new(self.session_manager()))
-    }
-
-    fn session_manager(&self) -> LocalSessionManager {
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(self.sessions.idle);
-        sessions
-    }
-
-    fn service(
-        &self,
-        sessions: Arc<LocalSessionManager>,
-    ) -> StreamableHttpService<McpServer, LocalSessionManager> {
+    pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, NeverSessionManager> {
         let server = self.clone();
+        let config = StreamableHttpServerConfig::default()
+            .disable_allowed_hosts()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_max_request_body_bytes(self.max_body_bytes);
         StreamableHttpService::new(
-            move || Ok(server.session()),
-            sessions,
-            StreamableHttpServerConfig::default().disable_allowed_hosts(),
+            move || Ok(server.clone()),
+            Arc::new(NeverSessionManager::default()),
+            config,
         )
     }
 
-    /// The streamable HTTP transport as an axum router, with the session cap: what the OXP
-    /// server nests at `/mcp`.
+    /// The streamable HTTP transport as an axum router: what the OXP server nests at `/mcp`.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
@@ -276,33 +260,7 @@ impl McpServer {
     /// # Ok::<(), std::io::Error>(()) };
     /// ```
     pub fn into_router(self) -> axum::Router {
-        let sessions = Arc::new(self.session_manager());
-        let service = self.service(sessions.clone());
-        let max = self.sessions.max;
-        let handle = move |request: axum::extract::Request| {
-            let (service, sessions) = (service.clone(), sessions.clone());
-            async move {
-                // A POST without a session id opens a session (`initialize`).
-                let opens = request.method() == axum::http::Method::POST
-                    && !request.headers().contains_key("mcp-session-id");
-                if opens && sessions.sessions.read().await.len() >= max {
-                    let body = serde_json::json!({
-                        "message": "The server has as many MCP sessions as it keeps; retry later.",
-                        "developer_message": "over OXP_MCP_MAX_SESSIONS; idle sessions close after OXP_MCP_SESSION_IDLE_MS",
-                    });
-                    let mut response =
-                        axum::response::Response::new(axum::body::Body::from(body.to_string()));
-                    *response.status_mut() = axum::http::StatusCode::SERVICE_UNAVAILABLE;
-                    response.headers_mut().insert(
-                        axum::http::header::CONTENT_TYPE,
-                        axum::http::HeaderValue::from_static("application/json"),
-                    );
-                    return response;
-                }
-                service.handle(request).await.map(axum::body::Body::new)
-            }
-        };
-        axum::Router::new().route("/", axum::routing::any(handle))
+        axum::Router::new().route_service("/", self.streamable_http_service())
     }
 
     /// Serves MCP over stdin/stdout until the client disconnects.
@@ -317,14 +275,6 @@ impl McpServer {
         let running = self.serve(rmcp::transport::stdio()).await?;
         running.waiting().await?;
         Ok(())
-    }
-
-    /// A copy for a new session: everything shared but the session's own log level.
-    fn session(&self) -> McpServer {
-        McpServer {
-            log_level: logging::SessionLevel::default(),
-            ..self.clone()
-        }
     }
 
     fn tool_id(&self, name: &str) -> Option<String> {
@@ -414,6 +364,12 @@ pub use logging::log_layer;
 /// (2026-07-28, SEP-2106), or only objects: the revision its requests carry, or the one it
 /// asked for when it initialized.
 fn takes_any_output(context: &RequestContext<RoleServer>) -> bool {
+    speaks_2026_07_28(context)
+}
+
+/// Whether the client speaks 2026-07-28 or later: the revision its request carries, or the one
+/// it asked for when it initialized.
+fn speaks_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
     let version = context.meta.protocol_version().or_else(|| {
         context
             .peer
@@ -601,9 +557,11 @@ impl McpServer {
                 .map(str::to_owned),
             ..CallMeta::default()
         };
-        let log = logging::CallLog::open(&self.log_level, context.peer.clone(), || {
-            call.context.as_ref().map(secret_values).unwrap_or_default()
-        });
+        let log = logging::CallLog::open(
+            logging::call_level(context, speaks_2026_07_28(context), &self.log_level),
+            context.peer.clone(),
+            || call.context.as_ref().map(secret_values).unwrap_or_default(),
+        );
         let run = self.pipeline.call_with(call, &meta);
         let (run, flush) = match log {
             Some((log, flush)) => (Either::Left(log.scope(run)), Some(flush)),

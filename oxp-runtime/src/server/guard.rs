@@ -31,7 +31,9 @@ pub(crate) const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"]
 /// Who may reach the server from a browser, and under which names.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Browsers {
-    /// Origins allowed besides the server's own (`scheme://host[:port]`, lowercase).
+    /// Origins allowed (`scheme://host[:port]`, lowercase): the server's own, as its
+    /// configuration and listener give them, and those it was told to allow. Never taken from
+    /// a request.
     pub(crate) origins: Vec<String>,
     /// `Some`: only these host names (lowercase, without port) are answered.
     pub(crate) hosts: Option<Vec<String>>,
@@ -75,19 +77,53 @@ impl Browsers {
         // Compared without allocating: every call from a browser page passes here.
         let origin = origin.to_str().map_err(|_| Refused::Origin)?.trim();
         let origin = origin.strip_suffix('/').unwrap_or(origin);
-        // The server's own origin, as the request names it (the Host check above is what makes
-        // this safe on loopback, where a rebound name is not answered at all).
-        let authority = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"));
-        let own = authority
-            .zip(host)
-            .is_some_and(|(authority, host)| authority.eq_ignore_ascii_case(host));
-        if own || self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+        // Never the request's own `Host`: a rebound page names its own host there, and beyond
+        // loopback no `Host` check stands in its way.
+        if self.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
             Ok(())
         } else {
             Err(Refused::Origin)
         }
+    }
+
+    /// The origins a page served by this listener has: `http://` and each address it answers
+    /// on (every interface's when it binds all of them; on loopback, the loopback names too),
+    /// with its port (none besides for port 80, which browsers leave out).
+    pub(crate) fn listener_origins(addr: std::net::SocketAddr) -> Vec<String> {
+        let port = addr.port();
+        let mut hosts: Vec<String> = Vec::new();
+        let name = |ip: std::net::IpAddr| match ip {
+            std::net::IpAddr::V4(v4) => v4.to_string(),
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        if addr.ip().is_unspecified() {
+            // `0.0.0.0` answers on every IPv4 address, `[::]` on every address.
+            let v6 = addr.is_ipv6();
+            if let Ok(interfaces) = if_addrs::get_if_addrs() {
+                hosts.extend(
+                    interfaces
+                        .iter()
+                        .map(|i| i.ip())
+                        .filter(|ip| v6 || ip.is_ipv4())
+                        .map(name),
+                );
+            }
+            hosts.extend(LOOPBACK_HOSTS.map(String::from));
+        } else if addr.ip().is_loopback() {
+            hosts.extend(LOOPBACK_HOSTS.map(String::from));
+        } else {
+            hosts.push(name(addr.ip()));
+        }
+        hosts.sort();
+        hosts.dedup();
+        let mut origins = Vec::with_capacity(hosts.len() * 2);
+        for host in hosts {
+            origins.push(format!("http://{host}:{port}"));
+            if port == 80 {
+                origins.push(format!("http://{host}"));
+            }
+        }
+        origins
     }
 }
 
@@ -421,8 +457,10 @@ mod tests {
 
     #[test]
     fn origins_and_hosts() {
+        let mut origins = Browsers::listener_origins("127.0.0.1:8000".parse().unwrap());
+        origins.push("https://app.example.com".into());
         let local = Browsers {
-            origins: vec!["https://app.example.com".into()],
+            origins,
             hosts: Some(LOOPBACK_HOSTS.map(String::from).to_vec()),
         };
         assert_eq!(local.check(&headers(&[("host", "127.0.0.1:8000")])), Ok(()));
@@ -432,7 +470,7 @@ mod tests {
             local.check(&headers(&[("host", "evil.example:8000")])),
             Err(Refused::Host)
         );
-        // Same origin as the request names it; a listed one; others not.
+        // The listener's own origin; a listed one; others not.
         let own = [
             ("host", "127.0.0.1:8000"),
             ("origin", "http://127.0.0.1:8000"),
@@ -464,6 +502,30 @@ mod tests {
             ("origin", "https://evil.example"),
         ]);
         assert_eq!(public.check(&h), Err(Refused::Origin));
+        // A rebound page names its own host in both headers: not the server's origin.
+        let rebound = headers(&[
+            ("host", "evil.example:8000"),
+            ("origin", "http://evil.example:8000"),
+        ]);
+        assert_eq!(public.check(&rebound), Err(Refused::Origin));
+    }
+
+    #[test]
+    fn a_listener_s_origins() {
+        let local = Browsers::listener_origins("127.0.0.1:8000".parse().unwrap());
+        for own in [
+            "http://127.0.0.1:8000",
+            "http://localhost:8000",
+            "http://[::1]:8000",
+        ] {
+            assert!(local.iter().any(|o| o == own), "{own} in {local:?}");
+        }
+        let all = Browsers::listener_origins("0.0.0.0:80".parse().unwrap());
+        assert!(all.iter().any(|o| o == "http://127.0.0.1:80"), "{all:?}");
+        assert!(all.iter().any(|o| o == "http://127.0.0.1"), "{all:?}");
+        assert!(!all.iter().any(|o| o.contains("evil")));
+        let one = Browsers::listener_origins("10.1.2.3:8080".parse().unwrap());
+        assert_eq!(one, ["http://10.1.2.3:8080"]);
     }
 
     #[test]

@@ -276,3 +276,22 @@ pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
         &json!({ "message": format!("{method} is not allowed on {}", uri.path()) }),
     )
 }
+
+/// Reads a request's body whole before a nested front (MCP) sees it: a body over the cap, too
+/// slow or broken gets the answer it gets on every route (`413`, `400`), never the front's own
+/// reading of the guard's cut (rmcp answers any body error `500`).
+pub(super) async fn whole_body(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    // The guard's limit applies as the body is read; this reads no further than it.
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Err(error) => super::respond::body_failure(&error, state.max_body_bytes),
+    }
+}

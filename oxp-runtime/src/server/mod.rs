@@ -183,9 +183,10 @@ impl Server {
         self
     }
 
-    /// A router with nothing but `GET /metrics`, unauthenticated, for a listener of its own
-    /// (the usual way to keep metrics off the public port); `None` when the pipeline keeps no
-    /// metrics.
+    /// A router with nothing but `GET /metrics`, unauthenticated but behind the main port's
+    /// guard (foreign browser origins refused, bodies capped), for a listener of its own (the
+    /// usual way to keep metrics off the public port; [`serve_metrics`](Self::serve_metrics)
+    /// serves it with the connection limits too); `None` when the pipeline keeps no metrics.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::Server, Registry};
@@ -196,10 +197,65 @@ impl Server {
     pub fn metrics_router(&self) -> Option<Router> {
         let pipeline = self.pipeline.clone();
         pipeline.metrics_handle()?;
-        Some(Router::new().route(
+        let route = Router::new().route(
             "/metrics",
             get(move || std::future::ready(handlers::scrape(&pipeline))),
-        ))
+        );
+        // The guard of the main port: browsers kept out, bodies capped and timed.
+        let state = self.clone().state();
+        Some(
+            route
+                .fallback(not_found)
+                .method_not_allowed_fallback(method_not_allowed)
+                .layer(guard::GuardLayer(state.clone()))
+                .with_state(state),
+        )
+    }
+
+    /// Serves [`metrics_router`](Self::metrics_router) on a listener of its own, with the
+    /// connection limits, timeouts and guard of the main port, until `stop` completes. Does
+    /// nothing when the pipeline keeps no metrics.
+    ///
+    /// ```no_run
+    /// # async fn run() -> std::io::Result<()> {
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let server = oxp_runtime::server::Server::new(registry).metrics_route(false);
+    /// let metrics = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+    /// tokio::spawn(server.clone().serve_metrics(metrics, std::future::pending()));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8000").await?;
+    /// server.serve(listener, std::future::pending(), std::time::Duration::from_secs(30)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_metrics(
+        self,
+        listener: tokio::net::TcpListener,
+        stop: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let server = self.for_listener(listener.local_addr()?);
+        let Some(router) = server.metrics_router() else {
+            return Ok(());
+        };
+        listen::serve(
+            listener,
+            router,
+            &server.connections,
+            stop,
+            Duration::from_millis(500),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// The server as a listener on `addr` serves it: pages of the listener's own origins may
+    /// call it, and a loopback listener answers only to loopback names (DNS rebinding).
+    fn for_listener(mut self, addr: std::net::SocketAddr) -> Self {
+        if self.browsers.hosts.is_none() && addr.ip().is_loopback() {
+            self = self.allowed_hosts(std::iter::empty::<&str>());
+        }
+        self.browsers
+            .origins
+            .extend(Browsers::listener_origins(addr));
+        self
     }
 
     /// Serves `router` under `path`, behind the server's guard and authentication: how another
@@ -247,8 +303,10 @@ impl Server {
         self
     }
 
-    /// Origins whose pages may call this server from a browser, besides its own (and the
-    /// origin of [`public_url`](Self::public_url)). A request with any other `Origin` is
+    /// Origins whose pages may call this server from a browser, besides its own: the origin of
+    /// [`public_url`](Self::public_url), and, when [`serve`](Self::serve) serves it, its
+    /// listener's addresses (every interface's for `0.0.0.0`). Never the origin a request's
+    /// own `Host` names: a DNS-rebound page names its own. A request with any other `Origin` is
     /// answered `403` on every route, `/mcp` included: a web page the user happens to visit
     /// must not drive tools (CSRF). Written `scheme://host[:port]`.
     ///
@@ -476,10 +534,7 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
         grace: Duration,
     ) -> std::io::Result<Shutdown> {
-        let mut server = self;
-        if server.browsers.hosts.is_none() && listener.local_addr()?.ip().is_loopback() {
-            server = server.allowed_hosts(std::iter::empty::<&str>());
-        }
+        let server = self.for_listener(listener.local_addr()?);
         let pipeline = server.pipeline.clone();
         let limits = server.connections.clone();
         let router = server.router();
@@ -514,28 +569,12 @@ impl Server {
     /// assert_eq!(app.oneshot(request).await.unwrap().status(), 200);
     /// # });
     /// ```
-    pub fn router(self) -> Router {
+    pub fn router(mut self) -> Router {
         let playground = self.playground;
-        let mut browsers = self.browsers;
-        if let Some(url) = &self.public_url {
-            browsers.origins.push(Browsers::origin_of(url));
-        }
-        let hints = if playground {
-            handlers::playground_hints_json(self.pipeline.registry())
-        } else {
-            axum::body::Bytes::new()
-        };
-        let state = Arc::new(AppState {
-            playground_hints: hints,
-            pipeline: self.pipeline,
-            auth: self.auth,
-            max_body_bytes: self.max_body_bytes,
-            body_timeout: self.body_timeout,
-            langchain_compat: self.langchain_compat,
-            public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
-            browsers,
-        });
-        let with_metrics = self.metrics_route && state.pipeline.metrics_handle().is_some();
+        let nested = std::mem::take(&mut self.nested);
+        let metrics_route = self.metrics_route;
+        let state = self.state();
+        let with_metrics = metrics_route && state.pipeline.metrics_handle().is_some();
         let protected = Router::new()
             .route("/tools", get(list_tools))
             .route("/tools/call", axum::routing::post(call_tool))
@@ -552,11 +591,15 @@ impl Server {
         } else {
             protected
         };
-        // Other fronts on the same port (MCP), behind the same authentication.
-        let protected = self
-            .nested
+        // Other fronts on the same port (MCP), behind the same authentication, given bodies
+        // the server has read whole.
+        let protected = nested
             .into_iter()
             .fold(protected, |routes, (path, router)| {
+                let router = router.layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    handlers::whole_body,
+                ));
                 routes.nest_service(&path, router)
             });
         let protected = protected
@@ -578,6 +621,31 @@ impl Server {
             .merge(protected)
             .layer(guard::GuardLayer(state.clone()))
             .with_state(state)
+    }
+}
+
+impl Server {
+    /// What every request's handling shares.
+    fn state(self) -> Arc<AppState> {
+        let mut browsers = self.browsers;
+        if let Some(url) = &self.public_url {
+            browsers.origins.push(Browsers::origin_of(url));
+        }
+        let hints = if self.playground {
+            handlers::playground_hints_json(self.pipeline.registry())
+        } else {
+            axum::body::Bytes::new()
+        };
+        Arc::new(AppState {
+            playground_hints: hints,
+            pipeline: self.pipeline,
+            auth: self.auth,
+            max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
+            langchain_compat: self.langchain_compat,
+            public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
+            browsers,
+        })
     }
 }
 
