@@ -37,8 +37,28 @@ async fn point(
     Point { x, y }
 }
 
+/// A photo of the point, with the point beside it.
+#[tool(toolkit = "Geometry", version = "1.0.0")]
+fn photo(
+    /// Across.
+    x: i64,
+) -> oxp_runtime::content::Contents<Point> {
+    use oxp_runtime::content::{Content, Contents};
+    Contents::new([
+        Content::text("a point"),
+        Content::image(b"PNG", "image/png"),
+    ])
+    .with_structured(Point { x, y: 0 })
+}
+
 fn pipeline() -> Pipeline {
-    Pipeline::new(oxp_tests::all_tools().tool(point::TOOL).build().unwrap())
+    Pipeline::new(
+        oxp_tests::all_tools()
+            .tool(point::TOOL)
+            .tool(photo::TOOL)
+            .build()
+            .unwrap(),
+    )
 }
 
 /// A server with MCP at `/mcp`, over one pipeline, as `serve()` composes them.
@@ -372,4 +392,35 @@ async fn clients_of_the_newest_revision_get_structured_content_for_any_value() {
     .await;
     assert_eq!(sum["structuredContent"], json!(5.0), "{sum}");
     assert_eq!(sum["content"][0]["text"], "5.0", "the text beside it");
+}
+
+/// A tool returning `Contents`: over MCP, its blocks are the result's `content` and its
+/// structured value the `structuredContent` (with that value's schema as `outputSchema`); over
+/// OXP, one value `{"content": [...], "structuredContent": ...}`, valid against the OpenAPI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_s_media_reach_mcp_as_blocks_and_oxp_as_one_value() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let client = connect(&oxp).await;
+    let tools = client.list_all_tools().await.unwrap();
+    let photo = tools.iter().find(|t| t.name == "Geometry_Photo").unwrap();
+    let output = serde_json::to_value(photo.output_schema.as_ref().unwrap()).unwrap();
+    assert_eq!(output["properties"]["x"]["type"], "integer", "{output}");
+    let result = call(&client, "Geometry_Photo", json!({"x": 3})).await;
+    let blocks = serde_json::to_value(&result.content).unwrap();
+    assert_eq!(blocks[0], json!({"type": "text", "text": "a point"}));
+    assert_eq!(
+        blocks[1],
+        json!({"type": "image", "data": "UE5H", "mimeType": "image/png"})
+    );
+    assert_eq!(result.structured_content, Some(json!({"x": 3, "y": 0})));
+    client.cancel().await.unwrap();
+
+    let reply = oxp
+        .call(json!({"tool_id": "Geometry.Photo", "input": {"x": 3}}))
+        .await;
+    assert_eq!(reply.status, 200);
+    harness::assert_valid(harness::CALL_RESPONSE, &reply.body);
+    let value = &reply.body["value"];
+    assert_eq!(value["content"][1]["mimeType"], "image/png");
+    assert_eq!(value["structuredContent"], json!({"x": 3, "y": 0}));
 }

@@ -12,6 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use oxp_runtime::call::Pipeline;
+use oxp_runtime::content::{Content, Contents};
 use oxp_runtime::mcp::McpServer;
 use oxp_runtime::server::Server;
 use oxp_runtime::{Registry, ToolContext, ToolError, tool};
@@ -73,6 +74,60 @@ async fn tool_with_logging() -> &'static str {
     "logged"
 }
 
+/// A 1×1 red PNG.
+const RED_PIXEL: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53,
+    0xde, 0x00, 0x00, 0x00, 0x0c, 0x49, 0x44, 0x41, 0x54, 0x08, 0xd7, 0x63, 0xf8, 0xcf, 0xc0, 0x00,
+    0x00, 0x03, 0x01, 0x01, 0x00, 0x18, 0xdd, 0x8d, 0xb0, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e,
+    0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// Returns an image.
+#[tool(toolkit = "test", name = "image_content", version = "1.0.0")]
+fn image_content() -> Contents {
+    Contents::new([Content::image(RED_PIXEL, "image/png")])
+}
+
+/// Returns a sound: a WAV file with no samples.
+#[tool(toolkit = "test", name = "audio_content", version = "1.0.0")]
+fn audio_content() -> Contents {
+    let mut wav = Vec::new();
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&36u32.to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    for field in [16u32, 0x0001_0001, 8000, 16000, 0x0010_0002] {
+        wav.extend_from_slice(&field.to_le_bytes());
+    }
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&0u32.to_le_bytes());
+    Contents::new([Content::audio(wav, "audio/wav")])
+}
+
+/// Returns an embedded resource.
+#[tool(toolkit = "test", name = "embedded_resource", version = "1.0.0")]
+fn embedded_resource() -> Contents {
+    Contents::new([Content::text_resource(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )])
+}
+
+/// Returns text, an image and a resource.
+#[tool(toolkit = "test", name = "multiple_content_types", version = "1.0.0")]
+fn multiple_content_types() -> Contents {
+    Contents::new([
+        Content::text("Multiple content types test:"),
+        Content::image(RED_PIXEL, "image/png"),
+        Content::text_resource(
+            "test://mixed-content-resource",
+            "application/json",
+            r#"{"test":"data","value":123}"#,
+        ),
+    ])
+}
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -101,6 +156,10 @@ async fn the_official_mcp_conformance_suite() {
         .tool(error_handling::TOOL)
         .tool(tool_with_progress::TOOL)
         .tool(tool_with_logging::TOOL)
+        .tool(image_content::TOOL)
+        .tool(audio_content::TOOL)
+        .tool(embedded_resource::TOOL)
+        .tool(multiple_content_types::TOOL)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

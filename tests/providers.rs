@@ -765,3 +765,93 @@ fn the_binarys_subcommands_export_and_dispatch() {
         );
     }
 }
+
+/// Draw a chart, with a recording and a report beside it.
+#[tool(toolkit = "Chart", name = "Draw", version = "1.0.0")]
+fn draw() -> oxp_runtime::content::Contents<serde_json::Value> {
+    use oxp_runtime::content::{Content, Contents};
+    Contents::new([
+        Content::text("Sales rose."),
+        Content::image(b"PNGDATA", "image/png"),
+        Content::audio(b"WAVDATA", "audio/wav"),
+        Content::link("https://example.com/q3.pdf", "Q3 report"),
+    ])
+    .with_structured(json!({"rise": 12}))
+}
+
+/// A tool's image reaches each provider as that format's image part where it has one, and as a
+/// notice in the text where it has none; base64 never lands in a text field.
+#[tokio::test]
+async fn media_results_take_each_provider_s_own_shape() {
+    let registry = Registry::builder().tool(draw::TOOL).build().unwrap();
+    let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    let png = "UE5HREFUQQ==";
+    let wav = "V0FWREFUQQ==";
+    let no_base64_in = |text: &str| {
+        assert!(!text.contains(png) && !text.contains(wav), "{text}");
+    };
+
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Chart_Draw", "input": {}}]});
+    let reply = anthropic::dispatch(&dispatcher, &message)
+        .await
+        .unwrap()
+        .unwrap();
+    let content = &reply["content"][0]["content"];
+    assert_eq!(content[0]["type"], "text");
+    let text = content[0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Sales rose.\n[image/png image]\n[audio/wav audio]"),
+        "{text}"
+    );
+    no_base64_in(text);
+    assert_eq!(
+        content[1],
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}})
+    );
+    assert_eq!(
+        content.as_array().unwrap().len(),
+        2,
+        "audio has no Anthropic part"
+    );
+
+    let responses = json!({"output": [{"type": "function_call", "call_id": "call_1",
+        "name": "Chart_Draw", "arguments": "{}"}]});
+    let items = openai::dispatch_responses(&dispatcher, &responses)
+        .await
+        .unwrap();
+    let output = &items[0]["output"];
+    assert_eq!(output[0]["type"], "input_text");
+    no_base64_in(output[0]["text"].as_str().unwrap());
+    assert_eq!(
+        output[1],
+        json!({"type": "input_image", "image_url": format!("data:image/png;base64,{png}")})
+    );
+
+    let chat = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "Chart_Draw", "arguments": "{}"}}]}}]});
+    let messages = openai::dispatch_chat(&dispatcher, &chat).await.unwrap();
+    let text = messages[0]["content"].as_str().unwrap();
+    assert!(text.contains("[image/png image]"), "{text}");
+    no_base64_in(text);
+
+    let gemini_response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "Chart_Draw", "args": {}}}]}}]});
+    let reply = gemini::dispatch(&dispatcher, &gemini_response)
+        .await
+        .unwrap()
+        .unwrap();
+    let answer = &reply["parts"][0]["functionResponse"];
+    assert_eq!(
+        answer["response"]["output"],
+        json!({"rise": 12}),
+        "the structured value"
+    );
+    assert_eq!(
+        answer["parts"],
+        json!([
+            {"inlineData": {"mimeType": "image/png", "data": png}},
+            {"inlineData": {"mimeType": "audio/wav", "data": wav}},
+        ])
+    );
+}

@@ -36,6 +36,7 @@ extern crate self as oxp_runtime;
 pub mod call;
 #[cfg(feature = "client")]
 pub mod client;
+pub mod content;
 mod context;
 mod descriptor;
 mod error;

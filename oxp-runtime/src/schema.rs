@@ -163,7 +163,19 @@ pub fn finalize_input(schema: Schema) -> Result<Value, SchemaError> {
 /// assert_eq!(schema["type"], "integer");
 /// ```
 pub fn finalize_output(schema: Schema) -> Result<Option<Value>, SchemaError> {
-    let value = finalize(schema)?.to_value();
+    let mut schema = finalize(schema)?;
+    if schema.get(crate::content::CONTENTS_MARK) == Some(&Value::Bool(true)) {
+        // `Contents` leaves out what it does not have (`skip_serializing_if`): its optional
+        // fields are absent, never null, and `Contents<()>` has no structured part at all.
+        StripOptionalNull.transform(&mut schema);
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            let is_null = |s: &Value| s.get("type").and_then(Value::as_str) == Some("null");
+            if properties.get("structuredContent").is_some_and(is_null) {
+                properties.remove("structuredContent");
+            }
+        }
+    }
+    let value = schema.to_value();
     Ok(match value.get("type") {
         Some(Value::String(t)) if t == "null" => None,
         _ => Some(value),

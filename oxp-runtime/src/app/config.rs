@@ -61,6 +61,7 @@ pub enum LogFormat {
 /// | `OXP_IDEMPOTENCY_TTL_MS` | `600000` | how long an answer is kept for a repeated `call_id` (`0`: off) |
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
 /// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
+/// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
@@ -109,6 +110,8 @@ pub struct ServerConfig {
     pub idempotency_max_bytes: u64,
     /// `OXP_MCP_SINGLE_TENANT`.
     pub mcp_single_tenant: bool,
+    /// `OXP_MCP_LIST_TTL_MS`.
+    pub mcp_list_ttl: Duration,
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
@@ -383,6 +386,7 @@ impl ServerConfig {
             allowed_hosts: list("OXP_ALLOWED_HOSTS"),
             connections,
             mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
+            mcp_list_ttl: millis("OXP_MCP_LIST_TTL_MS", 0)?.unwrap_or(Duration::from_secs(300)),
             langchain_compat,
             playground,
             metrics,
@@ -466,7 +470,8 @@ impl ServerConfig {
             let mcp = crate::mcp::McpServer::new(pipeline)
                 .with_context(context)
                 .single_tenant(self.mcp_single_tenant)
-                .max_body_bytes(self.max_body_bytes);
+                .max_body_bytes(self.max_body_bytes)
+                .list_ttl(self.mcp_list_ttl);
             server = server.nest("/mcp", mcp.into_router());
         }
         Ok(server)

@@ -45,7 +45,7 @@ use std::time::Duration;
 
 use futures_util::future::Either;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
     Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
@@ -62,6 +62,13 @@ use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
 use crate::signals::{CallSignals, Cancellation};
 use crate::version::ToolVersion;
+
+/// How long a client may keep a `tools/list` answer, by default.
+///
+/// ```
+/// assert_eq!(oxp_runtime::mcp::DEFAULT_LIST_TTL.as_secs(), 300);
+/// ```
+pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(300);
 
 /// The separator between a wire name and a version in MCP tool names.
 const VERSION_MARK: &str = "__v";
@@ -86,6 +93,8 @@ pub struct McpServer {
     single_tenant: bool,
     /// The largest request body read, the OXP server's cap when nested in it.
     max_body_bytes: usize,
+    /// How long a client may keep a `tools/list` answer (2026-07-28's `ttlMs`).
+    list_ttl: Duration,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
@@ -125,6 +134,7 @@ impl McpServer {
             context: Arc::default(),
             single_tenant: false,
             max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
+            list_ttl: DEFAULT_LIST_TTL,
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
@@ -164,6 +174,22 @@ impl McpServer {
     #[must_use]
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a client may keep a `tools/list` answer before asking again (its `ttlMs`, with
+    /// `cacheScope: "private"`). Default [`DEFAULT_LIST_TTL`]: the list changes only when the
+    /// server is deployed anew.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// // Tools deployed often: clients ask again after a minute.
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .list_ttl(std::time::Duration::from_secs(60));
+    /// ```
+    #[must_use]
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.list_ttl = ttl;
         self
     }
 
@@ -277,19 +303,18 @@ impl McpServer {
         Ok(())
     }
 
-    fn tool_id(&self, name: &str) -> Option<String> {
+    /// The tool an MCP name names: a wire name's latest version, or the version its suffix
+    /// names.
+    fn resolve(&self, name: &str) -> Option<&RegisteredTool> {
         let registry = self.pipeline.registry();
         if let Some(tool) = registry.resolve_wire_name(name) {
-            return Some(tool.id().to_owned());
+            return Some(tool);
         }
         let (wire_name, version) = name.rsplit_once(VERSION_MARK)?;
         let version: ToolVersion = version.replace('_', ".").parse().ok()?;
-        let tool = registry.resolve_wire_name(wire_name)?;
-        let descriptor = tool.descriptor();
-        Some(format!(
-            "{}.{}@{version}",
-            descriptor.toolkit, descriptor.name
-        ))
+        let descriptor = registry.resolve_wire_name(wire_name)?.descriptor();
+        let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
+        registry.resolve(&id).ok()
     }
 }
 
@@ -350,7 +375,15 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
     }
     // Before 2026-07-28 MCP's `outputSchema` must describe an object (structured content is an
     // object); from it (SEP-2106) any schema. Before, other values are returned as text only.
-    if let Some(output) = &definition.output_schema {
+    // A tool returning `Contents` declares the schema of its structured part, if it has one.
+    let output =
+        definition.output_schema.as_ref().and_then(
+            |output| match crate::content::structured_schema(output) {
+                Some(structured) => structured,
+                None => Some(output),
+            },
+        );
+    if let Some(output) = output {
         if any_output || output.get("type") == Some(&Value::String("object".into())) {
             mcp.output_schema = Some(Arc::new(object(output)));
         }
@@ -461,6 +494,8 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
+                .enable_prompts()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
@@ -482,8 +517,25 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let any_output = takes_any_output(&context);
-        Ok(ListToolsResult::with_all_items(
-            self.tools_for(any_output).to_vec(),
+        // Private: once scopes filter the list, it is the caller's own.
+        Ok(
+            ListToolsResult::with_all_items(self.tools_for(any_output).to_vec())
+                .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+                .with_cache_scope(CacheScope::Private),
+        )
+    }
+
+    /// No resources are served (prompts and resources are declared so that a client asking
+    /// for their lists gets an empty one, with caching hints, rather than an error): reading
+    /// any is the spec's "not found" (SEP-2164), naming the URI.
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        Err(McpError::invalid_params(
+            "Resource not found: this server serves tools only",
+            Some(serde_json::json!({ "uri": request.uri })),
         ))
     }
 
@@ -498,12 +550,18 @@ impl ServerHandler for McpServer {
         let http = context.extensions.get::<axum::http::request::Parts>();
         let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
         let per_caller = http.is_some() && !self.single_tenant;
-        let Some(tool_id) = self.tool_id(&request.name) else {
+        let Some(tool) = self.resolve(&request.name) else {
             return Err(McpError::invalid_params(
                 format!("Tool '{}' was not found", request.name),
                 None,
             ));
         };
+        let tool_id = tool.id().to_owned();
+        let contents = tool
+            .definition()
+            .output_schema
+            .as_ref()
+            .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let mut call_context = (*self.context).clone();
         if per_caller {
             call_context.user_id = match principal {
@@ -523,7 +581,7 @@ impl ServerHandler for McpServer {
             .filter(|p| **p != Principal::Anonymous)
             .map(ToString::to_string);
         let outcome = self.run(call, principal, &context).await?;
-        Ok(mcp_result(outcome, any_output, per_caller).into())
+        Ok(mcp_result(outcome, any_output, per_caller, contents).into())
     }
 }
 
@@ -595,6 +653,26 @@ impl McpServer {
     }
 }
 
+/// A [`Contents`](crate::content::Contents) value as MCP's result: its blocks are already in
+/// MCP's shape; its structured value goes beside them (an object always, any value from
+/// 2026-07-28, as for any tool).
+fn blocks(value: Value, any_output: bool) -> CallToolResult {
+    let Value::Object(mut parts) = value else {
+        return text_error("the tool's result is not the content it declared");
+    };
+    let content = parts
+        .remove("content")
+        .and_then(|blocks| serde_json::from_value::<Vec<Content>>(blocks).ok());
+    let Some(content) = content else {
+        return text_error("the tool's result is not the content it declared");
+    };
+    let mut result = CallToolResult::success(content);
+    result.structured_content = parts
+        .remove("structuredContent")
+        .filter(|structured| any_output || structured.is_object());
+    result
+}
+
 /// The values of a call's secrets and tokens, scrubbed from what its log messages carry.
 fn secret_values(context: &CallContext) -> Vec<String> {
     let secrets = context.secrets.iter().map(|s| s.value.expose());
@@ -603,10 +681,17 @@ fn secret_values(context: &CallContext) -> Vec<String> {
 }
 
 /// A call's outcome as MCP answers it: a value as structured content (an object always, any
-/// value from 2026-07-28) with its text; every failure as a tool error the model can read.
-fn mcp_result(outcome: CallOutcome, any_output: bool, per_caller: bool) -> CallToolResult {
+/// value from 2026-07-28) with its text, [`Contents`](crate::content::Contents) as its blocks;
+/// every failure as a tool error the model can read.
+fn mcp_result(
+    outcome: CallOutcome,
+    any_output: bool,
+    per_caller: bool,
+    contents: bool,
+) -> CallToolResult {
     match outcome {
         CallOutcome::Completed(response) => match response.result {
+            CallResult::Success { value: Some(value) } if contents => blocks(value, any_output),
             CallResult::Success { value: None } => CallToolResult::success(Vec::new()),
             CallResult::Success {
                 value: Some(value @ Value::Object(_)),

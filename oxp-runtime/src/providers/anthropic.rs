@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
+use crate::content::Content;
 use crate::registry::Registry;
 
 /// Anthropic `tools`: `{name, description, input_schema}`.
@@ -111,8 +112,24 @@ pub async fn dispatch(
     let blocks: Vec<Value> = results
         .into_iter()
         .map(|r| {
-            let mut block =
-                json!({"type": "tool_result", "tool_use_id": r.id, "content": r.content});
+            // Images in the result are image blocks beside its text; other media have only
+            // their notice in the text.
+            let images: Vec<Value> = r
+                .media
+                .iter()
+                .filter_map(|block| match block {
+                    Content::Image { data, mime_type } => Some(json!({"type": "image",
+                        "source": {"type": "base64", "media_type": mime_type, "data": data}})),
+                    _ => None,
+                })
+                .collect();
+            let content = if images.is_empty() {
+                Value::String(r.content)
+            } else {
+                let text = json!({"type": "text", "text": r.content});
+                Value::Array(std::iter::once(text).chain(images).collect())
+            };
+            let mut block = json!({"type": "tool_result", "tool_use_id": r.id, "content": content});
             if r.is_error {
                 block["is_error"] = Value::Bool(true);
             }

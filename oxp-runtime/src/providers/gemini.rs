@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 
 use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
+use crate::content::Content;
 use crate::registry::Registry;
 
 const PROVIDER: &str = "Gemini";
@@ -366,7 +367,23 @@ pub async fn dispatch(
                 // Structured when whole; the (truncated) text otherwise.
                 json!({ "output": r.value.unwrap_or(Value::String(r.content)) })
             };
-            json!({"functionResponse": {"id": r.id, "name": r.name, "response": response}})
+            let mut answer = json!({"id": r.id, "name": r.name, "response": response});
+            // Images and sounds ride beside the response as inline data (multimodal function
+            // responses); other media have only their notice in the text.
+            let inline: Vec<Value> = r
+                .media
+                .iter()
+                .filter_map(|block| match block {
+                    Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+                        Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !inline.is_empty() {
+                answer["parts"] = Value::Array(inline);
+            }
+            json!({ "functionResponse": answer })
         })
         .collect();
     Ok(Some(json!({"role": "user", "parts": parts})))

@@ -325,8 +325,13 @@ pub struct ToolResult {
     pub content: String,
     /// Whether it is an error (Anthropic's `is_error`).
     pub is_error: bool,
-    /// The value itself, for providers that take structured results (Gemini).
+    /// The value itself, for providers that take structured results (Gemini); for a tool
+    /// returning [`Contents`](crate::content::Contents), its structured value.
     pub value: Option<Value>,
+    /// For a tool returning [`Contents`](crate::content::Contents): its blocks other than
+    /// text, which a format with a place for them carries in its own shape (an image part);
+    /// `content` names each with a short notice, for formats without one.
+    pub media: Vec<crate::content::Content>,
 }
 
 /// Runs a model's tool calls through a pipeline, concurrently, with the secrets, tokens and
@@ -616,6 +621,7 @@ impl Dispatcher {
             content: format!("Error: {content}"),
             is_error: true,
             value: None,
+            media: Vec::new(),
         };
         let mut arguments = match &call.arguments {
             Ok(arguments) => arguments.clone(),
@@ -655,9 +661,20 @@ impl Dispatcher {
             input: Some(arguments),
             context: Some(self.context.clone()),
         };
+        let contents = tool
+            .definition()
+            .output_schema
+            .as_ref()
+            .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let outcome = self.pipeline.call_with(request, meta).await;
         let mut result = match outcome {
             CallOutcome::Completed(response) => match response.result {
+                CallResult::Success { value: Some(value) } if contents => {
+                    match serde_json::from_value::<crate::content::Contents<Value>>(value) {
+                        Ok(contents) => blocks_result(&call, contents),
+                        Err(_) => error("the tool's result is not the content it declared".into()),
+                    }
+                }
                 CallResult::Success { value } => ToolResult {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -668,6 +685,7 @@ impl Dispatcher {
                     },
                     is_error: false,
                     value,
+                    media: Vec::new(),
                 },
                 CallResult::Failure { error: failure } => {
                     let mut text = failure.for_model();
@@ -694,6 +712,26 @@ impl Dispatcher {
             result.value = None;
         }
         result
+    }
+}
+
+/// A [`Contents`](crate::content::Contents) result: its text blocks (and a notice for each
+/// other block) as the text, the other blocks as media.
+fn blocks_result(call: &ToolCall, contents: crate::content::Contents<Value>) -> ToolResult {
+    use crate::content::Content;
+    let text: Vec<String> = contents.content.iter().map(Content::notice).collect();
+    let media = contents
+        .content
+        .into_iter()
+        .filter(|block| !matches!(block, Content::Text { .. }))
+        .collect();
+    ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        content: text.join("\n"),
+        is_error: false,
+        value: contents.structured,
+        media,
     }
 }
 
