@@ -128,6 +128,16 @@ fn multiple_content_types() -> Contents {
     ])
 }
 
+/// Echoes a region, which clients also send in the `Mcp-Param-Region` header.
+#[tool(toolkit = "test", name = "custom_headers", version = "1.0.0")]
+fn custom_headers(
+    /// The region.
+    #[mcp_header("Region")]
+    region: String,
+) -> String {
+    format!("region {region}")
+}
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -160,6 +170,7 @@ async fn the_official_mcp_conformance_suite() {
         .tool(audio_content::TOOL)
         .tool(embedded_resource::TOOL)
         .tool(multiple_content_types::TOOL)
+        .tool(custom_headers::TOOL)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

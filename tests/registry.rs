@@ -669,3 +669,58 @@ async fn a_tool_reaches_the_runtime_by_the_path_it_names() {
         }
     );
 }
+
+/// Mirrors a list into a header, which carries one value.
+#[tool(toolkit = "Headers", name = "List", version = "1.0.0")]
+fn header_list(#[mcp_header("Tags")] tags: Vec<String>) -> usize {
+    tags.len()
+}
+
+/// Mirrors two parameters into one header.
+#[tool(toolkit = "Headers", name = "Twice", version = "1.0.0")]
+fn header_twice(#[mcp_header("Region")] a: String, #[mcp_header("region")] b: String) -> String {
+    a + &b
+}
+
+/// Mirrors a string and an optional number.
+#[tool(toolkit = "Headers", name = "Fine", version = "1.0.0")]
+fn header_fine(
+    #[mcp_header("Region")] region: String,
+    #[mcp_header("Limit")] limit: Option<u32>,
+) -> String {
+    format!("{region} {limit:?}")
+}
+
+/// `#[mcp_header]` puts `x-mcp-header` on a primitive parameter's schema; a header cannot carry
+/// a list, and two parameters cannot share one (names ignore case): both are build errors.
+#[test]
+fn mcp_headers_mirror_one_primitive_each() {
+    let registry = Registry::builder().tool(header_fine::TOOL).build().unwrap();
+    let schema = &registry
+        .resolve("Headers.Fine")
+        .unwrap()
+        .definition()
+        .input_schema;
+    assert_eq!(schema["properties"]["region"]["x-mcp-header"], "Region");
+    assert_eq!(schema["properties"]["limit"]["x-mcp-header"], "Limit");
+    assert_eq!(schema["required"], serde_json::json!(["region"]));
+    let list = Registry::builder()
+        .tool(header_list::TOOL)
+        .build()
+        .unwrap_err();
+    assert!(
+        list.to_string()
+            .contains("`tags` is mirrored into the `Mcp-Param-Tags` header"),
+        "{list}"
+    );
+    let twice = Registry::builder()
+        .tool(header_twice::TOOL)
+        .build()
+        .unwrap_err();
+    assert!(
+        twice
+            .to_string()
+            .contains("are both mirrored into `Mcp-Param-region`"),
+        "{twice}"
+    );
+}

@@ -1,6 +1,7 @@
 //! The typed description of a tool, read from the fn and its attribute.
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, Pat, ReturnType, Type};
 
 use crate::errors::Errors;
@@ -108,7 +109,7 @@ fn read_inputs(
             }
             FnArg::Typed(arg) => arg,
         };
-        let (docs, passthrough) = take_param_attrs(&mut arg.attrs);
+        let (docs, passthrough) = take_param_attrs(&mut arg.attrs, errors);
         if let Some(by_ref) = context_type(&arg.ty) {
             if context.is_some() {
                 errors.spanned(
@@ -267,11 +268,16 @@ fn find_reference(ty: &Type) -> Option<&Type> {
     }
 }
 
-/// Removes doc, serde and schemars attributes from a parameter; returns the doc lines and the
-/// serde/schemars attributes.
-fn take_param_attrs(attrs: &mut Vec<Attribute>) -> (Vec<String>, Vec<Attribute>) {
+/// Removes doc, serde, schemars and `mcp_header` attributes from a parameter; returns the doc
+/// lines and the attributes for the generated field (`#[mcp_header("X")]` becomes the schema
+/// keyword `x-mcp-header`, through schemars).
+fn take_param_attrs(
+    attrs: &mut Vec<Attribute>,
+    errors: &mut Errors,
+) -> (Vec<String>, Vec<Attribute>) {
     let mut docs = Vec::new();
     let mut passthrough = Vec::new();
+    let mut header: Option<Span> = None;
     attrs.retain(|attr| {
         if let Some(line) = doc_line(attr) {
             docs.push(line);
@@ -279,11 +285,43 @@ fn take_param_attrs(attrs: &mut Vec<Attribute>) -> (Vec<String>, Vec<Attribute>)
         } else if attr.path().is_ident("serde") || attr.path().is_ident("schemars") {
             passthrough.push(attr.clone());
             false
+        } else if attr.path().is_ident("mcp_header") {
+            if header.is_some() {
+                errors.spanned(attr, "a parameter has at most one `#[mcp_header(..)]`");
+            }
+            header = Some(attr.span());
+            if let Some(name) = mcp_header(attr, errors) {
+                passthrough.push(syn::parse_quote!(#[schemars(extend("x-mcp-header" = #name))]));
+            }
+            false
         } else {
             true
         }
     });
     (docs, passthrough)
+}
+
+/// The header name of `#[mcp_header("Region")]`, checked: MCP sends it as `Mcp-Param-Region`,
+/// so it is a header name's token (ASCII letters, digits and hyphens).
+fn mcp_header(attr: &Attribute, errors: &mut Errors) -> Option<String> {
+    const USAGE: &str = "write `#[mcp_header(\"Name\")]`: MCP clients then send this parameter's value in the `Mcp-Param-Name` header too";
+    let Ok(name) = attr.parse_args::<syn::LitStr>() else {
+        errors.spanned(attr, USAGE);
+        return None;
+    };
+    let value = name.value();
+    if value.is_empty()
+        || !value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        errors.spanned(
+            &name,
+            format!("`{value}` cannot be a header name: use ASCII letters, digits and hyphens (`Region`, `Tenant-Id`)"),
+        );
+        return None;
+    }
+    Some(value)
 }
 
 fn doc_line(attr: &Attribute) -> Option<String> {

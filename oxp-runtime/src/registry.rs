@@ -730,6 +730,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         Some(output) => schema::finalize_output(output()).map_err(schema_problem)?,
         None => None,
     };
+    check(header_problem(&input_schema))?;
     let validator = compile(input_schema.clone())
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
     let mut examples = Vec::with_capacity(descriptor.hints.examples.len());
@@ -792,6 +793,40 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         validator: OnceLock::new(),
         examples: examples.into_boxed_slice(),
     })
+}
+
+/// What is wrong with the parameters mirrored into headers (`#[mcp_header("X")]`, the schema
+/// keyword `x-mcp-header`), if anything: a header carries one primitive value (SEP-2243), and
+/// two parameters cannot share one (header names ignore case).
+fn header_problem(input_schema: &serde_json::Value) -> Option<String> {
+    let properties = input_schema.get("properties")?.as_object()?;
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for (parameter, schema) in properties {
+        let Some(header) = schema.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(header) = header.as_str() else {
+            return Some(format!("`{parameter}`'s x-mcp-header is not a string"));
+        };
+        let primitive = matches!(
+            schema.get("type").and_then(serde_json::Value::as_str),
+            Some("string" | "integer" | "number" | "boolean")
+        );
+        if !primitive {
+            return Some(format!(
+                "`{parameter}` is mirrored into the `Mcp-Param-{header}` header, which carries one \
+                 string, number or boolean; take `#[mcp_header]` off it, or make it one of those"
+            ));
+        }
+        let key = header.to_ascii_lowercase();
+        if let Some((_, other)) = seen.iter().find(|(seen, _)| *seen == key) {
+            return Some(format!(
+                "`{other}` and `{parameter}` are both mirrored into `Mcp-Param-{header}`: give each its own header"
+            ));
+        }
+        seen.push((key, parameter));
+    }
+    None
 }
 
 fn compile(input_schema: serde_json::Value) -> Result<jsonschema::Validator, String> {

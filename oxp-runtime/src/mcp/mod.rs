@@ -525,6 +525,16 @@ impl ServerHandler for McpServer {
         )
     }
 
+    /// The tool a `tools/call` names, for rmcp's check of the request's standard and
+    /// `Mcp-Param-*` headers against its body (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // From the list as made once (its schemas are shared, not copied).
+        self.tools_for(true)
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+
     /// No resources are served (prompts and resources are declared so that a client asking
     /// for their lists gets an empty one, with caching hints, rather than an error): reading
     /// any is the spec's "not found" (SEP-2164), naming the URI.

@@ -32,7 +32,7 @@ pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<Exp
         let mut exported = json!({
             "name": definition.name,
             "description": tool.description_for_models(),
-            "input_schema": definition.input_schema,
+            "input_schema": super::schema_walk::for_model(&definition.input_schema),
         });
         if !tool.examples().is_empty() {
             exported["input_examples"] = Value::from(tool.examples());

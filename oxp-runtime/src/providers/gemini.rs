@@ -78,13 +78,13 @@ const FORMATS: [(&str, &str); 5] = [
 pub fn tools(registry: &Registry, limits: &Limits) -> Result<Vec<Value>, Vec<ExportError>> {
     let declarations = export(registry, limits, |tool| {
         let definition = tool.definition();
-        let parameters = schema(&definition.input_schema).map_err(|features| {
-            ExportError::SchemaIncompatible {
+        let parameters = schema(&super::schema_walk::for_model(&definition.input_schema)).map_err(
+            |features| ExportError::SchemaIncompatible {
                 tool: definition.name.clone(),
                 provider: PROVIDER,
                 incompatible_features: features,
-            }
-        })?;
+            },
+        )?;
         let mut declaration = json!({
             "name": definition.name,
             "description": tool.description_for_models(),

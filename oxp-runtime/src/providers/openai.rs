@@ -92,16 +92,15 @@ pub fn responses_tools(
 
 fn function(tool: &RegisteredTool, strict: bool) -> Result<Value, ExportError> {
     let definition = tool.definition();
+    let input_schema = super::schema_walk::for_model(&definition.input_schema);
     let parameters = if strict {
-        strict_schema(&definition.input_schema).map_err(|features| {
-            ExportError::SchemaIncompatible {
-                tool: definition.name.clone(),
-                provider: PROVIDER,
-                incompatible_features: features,
-            }
+        strict_schema(&input_schema).map_err(|features| ExportError::SchemaIncompatible {
+            tool: definition.name.clone(),
+            provider: PROVIDER,
+            incompatible_features: features,
         })?
     } else {
-        let mut schema = definition.input_schema.clone();
+        let mut schema = input_schema;
         // Function parameters must list `properties`, even when there are none.
         if let Value::Object(map) = &mut schema {
             map.entry("properties").or_insert_with(|| json!({}));

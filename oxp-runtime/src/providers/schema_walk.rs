@@ -28,6 +28,21 @@ pub(crate) fn for_each_subschema(
     }
 }
 
+/// An input schema as a model is shown it: without `x-mcp-header` (`#[mcp_header]`), which
+/// tells MCP clients which header mirrors a parameter and means nothing to a model (and which a
+/// provider's strict mode might refuse as an unknown keyword).
+pub(crate) fn for_model(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            if let Value::Object(property) = property {
+                property.remove("x-mcp-header");
+            }
+        }
+    }
+    schema
+}
+
 /// How many object and array levels a schema nests (a flat object of scalars is 1). The walk
 /// is mutable, so it goes over one copy of the schema, made once.
 pub(crate) fn depth(schema: &Value) -> usize {
