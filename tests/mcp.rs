@@ -424,3 +424,112 @@ async fn a_tool_s_media_reach_mcp_as_blocks_and_oxp_as_one_value() {
     assert_eq!(value["content"][1]["mimeType"], "image/png");
     assert_eq!(value["structuredContent"], json!({"x": 3, "y": 0}));
 }
+
+/// One JSON-RPC request to `/mcp` of `base` at protocol `version`, with the headers its
+/// revision asks for; the messages that came back (an SSE stream's events, or one JSON body).
+async fn exchange(base: &str, version: &str, body: Value) -> (String, Vec<Value>) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version);
+    if version >= "2026-07-28" {
+        request = request.header("mcp-method", body["method"].as_str().unwrap());
+        if let Some(name) = body["params"]["name"].as_str() {
+            request = request.header("mcp-name", name);
+        }
+    }
+    let reply = request.json(&body).send().await.unwrap();
+    assert_eq!(reply.status(), 200, "{body}");
+    let kind = reply.headers()["content-type"].to_str().unwrap().to_owned();
+    let text = reply.text().await.unwrap();
+    let messages = if kind.starts_with("text/event-stream") {
+        text.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    } else {
+        vec![serde_json::from_str(&text).unwrap()]
+    };
+    (kind, messages)
+}
+
+/// No MCP state lives in one process: a client of each revision runs initialize (where it has
+/// one) → list → call → call with progress against two replicas, every request going to the
+/// other replica than the last, with no error; progress still arrives on the call's own
+/// stream. (Before: a 2025-06-18 client's session lived on the replica that made it, and its
+/// next request on the other was a 404.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_replica_answers_any_request_of_every_revision() {
+    let replicas = [harness::start_example(&[]), harness::start_example(&[])];
+    let mut turn = 0usize;
+    let mut next = || {
+        turn += 1;
+        replicas[turn % 2].base.clone()
+    };
+    for version in ["2025-06-18", "2025-11-25", "2026-07-28"] {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        if version < "2026-07-28" {
+            let (_, init) = exchange(
+                &next(),
+                version,
+                json!({"jsonrpc": "2.0", "id": 1,
+                "method": "initialize", "params": {"protocolVersion": version,
+                "capabilities": {}, "clientInfo": {"name": "replica-test", "version": "1"}}}),
+            )
+            .await;
+            assert_eq!(init[0]["result"]["protocolVersion"], version, "{init:?}");
+        }
+        let (_, list) = exchange(
+            &next(),
+            version,
+            json!({"jsonrpc": "2.0", "id": 2,
+            "method": "tools/list", "params": {"_meta": meta}}),
+        )
+        .await;
+        let tools = list[0]["result"]["tools"].as_array().unwrap();
+        assert!(
+            tools.iter().any(|t| t["name"] == "Doorbell_RingAll"),
+            "{version}"
+        );
+        let (kind, added) = exchange(
+            &next(),
+            version,
+            json!({"jsonrpc": "2.0", "id": 3,
+            "method": "tools/call", "params": {"name": "Calculator_Add",
+            "arguments": {"a": 2, "b": 3}, "_meta": meta}}),
+        )
+        .await;
+        assert_eq!(kind, "application/json", "{version}: nothing streamed");
+        assert_eq!(
+            added[0]["result"]["content"][0]["text"], "5.0",
+            "{version}: {added:?}"
+        );
+        let mut with_progress = meta.clone();
+        with_progress["progressToken"] = json!("ring-1");
+        let (kind, rung) = exchange(
+            &next(),
+            version,
+            json!({"jsonrpc": "2.0", "id": 4,
+            "method": "tools/call", "params": {"name": "Doorbell_RingAll",
+            "arguments": {"doorbells": 3}, "_meta": with_progress}}),
+        )
+        .await;
+        assert!(kind.starts_with("text/event-stream"), "{version}: {kind}");
+        let progress: Vec<&Value> = rung
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .collect();
+        assert!(!progress.is_empty(), "{version}: no progress in {rung:?}");
+        assert!(
+            progress
+                .iter()
+                .all(|p| p["params"]["progressToken"] == "ring-1")
+        );
+        let last = rung.last().unwrap();
+        assert_eq!(last["id"], 4, "{version}: the result comes last: {rung:?}");
+        assert_eq!(last["result"]["isError"], false, "{version}: {last}");
+    }
+}
