@@ -138,6 +138,138 @@ fn custom_headers(
     format!("region {region}")
 }
 
+/// A name, asked of the user.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+/// A colour, asked of the user.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Colour {
+    color: String,
+}
+
+/// A yes or no, asked of the user.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Ok {
+    ok: bool,
+}
+
+/// Greets the user by the name it asks for.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_elicitation",
+    version = "1.0.0"
+)]
+fn elicitation(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Name { name } = ctx.ask("user_name", "What is your name?")?;
+    Ok(format!("Hello, {name}!"))
+}
+
+/// Asks the client's model a question.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_sampling",
+    version = "1.0.0"
+)]
+fn sampling(ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(ctx.sample("capital_question", "What is the capital of France?", 100)?)
+}
+
+/// Lists the client's roots.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_list_roots",
+    version = "1.0.0"
+)]
+fn list_roots(ctx: &ToolContext) -> Result<String, ToolError> {
+    let roots = ctx.roots("client_roots")?;
+    let uris: Vec<String> = roots.into_iter().map(|root| root.uri).collect();
+    Ok(format!("roots: {}", uris.join(", ")))
+}
+
+/// Asks for a confirmation, carried across rounds in the request state.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_request_state",
+    version = "1.0.0"
+)]
+fn request_state(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Ok { ok } = ctx.ask("confirm", "Please confirm")?;
+    Ok(format!("state-ok: confirmed {ok}"))
+}
+
+/// Asks the user, the client's model and the client's roots at once.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_multiple_inputs",
+    version = "1.0.0"
+)]
+fn multiple_inputs(ctx: &ToolContext) -> Result<String, ToolError> {
+    let name = ctx.ask::<Name>("user_name", "What is your name?");
+    let greeting = ctx.sample("greeting", "Generate a greeting", 50);
+    let roots = ctx.roots("client_roots");
+    let (Name { name }, greeting, roots) = (name?, greeting?, roots?);
+    Ok(format!("{greeting}, {name} ({} roots)", roots.len()))
+}
+
+/// Asks in two rounds.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_multi_round",
+    version = "1.0.0"
+)]
+fn multi_round(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Name { name } = ctx.ask("step1", "Step 1: What is your name?")?;
+    let Colour { color } = ctx.ask("step2", "Step 2: What is your favorite color?")?;
+    Ok(format!("{name} likes {color}"))
+}
+
+/// Asks for a confirmation; its request state is sealed.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_tampered_state",
+    version = "1.0.0"
+)]
+fn tampered_state(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Ok { ok } = ctx.ask("confirm", "Please confirm")?;
+    Ok(format!("confirmed {ok}"))
+}
+
+/// Asks the client's model, and the user if the client can ask it.
+#[tool(
+    toolkit = "test",
+    name = "input_required_result_capabilities",
+    version = "1.0.0"
+)]
+fn capabilities(ctx: &ToolContext) -> Result<String, ToolError> {
+    let answer = ctx.sample("question", "Say hello", 20);
+    let name = ctx.ask::<Name>("user_name", "What is your name?").ok();
+    let name = name.map_or_else(|| "someone".to_owned(), |n| n.name);
+    Ok(format!("{} to {name}", answer?))
+}
+
+/// Needs the client's model: a client without sampling cannot call it.
+#[tool(toolkit = "test", name = "missing_capability", version = "1.0.0")]
+fn missing_capability(ctx: &ToolContext) -> Result<String, ToolError> {
+    Ok(ctx.sample("question", "Say hello", 20)?)
+}
+
+/// Asks the user mid-call.
+#[tool(toolkit = "test", name = "streaming_elicitation", version = "1.0.0")]
+fn streaming_elicitation(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Name { name } = ctx.ask("user_name", "What is your name?")?;
+    Ok(format!("Hello, {name}!"))
+}
+
+/// Logs as it works.
+#[tool(toolkit = "test", name = "logging_tool", version = "1.0.0")]
+async fn logging_tool() -> &'static str {
+    tracing::info!("the tool is working");
+    "logged"
+}
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -171,6 +303,17 @@ async fn the_official_mcp_conformance_suite() {
         .tool(embedded_resource::TOOL)
         .tool(multiple_content_types::TOOL)
         .tool(custom_headers::TOOL)
+        .tool(elicitation::TOOL)
+        .tool(sampling::TOOL)
+        .tool(list_roots::TOOL)
+        .tool(request_state::TOOL)
+        .tool(multiple_inputs::TOOL)
+        .tool(multi_round::TOOL)
+        .tool(tampered_state::TOOL)
+        .tool(capabilities::TOOL)
+        .tool(missing_capability::TOOL)
+        .tool(streaming_elicitation::TOOL)
+        .tool(logging_tool::TOOL)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

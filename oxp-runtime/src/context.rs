@@ -152,9 +152,8 @@ impl ToolContext {
 }
 
 impl ToolContext {
-    /// Every secret and token value, for scrubbing them out of errors and logs.
-    /// The ids of the secrets and authorization tokens it carries (never their values).
-    /// The progress and cancellation of the call, as the front that carries it passes them.
+    /// The progress, cancellation and asks of the call, as the front that carries it passes
+    /// them.
     ///
     /// ```
     /// use oxp_runtime::signals::{CallSignals, Cancellation};
@@ -168,6 +167,10 @@ impl ToolContext {
     pub fn with_signals(mut self, signals: CallSignals) -> Self {
         self.signals = signals;
         self
+    }
+
+    pub(crate) fn signals(&self) -> &CallSignals {
+        &self.signals
     }
 
     /// Reports progress: `done` of `total` (when known), with a message for people. Over MCP,
@@ -251,6 +254,7 @@ impl ToolContext {
         self.signals.finish_when_cancelled();
     }
 
+    /// The ids of the secrets and authorization tokens it carries (never their values).
     pub(crate) fn requirement_ids(&self) -> Vec<&str> {
         self.secrets
             .keys()
@@ -259,6 +263,7 @@ impl ToolContext {
             .collect()
     }
 
+    /// Every secret and token value, for scrubbing them out of errors and logs.
     pub(crate) fn sensitive_values(&self) -> impl Iterator<Item = &str> {
         self.secrets
             .values()

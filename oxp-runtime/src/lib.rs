@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod ask;
 pub mod authorization;
 extern crate self as oxp_runtime;
 pub mod call;

@@ -54,6 +54,7 @@ type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 pub struct CallSignals {
     progress: Option<ProgressSink>,
     cancel: Option<Arc<Cancel>>,
+    asking: Option<crate::ask::Round>,
 }
 
 impl fmt::Debug for CallSignals {
@@ -61,6 +62,7 @@ impl fmt::Debug for CallSignals {
         f.debug_struct("CallSignals")
             .field("progress", &self.progress.is_some())
             .field("cancellable", &self.cancel.is_some())
+            .field("asking", &self.asking)
             .finish()
     }
 }
@@ -77,7 +79,26 @@ impl CallSignals {
         CallSignals {
             progress: None,
             cancel: None,
+            asking: None,
         }
+    }
+
+    /// The tool's asks go to `round`: its answers are returned, the rest recorded (see
+    /// [`ask`](crate::ask)).
+    ///
+    /// ```
+    /// use oxp_runtime::{ask::Round, signals::CallSignals};
+    /// let round = Round::new(Default::default(), |_| true);
+    /// let signals = CallSignals::new().asking(&round);
+    /// ```
+    #[must_use]
+    pub fn asking(mut self, round: &crate::ask::Round) -> Self {
+        self.asking = Some(round.clone());
+        self
+    }
+
+    pub(crate) fn round(&self) -> Option<crate::ask::Round> {
+        self.asking.clone()
     }
 
     /// Calls `sink` with each report. It runs on the tool's thread, inside `ctx.progress`:

@@ -62,6 +62,8 @@ pub enum LogFormat {
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
 /// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
+/// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; the same on every replica |
+/// | `OXP_STATE_TTL_MS` | `900000` | how long a call that asks may wait for its answers |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
@@ -112,6 +114,10 @@ pub struct ServerConfig {
     pub mcp_single_tenant: bool,
     /// `OXP_MCP_LIST_TTL_MS`.
     pub mcp_list_ttl: Duration,
+    /// `OXP_STATE_KEY` (`None`: the server makes one at start-up).
+    pub state_key: Option<crate::protocol::Sensitive>,
+    /// `OXP_STATE_TTL_MS`.
+    pub state_ttl: Duration,
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
@@ -353,6 +359,16 @@ impl ServerConfig {
                 });
             }
         }
+        let state_key = get("OXP_STATE_KEY");
+        if state_key.as_ref().is_some_and(|key| key.len() < 32) {
+            return Err(ConfigError {
+                variable: "OXP_STATE_KEY",
+                problem: "is shorter than 32 bytes: use 32 random bytes or more (`openssl rand \
+                          -base64 48`)"
+                    .into(),
+            });
+        }
+        let state_key = state_key.map(crate::protocol::Sensitive::new);
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
@@ -387,6 +403,8 @@ impl ServerConfig {
             connections,
             mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
             mcp_list_ttl: millis("OXP_MCP_LIST_TTL_MS", 0)?.unwrap_or(Duration::from_secs(300)),
+            state_key,
+            state_ttl: millis("OXP_STATE_TTL_MS", 1)?.unwrap_or(Duration::from_secs(15 * 60)),
             langchain_compat,
             playground,
             metrics,
@@ -467,7 +485,20 @@ impl ServerConfig {
             // MCP on the same port, over the same pipeline (limits, idempotency, the lot).
             let pipeline = server.pipeline().clone();
             let context = super::commands::context_from_env(pipeline.registry());
-            let mcp = crate::mcp::McpServer::new(pipeline)
+            let key = self
+                .state_key
+                .as_ref()
+                .map(|key| key.expose().as_bytes().to_vec());
+            let mcp = crate::mcp::McpServer::new(pipeline);
+            let mcp = match key {
+                Some(key) => mcp.state_key(key, self.state_ttl),
+                None => mcp.state_ttl(self.state_ttl),
+            }
+            .map_err(|problem| ConfigError {
+                variable: "OXP_STATE_KEY",
+                problem,
+            })?;
+            let mcp = mcp
                 .with_context(context)
                 .single_tenant(self.mcp_single_tenant)
                 .max_body_bytes(self.max_body_bytes)

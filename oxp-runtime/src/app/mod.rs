@@ -110,6 +110,13 @@ pub async fn serve() {
         });
     }
     let shutdown = shutdown_signal();
+    if cfg!(feature = "mcp") && config.state_key.is_none() {
+        tracing::info!(
+            "MCP request states of tools that ask are sealed with a key made at start-up: set \
+             OXP_STATE_KEY (32 bytes or more, the same on every replica) for replicas to continue \
+             each other's calls, and for calls to survive a restart"
+        );
+    }
     warn_about_exposure(&config, addr);
     warn_about_authorization(&server);
     for endpoint in &endpoints {

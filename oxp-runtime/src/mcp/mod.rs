@@ -38,6 +38,7 @@
 //! # let _: axum::Router = app;
 //! ```
 
+mod asking;
 mod logging;
 
 use std::sync::{Arc, OnceLock};
@@ -56,6 +57,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
+use crate::ask::{Capability, Round};
 use crate::call::{CallMeta, CallOutcome, Pipeline};
 use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
@@ -95,6 +97,8 @@ pub struct McpServer {
     max_body_bytes: usize,
     /// How long a client may keep a `tools/list` answer (2026-07-28's `ttlMs`).
     list_ttl: Duration,
+    /// Seals the request state of calls that ask (SEP-2322).
+    sealer: asking::Sealer,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
@@ -135,6 +139,8 @@ impl McpServer {
             single_tenant: false,
             max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
             list_ttl: DEFAULT_LIST_TTL,
+            sealer: asking::Sealer::new(None, asking::DEFAULT_STATE_TTL)
+                .expect("the system's random source works"),
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
@@ -191,6 +197,40 @@ impl McpServer {
     pub fn list_ttl(mut self, ttl: Duration) -> Self {
         self.list_ttl = ttl;
         self
+    }
+
+    /// The key that seals the request state of calls that ask their user or client (see
+    /// [`ask`](crate::ask)), at least 32 bytes, and how long a state is good for. Replicas
+    /// behind one load balancer need the same key to continue each other's calls
+    /// (`OXP_STATE_KEY`); without one, the server makes its own at start-up. Default lifetime:
+    /// 15 minutes.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let key = b"a shared secret of 32 bytes or more!".to_vec();
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .state_key(key, std::time::Duration::from_secs(600))
+    ///     .expect("a key of 32 bytes or more");
+    /// assert!(oxp_runtime::mcp::McpServer::new(
+    ///     oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap()),
+    /// ).state_key(b"short".to_vec(), std::time::Duration::from_secs(60)).is_err());
+    /// ```
+    pub fn state_key(mut self, key: Vec<u8>, ttl: Duration) -> Result<Self, String> {
+        self.sealer = asking::Sealer::new(Some(&key), ttl)?;
+        Ok(self)
+    }
+
+    /// How long a call that asks may wait for its answers, with the key the server made.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .state_ttl(std::time::Duration::from_secs(300))
+    ///     .unwrap();
+    /// ```
+    pub fn state_ttl(mut self, ttl: Duration) -> Result<Self, String> {
+        self.sealer = asking::Sealer::new(None, ttl)?;
+        Ok(self)
     }
 
     /// The secrets, tokens and user id every call gets, instead of the environment's.
@@ -580,19 +620,92 @@ impl ServerHandler for McpServer {
             };
             call_context.authorization.clear();
         }
-        let call = CallToolRequest {
-            tool_id,
-            call_id: None,
-            trace_id: None,
-            input: Some(Value::Object(request.arguments.unwrap_or_default())),
-            context: Some(call_context),
-        };
+        let input = Value::Object(request.arguments.unwrap_or_default());
         let principal = principal
             .filter(|p| **p != Principal::Anonymous)
             .map(ToString::to_string);
-        let outcome = self.run(call, principal, &context).await?;
+        // The round: the answers of earlier rounds (sealed, bound to this call), then this
+        // round's responses; a state that is not ours, or not for this call, runs nothing.
+        let (caller, user) = (
+            principal.as_deref().unwrap_or_default(),
+            call_context.user_id.clone().unwrap_or_default(),
+        );
+        let mut answers = match &request.request_state {
+            Some(state) => self
+                .sealer
+                .open(state, &tool_id, &input, caller, &user)
+                .map_err(|bad| McpError::invalid_params(bad.0, None))?,
+            None => Default::default(),
+        };
+        for (key, response) in request.input_responses.unwrap_or_default() {
+            answers.entry(key).or_insert(response);
+        }
+        let newest = speaks_2026_07_28(&context);
+        let capabilities = context.meta.client_capabilities();
+        let round = Round::new(
+            answers,
+            asking::supports(capabilities.as_ref().filter(|_| newest)),
+        );
+        let call = CallToolRequest {
+            tool_id: tool_id.clone(),
+            call_id: None,
+            trace_id: None,
+            input: Some(input.clone()),
+            context: Some(call_context),
+        };
+        let outcome = self.run(call, principal.clone(), &round, &context).await?;
+        if failed(&outcome) {
+            let state = || {
+                self.sealer
+                    .seal(&round.used(), &tool_id, &input, caller, &user)
+            };
+            if let Some(asks) = asking::input_required(&round, state()) {
+                return Ok(asks.into());
+            }
+            if let Some(capability) = round.unsupported() {
+                return unsupported(capability, newest, &context);
+            }
+        }
         Ok(mcp_result(outcome, any_output, per_caller, contents).into())
     }
+}
+
+/// Whether a call ended without a value (a tool error among them): a round that asked ends so.
+fn failed(outcome: &CallOutcome) -> bool {
+    !matches!(
+        outcome,
+        CallOutcome::Completed(crate::protocol::CallToolResponse {
+            result: CallResult::Success { .. },
+            ..
+        })
+    )
+}
+
+/// The answer to a call whose tool needed an ask its client cannot answer: MCP's "missing
+/// required client capability" from 2026-07-28 (HTTP 400); before, a tool error naming the
+/// revision, which has no way to carry an ask.
+fn unsupported(
+    capability: Capability,
+    newest: bool,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    if newest {
+        let required: rmcp::model::ClientCapabilities =
+            serde_json::from_value(serde_json::json!({ capability.name(): {} }))
+                .unwrap_or_default();
+        return Err(McpError::missing_required_client_capability(required));
+    }
+    let revision = context
+        .meta
+        .protocol_version()
+        .or_else(|| context.peer.peer_info().map(|i| i.protocol_version.clone()))
+        .map_or_else(|| "an earlier revision".to_owned(), |v| v.to_string());
+    Ok(text_error(format!(
+        "This tool asks through {} mid-call, which MCP carries from revision 2026-07-28; this \
+         client speaks {revision}.",
+        capability.name()
+    ))
+    .into())
 }
 
 impl McpServer {
@@ -603,6 +716,7 @@ impl McpServer {
         &self,
         call: CallToolRequest,
         principal: Option<String>,
+        round: &Round,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallOutcome, McpError> {
         let cancellation = Cancellation::new();
@@ -610,7 +724,7 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| ProgressForwarder::start(context.peer.clone(), token));
-        let mut signals = CallSignals::new().cancelled_by(&cancellation);
+        let mut signals = CallSignals::new().cancelled_by(&cancellation).asking(round);
         if let Some(progress) = &progress {
             signals = signals.on_progress(progress.sink());
         }
