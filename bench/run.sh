@@ -29,6 +29,11 @@
 #                          and the bare handler, alternating over ROUNDS rounds at 32 connections
 #                          (default release profile). Steadier than req/s: wrk shares the cores,
 #                          so a server that needs more CPU per request also slows its client
+#   bench/run.sh mcp       MCP 2026-07-28 stateless tools/call of one `add` tool: oxp's /mcp (the tool
+#                          written with #[tool], input validated) against rmcp 3.11's own
+#                          StreamableHttpService (json_response, stateless, no validation), both
+#                          crates generated in target/bench and built with cargo's default release
+#                          profile; wrk at 32 and 256 connections, alternating as `http` does
 #   bench/run.sh all
 #
 # In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
@@ -356,6 +361,113 @@ TOML
   echo "$dir"
 }
 
+# The same one-tool MCP server two ways, in target/bench/mcp-<kind>: `oxp` (#[tool] and
+# serve()) and `rmcp` (rmcp's #[tool_router] behind its StreamableHttpService, stateless, JSON
+# answers, as its README serves over HTTP). No [profile.release]: cargo's default.
+generate_mcp() { # kind
+  local dir=$work/mcp-$1
+  mkdir -p "$dir/src"
+  local deps
+  case $1 in
+    oxp) deps="oxp-runtime = { path = \"$root/oxp-runtime\" }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
+    rmcp) deps="rmcp = { version = \"3.11\", features = [\"server\", \"macros\", \"transport-streamable-http-server\"] }
+axum = \"0.8\"
+serde = { version = \"1\", features = [\"derive\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\", \"net\"] }" ;;
+  esac
+  cat > "$dir/Cargo.toml" <<TOML
+[package]
+name = "mcp_$1"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+$deps
+
+[workspace]
+TOML
+  case $1 in
+    oxp) cat > "$dir/src/main.rs" <<'RS'
+use oxp_runtime::tool;
+
+/// Add two numbers.
+#[tool(toolkit = "calc", name = "add", version = "1.0.0")]
+async fn add(/// The first addend.
+a: i64, /// The second addend.
+b: i64) -> i64 { a + b }
+
+#[tokio::main]
+async fn main() { oxp_runtime::serve().await }
+RS
+    ;;
+    rmcp) cat > "$dir/src/main.rs" <<'RS'
+use std::sync::Arc;
+use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};
+use rmcp::transport::streamable_http_server::{session::never::NeverSessionManager, StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct AddRequest { /// The first addend.
+a: i64, /// The second addend.
+b: i64 }
+
+#[derive(Clone)] #[allow(dead_code)]
+pub struct Calc { tool_router: ToolRouter<Self> }
+
+#[tool_router]
+impl Calc {
+    fn new() -> Self { Self { tool_router: Self::tool_router() } }
+    /// Add two numbers.
+    #[tool(name = "calc_add")]
+    async fn add(&self, Parameters(AddRequest { a, b }): Parameters<AddRequest>) -> String { (a + b).to_string() }
+}
+
+#[tool_handler]
+impl ServerHandler for Calc {}
+
+#[tokio::main]
+async fn main() {
+    let config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_legacy_session_mode(false);
+    let service = StreamableHttpService::new(|| Ok(Calc::new()), Arc::new(NeverSessionManager::default()), config);
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let addr = std::env::var("OXP_ADDR").unwrap_or_else(|_| "127.0.0.1:18083".into());
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    axum::serve(listener, app).await.unwrap();
+}
+RS
+    ;;
+  esac
+  (cd "$dir" && CARGO_TARGET_DIR=$work/mcp-target cargo build --release -q >&2)
+  echo "$work/mcp-target/release/mcp_$1"
+}
+
+mcp() {
+  need_wrk
+  local oxp_bin rmcp_bin
+  oxp_bin=$(generate_mcp oxp)
+  rmcp_bin=$(generate_mcp rmcp)
+  OXP_ADDR=127.0.0.1:18082 OXP_LOG=warn "$oxp_bin" >/dev/null 2>&1 &
+  local oxp=$!
+  OXP_ADDR=127.0.0.1:18083 "$rmcp_bin" >/dev/null 2>&1 &
+  local rmcp=$!
+  trap 'kill $oxp $rmcp 2>/dev/null' RETURN
+  wait_up http://127.0.0.1:18082/health
+  wait_up http://127.0.0.1:18083/mcp any
+  # Both answer the call as JSON: checked once before anything is measured.
+  for url in http://127.0.0.1:18082/mcp http://127.0.0.1:18083/mcp; do
+    curl -sf "$url" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+      -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: tools/call' -H 'mcp-name: calc_add' \
+      -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" bench/mcp_call.lua)" | grep -q '"15"' ||
+      { echo "$url does not answer the call with 15" >&2; return 1; }
+  done
+  echo "== MCP 2026-07-28 tools/call, default release profile"
+  LUA=bench/mcp_call.lua alternate oxp http://127.0.0.1:18082/mcp rmcp http://127.0.0.1:18083/mcp
+}
+
 startup() {
   local dir
   dir=$(generate 1000 tools)
@@ -452,6 +564,7 @@ case "${1:-all}" in
   compile) compile ;;
   instructions) instructions ;;
   cpu) cpu ;;
-  all) http; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
+  mcp) mcp ;;
+  all) http; mcp; startup; compile; instructions ;;
+  *) echo "usage: bench/run.sh [http|mcp|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
 esac

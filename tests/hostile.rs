@@ -934,6 +934,10 @@ fn absurd_configuration_exits_2_naming_the_variable() {
         ("OXP_MAX_HEADER_BYTES", "10"),
         ("OXP_MAX_CONNECTIONS", "0"),
         ("OXP_MCP_SINGLE_TENANT", "maybe"),
+        ("OXP_TOOLS", " , "),
+        ("OXP_TOOLS", "Nothing.Here"),
+        ("OXP_STATE_KEY", "short"),
+        ("OXP_MCP_MAX_SESSIONS", "10"),
     ] {
         let output = std::process::Command::new(harness::example_binary())
             .env("OXP_ADDR", "127.0.0.1:0")

@@ -1,5 +1,5 @@
-//! A typed OXP client (cargo feature `client`, on by default), for Rust agents that call remote
-//! tool servers — any OXP 1.0 server, this one included.
+//! A typed OXP client (cargo feature `client`, off by default: a server needs no HTTP client),
+//! for Rust agents that call remote tool servers — any OXP 1.0 server, this one included.
 //!
 //! Tool execution errors are values ([`CallResult::Failure`]), not `Err`: the call worked, the
 //! tool did not. `Err` is for everything else, one variant per status class. Retries are

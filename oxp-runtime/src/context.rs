@@ -199,8 +199,10 @@ impl ToolContext {
     }
 
     /// Whether the caller cancelled the call (MCP's `notifications/cancelled`): for a sync tool,
-    /// or an async one between steps, to stop early. An OXP call is never cancelled: a client
-    /// that hangs up may retry with its `call_id` and get the answer.
+    /// or an async one between steps, to stop early. Over OXP nothing turns it true: a call
+    /// with a `call_id` runs to its end when its client hangs up (the retry with that
+    /// `call_id` gets the answer), and one without is dropped at its next await point, as any
+    /// future whose caller went away.
     ///
     /// ```
     /// use oxp_runtime::{tool, ToolContext};

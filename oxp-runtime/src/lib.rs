@@ -77,6 +77,32 @@ pub use version::ToolVersion;
 #[doc = include_str!("tool_attribute.md")]
 pub use oxp_macros::tool;
 
+/// The serde `#[tool]` reads inputs and writes results with, so that one dependency is enough:
+/// derive through it, and tell the derive where it is.
+///
+/// ```
+/// use oxp_runtime::{schemars, serde, tool};
+///
+/// /// A point.
+/// #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+/// #[serde(crate = "oxp_runtime::serde")]
+/// #[schemars(crate = "oxp_runtime::schemars")]
+/// struct Point { x: i64, y: i64 }
+///
+/// /// Move a point right.
+/// #[tool(toolkit = "Geometry", version = "1.0.0")]
+/// fn right(point: Point) -> Point { Point { x: point.x + 1, ..point } }
+/// # assert_eq!(right(Point { x: 1, y: 2 }).x, 2);
+/// ```
+pub use serde;
+
+/// The schemars `#[tool]` describes inputs and results with (see [`serde`] for deriving
+/// through it).
+pub use schemars;
+
+/// serde_json, for the values tools read and return.
+pub use serde_json;
+
 /// What `#[tool]` expands to reaches its dependencies only through here, so a user's Cargo.toml
 /// needs `oxp-runtime` and nothing else. Not a public API: it changes without notice.
 #[doc(hidden)]

@@ -432,11 +432,18 @@ impl ServerConfig {
     /// ```
     pub fn registry(&self) -> Result<Registry, RegistryError> {
         let builder = Registry::builder().all();
-        match &self.tools {
-            Some(selection) => builder.select(selection),
-            None => builder,
-        }
-        .build()
+        let Some(selection) = &self.tools else {
+            return builder.build();
+        };
+        // A selection's problem names the variable and its value: the operator set it.
+        builder.select(selection).build().map_err(|mut error| {
+            for problem in &mut error.problems {
+                if let crate::registry::RegistryProblem::Selection { what } = problem {
+                    *what = format!("OXP_TOOLS=`{selection}`: {what}");
+                }
+            }
+            error
+        })
     }
 
     /// Applies the settings to a server. Connecting to Redis (with `OXP_REDIS_URL`) is the one
