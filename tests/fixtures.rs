@@ -217,6 +217,16 @@ pub fn runs(call_id: &str) -> u32 {
     RUNS.lock().unwrap().get(call_id).copied().unwrap_or(0)
 }
 
+/// How many times each `call_id` started `Once.Record` (counted before its pause, so that a run
+/// cut off mid-way still counts as started).
+pub static STARTS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, u32>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// How many times `Once.Record` started for `call_id`.
+pub fn starts(call_id: &str) -> u32 {
+    STARTS.lock().unwrap().get(call_id).copied().unwrap_or(0)
+}
+
 /// Record a run under this call's id, after a pause; returns the runs so far for the id.
 #[tool(toolkit = "Once", version = "1.0.0")]
 pub async fn record(
@@ -224,6 +234,11 @@ pub async fn record(
     /// How long to take, in milliseconds.
     ms: u64,
 ) -> u32 {
+    *STARTS
+        .lock()
+        .unwrap()
+        .entry(ctx.call_id().to_owned())
+        .or_default() += 1;
     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     let mut runs = RUNS.lock().unwrap();
     let count = runs.entry(ctx.call_id().to_owned()).or_default();

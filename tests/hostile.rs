@@ -364,6 +364,48 @@ async fn the_metrics_listener_has_the_main_port_s_guard_and_limits() {
     );
 }
 
+/// The check order README gives: a declared length over the cap is a 413 by its head, before
+/// authentication; a chunked body from a caller without credentials is a 401, unread; with
+/// credentials, the same body is cut off at the cap as it is read, a 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_body_cap_and_authentication_come_in_the_documented_order() {
+    let auth = oxp_runtime::server::ServerAuth::default().api_key(API_KEY);
+    let oxp = Oxp::start(server().auth(auth).max_body_bytes(1024)).await;
+    let big = || vec![b' '; 64 * 1024];
+    let declared = oxp
+        .request(reqwest::Method::POST, "/tools/call")
+        .header("content-type", "application/json")
+        .body(big())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(declared.status(), 413, "declared too large, no credentials");
+    // 64 chunks of 1 KiB, without a length, on a raw socket.
+    let chunked = |key: Option<&str>| {
+        let addr = oxp.base.trim_start_matches("http://");
+        let credential = key.map_or(String::new(), |key| format!("oxp-api-key: {key}\r\n"));
+        let mut request = format!(
+            "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             {credential}transfer-encoding: chunked\r\n\r\n"
+        )
+        .into_bytes();
+        for _ in 0..64 {
+            request.extend_from_slice(b"400\r\n");
+            request.extend(std::iter::repeat_n(b' ', 1024));
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        request
+    };
+    let unauthenticated = raw(&oxp.base, &chunked(None), Duration::from_secs(3)).await;
+    assert!(
+        unauthenticated.starts_with("HTTP/1.1 401"),
+        "{unauthenticated}"
+    );
+    let authenticated = raw(&oxp.base, &chunked(Some(API_KEY)), Duration::from_secs(3)).await;
+    assert!(authenticated.starts_with("HTTP/1.1 413"), "{authenticated}");
+}
+
 /// Sends raw bytes on a fresh connection and returns what comes back within `wait` (the
 /// status line and headers, at least).
 async fn raw(base: &str, request: &[u8], wait: Duration) -> String {

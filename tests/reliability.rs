@@ -87,10 +87,12 @@ async fn a_client_that_disconnects_mid_call_loses_nothing() {
         Duration::from_millis(50),
     )
     .await;
-    // The retry gets the answer of the run the first request started.
+    // The retry gets the answer of the run the first request started: one run started, and it
+    // finished (a hang-up that cut the run off would leave the retry to start a second).
     let retry = oxp.call_request(record("idem-dropped", 300)).await;
     assert_eq!(retry.status, 200);
     assert_eq!(retry.body["result"]["value"], 1);
+    assert_eq!(oxp_tests::starts("idem-dropped"), 1, "one run started");
     assert_eq!(runs("idem-dropped"), 1);
 }
 
