@@ -37,6 +37,17 @@ fn delete(ctx: &ToolContext, path: String) -> Result<String, ToolError> {
     Ok(format!("deleted {path}"))
 }
 
+/// Empty a bin, once the user confirms the question the attribute states.
+#[tool(
+    toolkit = "Files",
+    version = "1.0.0",
+    confirm = "Empty the bin {bin} ({days} days)?"
+)]
+fn empty(bin: String, days: u32) -> String {
+    DELETED.lock().unwrap().push(bin.clone());
+    format!("emptied {bin}, {days} days")
+}
+
 /// A name.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Name {
@@ -58,6 +69,7 @@ const OTHER_KEY: &str = "k_fedcba9876543210fedcba9876543210";
 async fn start(ttl: Duration) -> Oxp {
     let registry = Registry::builder()
         .tool(delete::TOOL)
+        .tool(empty::TOOL)
         .tool(greet::TOOL)
         .build()
         .unwrap();
@@ -327,4 +339,43 @@ async fn a_client_that_cannot_answer_is_told_so() {
     let body: Value = legacy.json().await.unwrap();
     assert_eq!(body["result"]["isError"], true, "{body}");
     assert!(body.to_string().contains("2025-06-18"), "{body}");
+}
+
+/// `#[tool(confirm = "…")]`: the question, with the call's values in it, is asked before the
+/// tool runs; a no is a tool error that says so, and the tool does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let input = json!({"bin": "trash-7", "days": 30});
+    let first = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
+    let ask = &first["result"]["inputRequests"]["confirm"];
+    assert_eq!(
+        ask["params"]["message"], "Empty the bin trash-7 (30 days)?",
+        "{first}"
+    );
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let no = call(
+        &oxp,
+        KEY,
+        "Files_Empty",
+        input.clone(),
+        json!({"requestState": state, "inputResponses": {"confirm": {"action": "decline"}}}),
+    )
+    .await;
+    assert_eq!(no["result"]["isError"], true);
+    assert!(no.to_string().contains("did not confirm"), "{no}");
+    assert_eq!(deleted("trash-7"), 0, "a declined tool ran");
+    let yes = call(
+        &oxp,
+        KEY,
+        "Files_Empty",
+        input,
+        json!({"requestState": state, "inputResponses": {"confirm": accept()}}),
+    )
+    .await;
+    assert_eq!(
+        yes["result"]["content"][0]["text"], "emptied trash-7, 30 days",
+        "{yes}"
+    );
+    assert_eq!(deleted("trash-7"), 1);
 }

@@ -1088,25 +1088,14 @@ async fn an_http2_preface_to_a_default_server_is_closed_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
     use std::io::BufRead;
-    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let built = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "oxp-tests",
-            "--example",
-            "accept_loop",
-        ])
-        .args(["--features", "oxp-runtime/http2"])
-        .current_dir(workspace)
-        .status()
-        .expect("cargo runs");
-    assert!(built.success(), "accept_loop builds with the http2 feature");
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => std::path::Path::new(workspace).join(dir),
-        None => std::path::Path::new(workspace).join("target"),
-    };
+    let target = harness::cargo_build(&[
+        "-p",
+        "oxp-tests",
+        "--example",
+        "accept_loop",
+        "--features",
+        "oxp-runtime/http2",
+    ]);
     let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
         .arg("oxp")
         .env("OXP_ADDR", "127.0.0.1:0")

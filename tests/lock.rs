@@ -3,6 +3,9 @@
 //! description-only changes; 0.y.z tools; the file's bytes; and `<bin> lock` as a real process
 //! against a fixture crate built in two variants.
 
+#[path = "harness/mod.rs"]
+mod harness;
+
 use oxp_runtime::lock::{Class, Lock, Part, Review};
 use serde_json::{Value, json};
 
@@ -498,20 +501,13 @@ fn tempdir() -> std::path::PathBuf {
 
 /// `lock-fixture`, built in variant `v1` (no features) or `v2`, copied out so both can run.
 fn fixture(variant: &str, into: &std::path::Path) -> std::path::PathBuf {
-    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let mut build = std::process::Command::new(env!("CARGO"));
     // Built with this package, as the harness builds the example: the same features of the
     // runtime, so nothing but the fixture compiles.
-    build.args(["build", "--quiet", "-p", "lock-fixture", "-p", "oxp-tests"]);
+    let mut args = vec!["-p", "lock-fixture", "-p", "oxp-tests"];
     if variant == "v2" {
-        build.args(["--features", "lock-fixture/v2"]);
+        args.extend(["--features", "lock-fixture/v2"]);
     }
-    let built = build.current_dir(workspace).status().expect("cargo runs");
-    assert!(built.success(), "the fixture builds ({variant})");
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => std::path::Path::new(workspace).join(dir),
-        None => std::path::Path::new(workspace).join("target"),
-    };
+    let target = harness::cargo_build(&args);
     let copy = into.join(format!("lock-fixture-{variant}"));
     std::fs::copy(target.join("debug/lock-fixture"), &copy).unwrap();
     copy

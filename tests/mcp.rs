@@ -442,14 +442,7 @@ async fn exchange(base: &str, version: &str, body: Value) -> (String, Vec<Value>
     assert_eq!(reply.status(), 200, "{body}");
     let kind = reply.headers()["content-type"].to_str().unwrap().to_owned();
     let text = reply.text().await.unwrap();
-    let messages = if kind.starts_with("text/event-stream") {
-        text.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str(data.trim()).ok())
-            .collect()
-    } else {
-        vec![serde_json::from_str(&text).unwrap()]
-    };
+    let messages = harness::mcp_messages(&kind, &text);
     (kind, messages)
 }
 

@@ -284,16 +284,10 @@ async fn a_tools_tracing_events_reach_the_mcp_client_at_its_level() {
             .json(&body);
         async move {
             let reply = request.send().await.unwrap();
-            let streamed = reply.headers()["content-type"] == "text/event-stream";
+            let kind = reply.headers()["content-type"].to_str().unwrap().to_owned();
+            let streamed = kind == "text/event-stream";
             let text = reply.text().await.unwrap();
-            let frames: Vec<serde_json::Value> = if streamed {
-                text.lines()
-                    .filter_map(|line| line.strip_prefix("data:"))
-                    .filter_map(|data| serde_json::from_str(data.trim()).ok())
-                    .collect()
-            } else {
-                vec![serde_json::from_str(&text).unwrap()]
-            };
+            let frames = harness::mcp_messages(&kind, &text);
             assert!(
                 frames
                     .iter()

@@ -275,6 +275,7 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let (title, deprecated) = (some_str(&args.title), some_str(&args.deprecated));
+    let confirm = some_str(&args.confirm);
     let read_only = some_flag(&args.read_only);
     let destructive = some_flag(&args.destructive);
     let idempotent = some_flag(&args.idempotent);
@@ -283,7 +284,7 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
     quote! {
         #oxp::ToolHints::__new(
             #title, #read_only, #destructive, #idempotent, #open_world,
-            &[#(#tags),*], &[#(#examples),*], #deprecated,
+            &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm,
         )
     }
 }

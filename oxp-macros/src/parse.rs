@@ -7,6 +7,7 @@
 //! timeout_ms = 30000
 //! title = "Add numbers"       read_only   destructive[ = false]   idempotent   open_world[ = false]
 //! tags = ["math", "billing"]  example = r#"{"a": 1}"#  (repeatable)   deprecated = "use …"
+//! confirm = "Delete {path}?"
 //! ```
 
 use proc_macro2::TokenStream;
@@ -33,6 +34,7 @@ pub const KEYS: &[&str] = &[
     "tags",
     "example",
     "deprecated",
+    "confirm",
     "crate",
 ];
 
@@ -57,6 +59,8 @@ pub struct Args {
     pub tags: Vec<LitStr>,
     pub examples: Vec<LitStr>,
     pub deprecated: Option<LitStr>,
+    /// `confirm = "Delete {path}?"`: the question the user must say yes to first.
+    pub confirm: Option<LitStr>,
 }
 
 /// A behaviour hint: `read_only` (true) or `read_only = false`, with where it was written.
@@ -131,6 +135,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
                 }
             }
             "title" => args.title = string(&meta, &key, "\"Add numbers\"", errors)?,
+            "confirm" => args.confirm = string(&meta, &key, "\"Delete {path}?\"", errors)?,
             "deprecated" => {
                 args.deprecated = string(&meta, &key, "\"use Calculator.Add@2\"", errors)?;
             }

@@ -94,6 +94,29 @@ fn capitalized(part: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The parameters a `confirm = "…"` question names (`{path}`), in order; `{{` and `}}` are
+/// braces. `Err` with the problem when a brace is unmatched.
+pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(at) = rest.find(['{', '}']) {
+        let (brace, after) = (&rest[at..=at], &rest[at + 1..]);
+        if after.starts_with(brace) {
+            rest = &after[1..];
+            continue;
+        }
+        if brace == "}" {
+            return Err("a `}` closes nothing: write `}}` for a brace".into());
+        }
+        let end = after
+            .find('}')
+            .ok_or("a `{` is never closed: write `{{` for a brace")?;
+        names.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    Ok(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,7 @@ pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) 
     check_description(tool, name_span, errors);
     check_requirements(args, errors);
     check_hints(args, errors);
+    check_confirm(args, tool, errors);
     Identity {
         toolkit: toolkit.value,
         name: name.value,
@@ -217,6 +218,52 @@ fn check_hints(args: &Args, errors: &mut Errors) {
             errors.error(
                 text.span(),
                 format!("`{key}` needs a text: e.g. `{key} = \"…\"`"),
+            );
+        }
+    }
+}
+
+/// `confirm = "Delete {path}?"`: a text, with braces that match, naming only parameters (an
+/// `Input<T>`'s fields are checked when the registry is built).
+fn check_confirm(args: &Args, tool: &Tool, errors: &mut Errors) {
+    let Some(confirm) = &args.confirm else {
+        return;
+    };
+    let template = confirm.value();
+    if template.trim().is_empty() {
+        errors.error(
+            confirm.span(),
+            "`confirm` needs the question to ask: e.g. `confirm = \"Delete {path}?\"`",
+        );
+        return;
+    }
+    let names = match rules::placeholders(&template) {
+        Ok(names) => names,
+        Err(problem) => return errors.error(confirm.span(), problem),
+    };
+    let crate::model::Inputs::Params(params) = &tool.inputs else {
+        return;
+    };
+    let known: Vec<String> = params
+        .iter()
+        .map(|p| p.name.to_string().trim_start_matches("r#").to_owned())
+        .collect();
+    for name in names {
+        if !known.iter().any(|k| k == name) {
+            errors.error(
+                confirm.span(),
+                format!(
+                    "`{{{name}}}` is not a parameter of this tool: name one of {}",
+                    if known.is_empty() {
+                        "its parameters (it has none)".to_owned()
+                    } else {
+                        known
+                            .iter()
+                            .map(|k| format!("`{{{k}}}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
             );
         }
     }

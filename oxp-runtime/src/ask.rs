@@ -462,6 +462,38 @@ impl crate::ToolContext {
     }
 }
 
+/// The ask key of a tool's `confirm = "…"`.
+pub(crate) const CONFIRM_KEY: &str = "confirm";
+
+/// The question of a `confirm = "…"`, its `{param}`s replaced by the call's values (a string as
+/// it is, any other value as JSON).
+pub(crate) fn confirmation(template: &str, input: &Value) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let (brace, after) = (&rest[at..=at], &rest[at + 1..]);
+        if after.starts_with(brace) {
+            out.push_str(brace);
+            rest = &after[1..];
+            continue;
+        }
+        let Some(end) = after.find('}').filter(|_| brace == "{") else {
+            out.push_str(brace);
+            rest = after;
+            continue;
+        };
+        match input.get(&after[..end]) {
+            Some(Value::String(text)) => out.push_str(text),
+            Some(other) => out.push_str(&other.to_string()),
+            None => {}
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +545,22 @@ mod tests {
         assert_eq!(ctx.sample("s", "Hi", 5), Err(AskError::Pending));
         assert_eq!(round.unsupported(), Some(Capability::Elicitation));
         assert_eq!(round.asked().len(), 1, "only the sampling ask is sent");
+    }
+
+    #[test]
+    fn confirmations_name_the_call_s_values() {
+        let input = json!({"path": "/srv/data", "force": true});
+        let template = "Delete {path} (force: {force})? {{sure}}";
+        assert_eq!(
+            crate::rules::placeholders(template).unwrap(),
+            ["path", "force"]
+        );
+        assert_eq!(
+            confirmation(template, &input),
+            "Delete /srv/data (force: true)? {sure}"
+        );
+        assert!(crate::rules::placeholders("Delete {path").is_err());
+        assert!(crate::rules::placeholders("Delete path}").is_err());
     }
 
     #[test]

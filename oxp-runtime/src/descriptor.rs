@@ -242,6 +242,10 @@ pub struct ToolHints {
     /// Why not to use it any more (`deprecated = "use Calculator.Add@2"`): still served, marked
     /// for hosts and models, and logged when called.
     pub deprecated: Option<&'static str>,
+    /// The question its caller's user must say yes to before it runs
+    /// (`confirm = "Delete {path}?"`, `{param}` standing for the parameter's value); see
+    /// [`ask`](crate::ask).
+    pub confirm: Option<&'static str>,
 }
 
 impl ToolHints {
@@ -259,6 +263,7 @@ impl ToolHints {
         tags: &[],
         examples: &[],
         deprecated: None,
+        confirm: None,
     };
 
     /// Hints from `#[tool]`'s expansion (the struct is `#[non_exhaustive]` so it may grow).
@@ -273,6 +278,7 @@ impl ToolHints {
         tags: &'static [&'static str],
         examples: &'static [&'static str],
         deprecated: Option<&'static str>,
+        confirm: Option<&'static str>,
     ) -> ToolHints {
         ToolHints {
             title,
@@ -283,6 +289,7 @@ impl ToolHints {
             tags,
             examples,
             deprecated,
+            confirm,
         }
     }
 }

@@ -731,6 +731,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         None => None,
     };
     check(header_problem(&input_schema))?;
+    check(confirm_problem(descriptor.hints.confirm, &input_schema))?;
     let validator = compile(input_schema.clone())
         .map_err(|e| problem(format!("the input schema does not compile: {e}")))?;
     let mut examples = Vec::with_capacity(descriptor.hints.examples.len());
@@ -793,6 +794,24 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
         validator: OnceLock::new(),
         examples: examples.into_boxed_slice(),
     })
+}
+
+/// What is wrong with a `confirm = "…"` question, if anything: a `{name}` that is not one of
+/// the input's properties, or an unmatched brace. (`#[tool]` says so at compile time for
+/// parameters it sees; an `Input<T>`'s fields are known only here.)
+fn confirm_problem(template: Option<&str>, input_schema: &serde_json::Value) -> Option<String> {
+    let template = template?;
+    let names = match crate::rules::placeholders(template) {
+        Ok(names) => names,
+        Err(problem) => return Some(format!("in `confirm = \"{template}\"`: {problem}")),
+    };
+    let properties = input_schema.get("properties").and_then(|p| p.as_object());
+    names
+        .into_iter()
+        .find(|name| properties.is_none_or(|p| !p.contains_key(*name)))
+        .map(|name| {
+            format!("`confirm = \"{template}\"` names `{{{name}}}`, which is not a parameter")
+        })
 }
 
 /// What is wrong with the parameters mirrored into headers (`#[mcp_header("X")]`, the schema

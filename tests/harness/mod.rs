@@ -381,3 +381,15 @@ pub async fn mcp_2026(oxp: &Oxp, method: &str, params: Value) -> Value {
         .unwrap_or_else(|| panic!("no answer to {method}"));
     last["result"].clone()
 }
+
+/// The JSON-RPC messages of an MCP answer: an SSE stream's `data:` events, or one JSON body.
+pub fn mcp_messages(content_type: &str, body: &str) -> Vec<Value> {
+    if content_type.starts_with("text/event-stream") {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    } else {
+        vec![serde_json::from_str(body).expect("a JSON answer")]
+    }
+}

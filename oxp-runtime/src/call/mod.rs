@@ -618,6 +618,28 @@ impl Pipeline {
             return Run::Ready(Some(CallOutcome::Invalid(invalid)));
         }
 
+        // `confirm = "…"`: the user says yes before the tool runs, or it does not run. A round
+        // still asking is answered here, never kept as a `call_id`'s answer.
+        if let Some(template) = tool.descriptor().hints.confirm {
+            let question = crate::ask::confirmation(template, &input);
+            if let Err(no) = context.confirm(crate::ask::CONFIRM_KEY, &question) {
+                let mut error = crate::ToolError::from(no.clone());
+                if matches!(
+                    no,
+                    crate::ask::AskError::Declined | crate::ask::AskError::Cancelled
+                ) {
+                    error.message = format!(
+                        "The user did not confirm \"{question}\", so the tool did not run."
+                    );
+                }
+                return Run::Ready(Some(CallOutcome::Completed(CallToolResponse {
+                    call_id: context.call_id().to_owned(),
+                    duration: None,
+                    result: CallResult::Failure { error },
+                })));
+            }
+        }
+
         // What was asked, for telling a retry from another request under the same call_id.
         let once = self
             .idempotency

@@ -541,14 +541,9 @@ fn allowed(schema: &Map<String, Value>) -> Option<Vec<Value>> {
     }
 }
 
-fn required(schema: &Map<String, Value>) -> BTreeSet<&str> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
+/// The names a schema requires: the schema policy's one reading of `required`, as a set.
+fn required(schema: &Map<String, Value>) -> BTreeSet<String> {
+    crate::schema::required(schema).into_iter().collect()
 }
 
 /// Each variant's tag and position: the value of the property every variant fixes with a

@@ -9,7 +9,6 @@
 use serde_json::{Value, json};
 
 use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
-use crate::content::Content;
 use crate::registry::Registry;
 
 /// Anthropic `tools`: `{name, description, input_schema}`.
@@ -112,25 +111,18 @@ pub async fn dispatch(
     let blocks: Vec<Value> = results
         .into_iter()
         .map(|r| {
+            let (id, is_error) = (r.id.clone(), r.is_error);
             // Images in the result are image blocks beside its text; other media have only
             // their notice in the text.
-            let images: Vec<Value> = r
-                .media
-                .iter()
-                .filter_map(|block| match block {
-                    Content::Image { data, mime_type } => Some(json!({"type": "image",
-                        "source": {"type": "base64", "media_type": mime_type, "data": data}})),
-                    _ => None,
-                })
-                .collect();
-            let content = if images.is_empty() {
-                Value::String(r.content)
-            } else {
-                let text = json!({"type": "text", "text": r.content});
-                Value::Array(std::iter::once(text).chain(images).collect())
-            };
-            let mut block = json!({"type": "tool_result", "tool_use_id": r.id, "content": content});
-            if r.is_error {
+            let content = r.with_images(
+                |text| json!({"type": "text", "text": text}),
+                |data, mime| {
+                    json!({"type": "image",
+                    "source": {"type": "base64", "media_type": mime, "data": data}})
+                },
+            );
+            let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": content});
+            if is_error {
                 block["is_error"] = Value::Bool(true);
             }
             block

@@ -715,6 +715,34 @@ impl Dispatcher {
     }
 }
 
+impl ToolResult {
+    /// Its images, as `(base64 data, media type)`, for the formats that carry them.
+    pub(crate) fn images(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.media.iter().filter_map(|block| match block {
+            crate::content::Content::Image { data, mime_type } => Some((&**data, &**mime_type)),
+            _ => None,
+        })
+    }
+
+    /// The result's text, and beside it the parts `part` makes of its images: the text alone
+    /// when it has none, else `[text_part(text), parts…]`.
+    pub(crate) fn with_images(
+        self,
+        text_part: impl FnOnce(String) -> Value,
+        part: impl Fn(&str, &str) -> Value,
+    ) -> Value {
+        let images: Vec<Value> = self.images().map(|(data, mime)| part(data, mime)).collect();
+        if images.is_empty() {
+            return Value::String(self.content);
+        }
+        Value::Array(
+            std::iter::once(text_part(self.content))
+                .chain(images)
+                .collect(),
+        )
+    }
+}
+
 /// A [`Contents`](crate::content::Contents) result: its text blocks (and a notice for each
 /// other block) as the text, the other blocks as media.
 fn blocks_result(call: &ToolCall, contents: crate::content::Contents<Value>) -> ToolResult {

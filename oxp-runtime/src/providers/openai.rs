@@ -11,7 +11,6 @@ use serde_json::{Map, Value, json};
 
 use super::schema_walk::for_each_subschema;
 use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
-use crate::content::Content;
 use crate::registry::{RegisteredTool, Registry};
 
 const PROVIDER: &str = "OpenAI strict mode";
@@ -362,22 +361,15 @@ pub async fn dispatch_responses(
         .map(|r| {
             // The Responses API takes images in a function's output (`input_image`); Chat
             // Completions' tool messages take text only, so there media are their notices.
-            let images: Vec<Value> = r
-                .media
-                .iter()
-                .filter_map(|block| match block {
-                    Content::Image { data, mime_type } => Some(json!({"type": "input_image",
-                        "image_url": format!("data:{mime_type};base64,{data}")})),
-                    _ => None,
-                })
-                .collect();
-            let output = if images.is_empty() {
-                Value::String(r.content)
-            } else {
-                let text = json!({"type": "input_text", "text": r.content});
-                Value::Array(std::iter::once(text).chain(images).collect())
-            };
-            json!({"type": "function_call_output", "call_id": r.id, "output": output})
+            let id = r.id.clone();
+            let output = r.with_images(
+                |text| json!({"type": "input_text", "text": text}),
+                |data, mime| {
+                    json!({"type": "input_image",
+                    "image_url": format!("data:{mime};base64,{data}")})
+                },
+            );
+            json!({"type": "function_call_output", "call_id": id, "output": output})
         })
         .collect())
 }
