@@ -855,3 +855,111 @@ async fn media_results_take_each_provider_s_own_shape() {
         ])
     );
 }
+
+static SENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Send an invoice, once the user picks the address and confirms.
+#[tool(
+    toolkit = "Billing",
+    name = "Send",
+    version = "1.0.0",
+    confirm = "Send invoice {number}?"
+)]
+fn send_invoice(ctx: &oxp_runtime::ToolContext, number: u32) -> Result<String, ToolError> {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct To {
+        email: String,
+    }
+    let To { email } = ctx.ask("to", "To which address?")?;
+    SENT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Ok(format!("invoice {number} sent to {email}"))
+}
+
+/// Provider dispatch asks the app, not the model: a call that asks comes back as pending input
+/// (the declared confirmation first, then the body's form), resumes with the app's answers, and
+/// runs once, however often the completed round is resumed. A no is a result saying so; another
+/// dispatcher's pending input runs nothing.
+#[tokio::test]
+async fn dispatch_asks_the_app_and_runs_once_answered() {
+    use oxp_runtime::providers::{Step, ToolCall};
+    use std::sync::atomic::Ordering;
+    let registry = || {
+        Registry::builder()
+            .tool(send_invoice::TOOL)
+            .build()
+            .unwrap()
+    };
+    let dispatcher = Dispatcher::new(Pipeline::new(registry()));
+    let call = ToolCall {
+        id: "call_7".into(),
+        name: "Billing_Send".into(),
+        arguments: Ok(json!({"number": 7})),
+    };
+    let Step::Asks(first) = dispatcher
+        .steps(vec![call.clone()])
+        .await
+        .unwrap()
+        .remove(0)
+    else {
+        panic!("the confirmation comes first")
+    };
+    assert_eq!(first.message("confirm"), Some("Send invoice 7?"));
+    let yes = |key: &str| [(key.to_owned(), json!({"action": "accept", "content": {}}))].into();
+    let Step::Asks(second) = dispatcher.resume(first.clone(), yes("confirm")).await else {
+        panic!("then the form")
+    };
+    assert_eq!(second.message("to"), Some("To which address?"));
+    assert_eq!(
+        SENT.load(Ordering::SeqCst),
+        0,
+        "nothing sent before the last answer"
+    );
+    let to = [(
+        "to".to_owned(),
+        json!({"action": "accept", "content": {"email": "ada@example.com"}}),
+    )]
+    .into();
+    let Step::Done(sent) = dispatcher.resume(second.clone(), to).await else {
+        panic!("done")
+    };
+    assert_eq!(sent.content, "invoice 7 sent to ada@example.com");
+    let Step::Done(again) = dispatcher
+        .resume(
+            second,
+            [(
+                "to".to_owned(),
+                json!({"action": "accept", "content": {"email": "ada@example.com"}}),
+            )]
+            .into(),
+        )
+        .await
+    else {
+        panic!("done")
+    };
+    assert_eq!(again.content, sent.content, "the first answer");
+    assert_eq!(SENT.load(Ordering::SeqCst), 1, "sent once");
+
+    let Step::Done(declined) = dispatcher
+        .resume(
+            first.clone(),
+            [("confirm".to_owned(), json!({"action": "decline"}))].into(),
+        )
+        .await
+    else {
+        panic!("a no is a result")
+    };
+    assert!(
+        declined.is_error && declined.content.contains("did not confirm"),
+        "{declined:?}"
+    );
+
+    let stranger = Dispatcher::new(Pipeline::new(registry()));
+    let Step::Done(refused) = stranger.resume(first, yes("confirm")).await else {
+        panic!("refused")
+    };
+    assert!(
+        refused.is_error && refused.content.contains("integrity"),
+        "{refused:?}"
+    );
+    assert_eq!(SENT.load(Ordering::SeqCst), 1);
+}

@@ -122,7 +122,11 @@ impl fmt::Display for AskError {
 impl From<AskError> for ToolError {
     fn from(error: AskError) -> Self {
         match error {
-            AskError::Pending => ToolError::new("The tool is waiting for an answer."),
+            // Retryable: the round is repeated with the answers, and a `call_id`'s store
+            // never keeps a round still asking.
+            AskError::Pending => {
+                ToolError::new("The tool is waiting for an answer.").can_retry(true)
+            }
             AskError::Declined => ToolError::new("The user declined, so the tool did not go on."),
             AskError::Cancelled => {
                 ToolError::new("The user dismissed the question, so the tool did not go on.")

@@ -59,6 +59,7 @@ pub mod registry;
 #[allow(dead_code)]
 mod rules;
 pub mod schema;
+mod seal;
 mod selection;
 pub mod server;
 pub mod signals;

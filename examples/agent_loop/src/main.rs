@@ -1,6 +1,7 @@
 //! A whole model ↔ tools loop against an OpenAI-compatible Chat Completions endpoint: the model
 //! sees the tools in OpenAI's format, its tool calls run through the same pipeline as OXP calls,
-//! and the results go back as `role: "tool"` messages until the model answers in text.
+//! and the results go back as `role: "tool"` messages until the model answers in text. A tool
+//! that asks first (`Doorbell.Forget` wants a yes) asks here, in the terminal, before it runs.
 //!
 //! ```sh
 //! OXP_AGENT_API_KEY=sk-… cargo run -p agent_loop -- "What is 12.5 plus 30, and ring doorbell1?"
@@ -14,7 +15,7 @@
 //! | `OXP_AGENT_STRICT` | `true`: tools in strict mode |
 
 use oxp_runtime::call::Pipeline;
-use oxp_runtime::providers::{Dispatcher, Limits, openai};
+use oxp_runtime::providers::{Dispatcher, Limits, PendingInput, Step, ToolResult, openai};
 use oxp_runtime::{Registry, ToolError, tool};
 use serde_json::{Value, json};
 
@@ -40,6 +41,43 @@ async fn ring(
         _ => Err(ToolError::new("Doorbell ID not found")
             .can_retry(true)
             .additional_prompt_content("ids: doorbell42,doorbell84")),
+    }
+}
+
+/// Forget a doorbell: it is never rung again.
+#[tool(
+    toolkit = "Doorbell",
+    version = "0.1.0",
+    destructive,
+    confirm = "Forget doorbell {doorbell_id}? It is never rung again."
+)]
+async fn forget(
+    /// The doorbell to forget.
+    doorbell_id: String,
+) -> String {
+    format!("{doorbell_id} is forgotten")
+}
+
+/// Asks this terminal's user what a tool asks (a confirmation, here), then goes on.
+async fn answer(dispatcher: &Dispatcher, mut pending: PendingInput) -> ToolResult {
+    loop {
+        let mut answers = std::collections::BTreeMap::new();
+        for key in pending.asks.keys() {
+            let question = pending.message(key).unwrap_or("The tool asks to go on.");
+            eprint!("{question} [y/N] ");
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            let action = if line.trim().eq_ignore_ascii_case("y") {
+                "accept"
+            } else {
+                "decline"
+            };
+            answers.insert(key.clone(), json!({"action": action, "content": {}}));
+        }
+        match dispatcher.resume(pending, answers).await {
+            Step::Done(result) => return result,
+            Step::Asks(again) => pending = again,
+        }
     }
 }
 
@@ -72,6 +110,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = Registry::builder()
         .tool(add::TOOL)
         .tool(ring::TOOL)
+        .tool(forget::TOOL)
         .build()?;
     let tools = openai::chat_tools(&registry, &Limits::default(), strict)
         .map_err(|errors| format!("{errors:?}"))?;
@@ -94,15 +133,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .cloned()
             .ok_or("the response has no message")?;
         messages.push(message.clone());
-        let results = openai::dispatch_chat(&dispatcher, &message).await?;
-        if results.is_empty() {
+        let calls = openai::parse_chat_calls(&message)?;
+        if calls.is_empty() {
             println!("{}", message["content"].as_str().unwrap_or_default());
             return Ok(());
         }
-        for result in &results {
-            eprintln!("tool {} → {}", result["tool_call_id"], result["content"]);
+        // Each call runs; one that asks first waits for this terminal's answer, and the model
+        // sees nothing of it until it has a result.
+        for step in dispatcher.steps(calls).await? {
+            let result = match step {
+                Step::Done(result) => result,
+                Step::Asks(pending) => answer(&dispatcher, pending).await,
+            };
+            eprintln!("tool {} → {}", result.id, result.content);
+            messages.push(
+                json!({"role": "tool", "tool_call_id": result.id, "content": result.content}),
+            );
         }
-        messages.extend(results);
     }
     Err(format!("no answer after {MAX_TURNS} turns").into())
 }

@@ -98,7 +98,7 @@ pub struct McpServer {
     /// How long a client may keep a `tools/list` answer (2026-07-28's `ttlMs`).
     list_ttl: Duration,
     /// Seals the request state of calls that ask (SEP-2322).
-    sealer: asking::Sealer,
+    sealer: crate::seal::Sealer,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
@@ -139,7 +139,7 @@ impl McpServer {
             single_tenant: false,
             max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
             list_ttl: DEFAULT_LIST_TTL,
-            sealer: asking::Sealer::new(None, asking::DEFAULT_STATE_TTL)
+            sealer: crate::seal::Sealer::new(None, crate::seal::DEFAULT_TTL)
                 .expect("the system's random source works"),
             tools: Arc::default(),
             tools_any_output: Arc::default(),
@@ -216,7 +216,7 @@ impl McpServer {
     /// ).state_key(b"short".to_vec(), std::time::Duration::from_secs(60)).is_err());
     /// ```
     pub fn state_key(mut self, key: Vec<u8>, ttl: Duration) -> Result<Self, String> {
-        self.sealer = asking::Sealer::new(Some(&key), ttl)?;
+        self.sealer = crate::seal::Sealer::new(Some(&key), ttl)?;
         Ok(self)
     }
 
@@ -229,7 +229,7 @@ impl McpServer {
     ///     .unwrap();
     /// ```
     pub fn state_ttl(mut self, ttl: Duration) -> Result<Self, String> {
-        self.sealer = asking::Sealer::new(None, ttl)?;
+        self.sealer = crate::seal::Sealer::new(None, ttl)?;
         Ok(self)
     }
 
@@ -630,11 +630,17 @@ impl ServerHandler for McpServer {
             principal.as_deref().unwrap_or_default(),
             call_context.user_id.clone().unwrap_or_default(),
         );
+        let binding = crate::seal::Binding {
+            tool_id: &tool_id,
+            input: &input,
+            principal: caller,
+            user: &user,
+        };
         let mut answers = match &request.request_state {
             Some(state) => self
                 .sealer
-                .open(state, &tool_id, &input, caller, &user)
-                .map_err(|bad| McpError::invalid_params(bad.0, None))?,
+                .open(state, &binding)
+                .map_err(|_| McpError::invalid_params(crate::seal::BadState::MESSAGE, None))?,
             None => Default::default(),
         };
         for (key, response) in request.input_responses.unwrap_or_default() {
@@ -653,13 +659,12 @@ impl ServerHandler for McpServer {
             input: Some(input.clone()),
             context: Some(call_context),
         };
-        let outcome = self.run(call, principal.clone(), &round, &context).await?;
+        // Boxed: the run is most of this future's size, and rmcp moves the future that holds
+        // this one into a task of its own for every request.
+        let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
         if failed(&outcome) {
-            let state = || {
-                self.sealer
-                    .seal(&round.used(), &tool_id, &input, caller, &user)
-            };
-            if let Some(asks) = asking::input_required(&round, state()) {
+            let state = self.sealer.seal(&round.used(), &binding);
+            if let Some(asks) = asking::input_required(&round, state) {
                 return Ok(asks.into());
             }
             if let Some(capability) = round.unsupported() {

@@ -364,6 +364,49 @@ pub struct Dispatcher {
     /// that a model's call id can never fetch another dispatcher's (another conversation's)
     /// answer. Clones share it: a clone is the same conversation.
     meta: CallMeta,
+    /// Seals the answers of calls that ask ([`PendingInput`]), with a key of its own.
+    sealer: crate::seal::Sealer,
+}
+
+/// A tool call that stopped to ask (see [`ask`](crate::ask)): what the app shows its own user
+/// before anything goes back to the model, and what [`Dispatcher::resume`] takes back with the
+/// answers. Its answers so far are sealed, bound to the call, the conversation and the user.
+#[derive(Clone, Debug)]
+pub struct PendingInput {
+    /// The model's call.
+    pub call: ToolCall,
+    /// What the tool asks, by key, in MCP's request shapes: `{"method": "elicitation/create",
+    /// "params": {"message": …, "requestedSchema": …}}` for a question (a confirmation has no
+    /// fields; `"mode": "url"` asks to visit `params.url`), `sampling/createMessage` for the
+    /// app's model, `roots/list` for its roots.
+    pub asks: std::collections::BTreeMap<String, Value>,
+    state: String,
+}
+
+impl PendingInput {
+    /// The question of ask `key`, when it is one for the user.
+    ///
+    /// ```
+    /// # let pending: Option<oxp_runtime::providers::PendingInput> = None;
+    /// # if let Some(pending) = pending {
+    /// for key in pending.asks.keys() {
+    ///     println!("{}", pending.message(key).unwrap_or("(the model's or the app's part)"));
+    /// }
+    /// # }
+    /// ```
+    pub fn message(&self, key: &str) -> Option<&str> {
+        self.asks.get(key)?.pointer("/params/message")?.as_str()
+    }
+}
+
+/// What became of one call of [`Dispatcher::steps`]: its result for the model, or what it asks.
+#[derive(Clone, Debug)]
+#[allow(clippy::large_enum_variant)] // handed out once per call, never stored in bulk
+pub enum Step {
+    /// The result, for the model.
+    Done(ToolResult),
+    /// The tool asks first; [`Dispatcher::resume`] goes on with the answers.
+    Asks(PendingInput),
 }
 
 /// Why a model response could not be dispatched at all (as opposed to one call failing, which
@@ -444,6 +487,8 @@ impl Dispatcher {
                 front: crate::call::Front::Dispatch,
                 ..CallMeta::default()
             },
+            sealer: crate::seal::Sealer::new(None, crate::seal::DEFAULT_TTL)
+                .expect("the system's random source works"),
         }
     }
 
@@ -612,6 +657,137 @@ impl Dispatcher {
         };
         let runs = calls.into_iter().map(|call| self.run_one(call, &meta));
         Ok(futures_util::future::join_all(runs).await)
+    }
+
+    /// Like [`run`](Self::run), for tools that may ask (see [`ask`](crate::ask)): a call that
+    /// asks comes back as [`Step::Asks`], for the app to show its own user; the model sees
+    /// nothing of it until [`resume`](Self::resume) gives a result.
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Step, ToolCall}, tool, Registry, ToolContext, ToolError};
+    ///
+    /// /// Delete a file.
+    /// #[tool(toolkit = "Files", version = "1.0.0", confirm = "Delete {path}?")]
+    /// fn delete(path: String) -> String { format!("deleted {path}") }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(delete::TOOL).build().unwrap()));
+    /// let call = ToolCall { id: "call_1".into(), name: "Files_Delete".into(),
+    ///     arguments: Ok(serde_json::json!({"path": "/tmp/x"})) };
+    /// let Step::Asks(pending) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else { panic!() };
+    /// assert_eq!(pending.message("confirm"), Some("Delete /tmp/x?"));
+    /// // The app asks its user; a yes:
+    /// let yes = [("confirm".to_owned(), serde_json::json!({"action": "accept"}))].into();
+    /// let Step::Done(result) = dispatcher.resume(pending, yes).await else { panic!() };
+    /// assert_eq!(result.content, "deleted /tmp/x");
+    /// # });
+    /// ```
+    pub async fn steps(&self, calls: Vec<ToolCall>) -> Result<Vec<Step>, DispatchError> {
+        if calls.len() > self.limits.max_calls_per_response {
+            return Err(DispatchError::TooManyCalls {
+                calls: calls.len(),
+                limit: self.limits.max_calls_per_response,
+            });
+        }
+        let cancellation = Cancellation::new();
+        let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
+        let runs = calls
+            .into_iter()
+            .map(|call| self.step(call, Default::default(), &cancellation));
+        Ok(futures_util::future::join_all(runs).await)
+    }
+
+    /// Goes on with a call that asked, with the app's `answers` by ask key (an elicitation's
+    /// `{"action": "accept", "content": {…}}`, `{"action": "decline"}`; a sampling result; a
+    /// roots list): the tool runs again from the top with every answer so far. It may ask
+    /// again. A pending input this dispatcher did not make, or that expired, is an error
+    /// result for the model, and nothing runs.
+    ///
+    /// ```no_run
+    /// # async fn go(dispatcher: oxp_runtime::providers::Dispatcher, pending: oxp_runtime::providers::PendingInput) {
+    /// use oxp_runtime::providers::Step;
+    /// let no = [("confirm".to_owned(), serde_json::json!({"action": "decline"}))].into();
+    /// let Step::Done(result) = dispatcher.resume(pending, no).await else { return };
+    /// assert!(result.is_error, "the model is told the user said no");
+    /// # }
+    /// ```
+    pub async fn resume(
+        &self,
+        pending: PendingInput,
+        answers: std::collections::BTreeMap<String, Value>,
+    ) -> Step {
+        let PendingInput { call, state, .. } = pending;
+        let binding_input = call.arguments.clone().unwrap_or_default();
+        let tool_id = self.tool_id(&call.name);
+        let user = self.context.user_id.clone().unwrap_or_default();
+        let principal = self.meta.principal.clone().unwrap_or_default();
+        let binding = crate::seal::Binding {
+            tool_id: &tool_id,
+            input: &binding_input,
+            principal: &principal,
+            user: &user,
+        };
+        let Ok(mut so_far) = self.sealer.open(&state, &binding) else {
+            return Step::Done(ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("Error: {}", crate::seal::BadState::MESSAGE),
+                is_error: true,
+                value: None,
+                media: Vec::new(),
+            });
+        };
+        for (key, answer) in answers {
+            so_far.entry(key).or_insert(answer);
+        }
+        let cancellation = Cancellation::new();
+        let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
+        self.step(call, so_far, &cancellation).await
+    }
+
+    /// The id a wire name resolves to (empty when none: the call fails on its own).
+    fn tool_id(&self, name: &str) -> String {
+        self.pipeline
+            .registry()
+            .resolve_wire_name(name)
+            .map(|tool| tool.id().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// One round of one call, with `answers`.
+    async fn step(
+        &self,
+        call: ToolCall,
+        answers: std::collections::BTreeMap<String, Value>,
+        cancellation: &Cancellation,
+    ) -> Step {
+        let round = crate::ask::Round::new(answers, |_| true);
+        let meta = CallMeta {
+            signals: self
+                .meta
+                .signals
+                .clone()
+                .cancelled_by(cancellation)
+                .asking(&round),
+            ..self.meta.clone()
+        };
+        let result = self.run_one(call.clone(), &meta).await;
+        let asks = round.asked();
+        if !result.is_error || asks.is_empty() {
+            return Step::Done(result);
+        }
+        let input = call.arguments.clone().unwrap_or_default();
+        let tool_id = self.tool_id(&call.name);
+        let user = self.context.user_id.clone().unwrap_or_default();
+        let principal = self.meta.principal.clone().unwrap_or_default();
+        let binding = crate::seal::Binding {
+            tool_id: &tool_id,
+            input: &input,
+            principal: &principal,
+            user: &user,
+        };
+        let state = self.sealer.seal(&round.used(), &binding);
+        Step::Asks(PendingInput { call, asks, state })
     }
 
     async fn run_one(&self, call: ToolCall, meta: &CallMeta) -> ToolResult {
