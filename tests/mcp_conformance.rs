@@ -270,6 +270,52 @@ async fn logging_tool() -> &'static str {
     "logged"
 }
 
+/// The input of `json_schema_2020_12_tool`, with the schema the suite checks: written by hand,
+/// with a definition and its anchor, composition and conditionals.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct Contact {
+    name: Option<String>,
+    address: Option<serde_json::Value>,
+    #[serde(rename = "contactMethod")]
+    contact_method: Option<String>,
+    phone: Option<String>,
+    email: Option<String>,
+}
+
+impl schemars::JsonSchema for Contact {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Contact".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false
+        })
+    }
+}
+
+/// Tool with JSON Schema 2020-12 features.
+#[tool(toolkit = "json", name = "schema_2020_12_tool", version = "1.0.0")]
+fn json_schema_tool(oxp_runtime::Input(contact): oxp_runtime::Input<Contact>) -> String {
+    format!("contact {}", contact.name.unwrap_or_default())
+}
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -314,6 +360,7 @@ async fn the_official_mcp_conformance_suite() {
         .tool(missing_capability::TOOL)
         .tool(streaming_elicitation::TOOL)
         .tool(logging_tool::TOOL)
+        .tool(json_schema_tool::TOOL)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

@@ -186,9 +186,17 @@ fn finalize(mut schema: Schema) -> Result<Schema, SchemaError> {
     schema.remove("$schema");
     // The root title is the Rust type's name (`__OxpInput` for generated inputs): noise to a model.
     schema.remove("title");
-    // With inlining on, schemars keeps a definition only for a type that refers to itself; the
-    // `$ref` check below reports it, so the definitions themselves can go.
-    schema.remove("$defs");
+    // With inlining on, schemars keeps a definition only for a type that refers to itself; a
+    // schema written by hand may keep any. A reference to one that does not refer to itself is
+    // replaced by the definition; what is left (a type that refers to itself) is reported below,
+    // so the definitions themselves can go.
+    if let Some(Value::Object(definitions)) = schema.remove("$defs") {
+        Inline {
+            definitions: &definitions,
+            within: Vec::new(),
+        }
+        .transform(&mut schema);
+    }
     let mut refs = FindRefs(None);
     refs.transform(&mut schema);
     if let Some(reference) = refs.0 {
@@ -220,6 +228,40 @@ impl Transform for StripAnnotations {
     fn transform(&mut self, schema: &mut Schema) {
         for annotation in ["title", "description", "examples", "default", "$comment"] {
             schema.remove(annotation);
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// Replaces each `{"$ref": "#/$defs/name", …}` by the definition (the reference's own keywords
+/// beside it kept), definitions within definitions too, except one inside itself: that `$ref` is
+/// left for [`FindRefs`] to report (a type that refers to itself has no inlined form).
+struct Inline<'a> {
+    definitions: &'a serde_json::Map<String, Value>,
+    /// The definitions being inlined, outermost first.
+    within: Vec<&'a str>,
+}
+
+impl<'a> Transform for Inline<'a> {
+    fn transform(&mut self, schema: &mut Schema) {
+        let target = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+            .and_then(|name| self.definitions.get_key_value(name));
+        if let Some((name, Value::Object(definition))) = target {
+            if !self.within.contains(&name.as_str()) {
+                if let Some(object) = schema.as_object_mut() {
+                    object.remove("$ref");
+                    for (key, value) in definition {
+                        object.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+                self.within.push(name);
+                self.transform(schema);
+                self.within.pop();
+                return;
+            }
         }
         transform_subschemas(self, schema);
     }
@@ -320,6 +362,7 @@ mod tests {
     use serde_json::json;
 
     use super::for_validation;
+    use super::{SchemaError, finalize_input};
 
     #[test]
     fn validation_schemas_lose_annotations_but_keep_properties_named_like_them() {
@@ -348,5 +391,34 @@ mod tests {
             })
         );
         assert_eq!(for_validation(json!(true)), json!(true));
+    }
+
+    /// A schema written by hand with definitions is inlined for OXP (its keywords beside the
+    /// reference kept); a definition that refers to itself, even twice, is reported at once.
+    #[test]
+    fn written_definitions_are_inlined_and_recursion_reported() {
+        let written = json!({
+            "type": "object",
+            "$defs": {
+                "address": {"type": "object", "properties": {"city": {"$ref": "#/$defs/city"}}},
+                "city": {"type": "string"}
+            },
+            "properties": {"home": {"$ref": "#/$defs/address", "description": "Where."}}
+        });
+        let inlined = finalize_input(schemars::Schema::try_from(written).unwrap()).unwrap();
+        assert_eq!(
+            inlined["properties"]["home"],
+            json!({"description": "Where.", "type": "object",
+                "properties": {"city": {"type": "string"}}})
+        );
+        assert!(inlined.get("$defs").is_none());
+        let tree = json!({
+            "type": "object",
+            "$defs": {"node": {"type": "object", "properties": {
+                "left": {"$ref": "#/$defs/node"}, "right": {"$ref": "#/$defs/node"}}}},
+            "properties": {"root": {"$ref": "#/$defs/node"}}
+        });
+        let error = finalize_input(schemars::Schema::try_from(tree).unwrap()).unwrap_err();
+        assert!(matches!(error, SchemaError::Recursive { ref definition } if definition == "node"));
     }
 }

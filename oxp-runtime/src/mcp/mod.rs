@@ -72,6 +72,9 @@ use crate::version::ToolVersion;
 /// ```
 pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(300);
 
+/// The dialect of a schema MCP gets as written.
+const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
 /// The separator between a wire name and a version in MCP tool names.
 const VERSION_MARK: &str = "__v";
 
@@ -390,10 +393,21 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
             _ => JsonObject::new(),
         }
     };
+    // MCP takes JSON Schema 2020-12 as written (SEP-1613): a schema written with definitions
+    // keeps them, and its references, under the dialect's `$schema`. Every other front gets
+    // the policy's self-contained form, which is what MCP gets for every other tool.
+    let written = (tool.descriptor().input_schema)();
+    let input = if written.get("$defs").is_some() {
+        let mut written = object(&written.to_value());
+        written.insert("$schema".into(), JSON_SCHEMA_2020_12.into());
+        written
+    } else {
+        object(&definition.input_schema)
+    };
     let mut mcp = Tool::new(
         name,
         tool.description_for_models().into_owned(),
-        Arc::new(object(&definition.input_schema)),
+        Arc::new(input),
     );
     // Only what the tool stated: a host applies the spec's defaults to the rest.
     let hints = tool.hints();
