@@ -276,6 +276,11 @@ async fn a_state_cannot_be_forged_moved_kept_or_inflated() {
     .await;
     assert_eq!(expired["error"]["code"], -32602, "expired: {expired}");
     assert_eq!(deleted("/srv/keep"), 0);
+    let metrics = scrape(&short).await;
+    assert!(
+        metrics.contains("oxp_request_states_refused_total{reason=\"expired\"} 1"),
+        "{metrics}"
+    );
 }
 
 /// OXP 1.0 has no place for answers: a tool that asks ends with `success: false`, a message
@@ -378,4 +383,23 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
         "{yes}"
     );
     assert_eq!(deleted("trash-7"), 1);
+    // Asked once, declined once, answered once: counted by kind and outcome.
+    let metrics = scrape(&oxp).await;
+    for outcome in ["asked", "declined", "answered"] {
+        let line = format!("oxp_asks_total{{kind=\"elicitation\",outcome=\"{outcome}\"}} 1");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
+}
+
+/// The server's metrics, as its operator scrapes them.
+async fn scrape(oxp: &Oxp) -> String {
+    reqwest::Client::new()
+        .get(format!("{}/metrics", oxp.base))
+        .header("oxp-api-key", KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }

@@ -181,6 +181,47 @@ struct RoundState {
     asked: BTreeMap<String, Value>,
     used: BTreeMap<String, Value>,
     unsupported: Option<Capability>,
+    /// What became of each ask, for the metrics.
+    outcomes: Vec<(Capability, AskOutcome)>,
+}
+
+/// What became of one ask in a round: the metrics' `outcome` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AskOutcome {
+    /// Sent to the client, not answered yet.
+    Asked,
+    /// Answered (accepted, for the user's asks).
+    Answered,
+    /// Declined or dismissed by the user.
+    Declined,
+    /// The client cannot answer it.
+    Unsupported,
+}
+
+impl AskOutcome {
+    pub(crate) const ALL: [AskOutcome; 4] = [
+        AskOutcome::Asked,
+        AskOutcome::Answered,
+        AskOutcome::Declined,
+        AskOutcome::Unsupported,
+    ];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AskOutcome::Asked => "asked",
+            AskOutcome::Answered => "answered",
+            AskOutcome::Declined => "declined",
+            AskOutcome::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl Capability {
+    pub(crate) const ALL: [Capability; 3] = [
+        Capability::Elicitation,
+        Capability::Sampling,
+        Capability::Roots,
+    ];
 }
 
 impl fmt::Debug for Round {
@@ -232,6 +273,16 @@ impl Round {
         self.lock().unsupported
     }
 
+    /// How many answers the round came with: 0 on a call's first round.
+    pub(crate) fn answers(&self) -> usize {
+        self.lock().answers.len()
+    }
+
+    /// What became of each ask so far.
+    pub(crate) fn outcomes(&self) -> Vec<(Capability, AskOutcome)> {
+        self.lock().outcomes.clone()
+    }
+
     /// The answer to `key`, read by `read` (`None`: the answer does not fit, ask again); or
     /// the ask recorded as pending.
     fn ask<T>(
@@ -248,15 +299,22 @@ impl Round {
             .is_some_and(|s| s.contains(&capability));
         if !supported {
             state.unsupported = Some(capability);
+            state.outcomes.push((capability, AskOutcome::Unsupported));
             return Err(AskError::Unsupported(capability));
         }
         if let Some(answer) = state.answers.get(key).cloned() {
             if let Some(read) = read(&answer) {
                 state.used.insert(key.to_owned(), answer);
+                let outcome = match read {
+                    Err(AskError::Declined | AskError::Cancelled) => AskOutcome::Declined,
+                    _ => AskOutcome::Answered,
+                };
+                state.outcomes.push((capability, outcome));
                 return read;
             }
         }
         state.asked.insert(key.to_owned(), request());
+        state.outcomes.push((capability, AskOutcome::Asked));
         Err(AskError::Pending)
     }
 }

@@ -18,6 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry as Families;
 
+use crate::ask::{AskOutcome, Capability};
 use crate::idempotency::Reuse;
 use crate::registry::Registry;
 use crate::striped::{STRIPES, Striped, stripe};
@@ -234,6 +235,10 @@ struct Table {
     in_flight: [Striped; Front::ALL.len()],
     refusals: [Striped; Refusal::ALL.len()],
     idempotency: [Striped; Reuse::ALL.len()],
+    /// `[capability][outcome]`, flattened.
+    asks: [Striped; Capability::ALL.len() * AskOutcome::ALL.len()],
+    /// Request states refused: `[invalid, expired]`.
+    refused_states: [Striped; 2],
 }
 
 impl std::fmt::Debug for Table {
@@ -330,6 +335,31 @@ impl Collector for Table {
             ),
             "result",
             Reuse::ALL.map(|reuse| (reuse.as_str(), &self.idempotency[reuse as usize])),
+        )?;
+        let mut asks = encoder.encode_descriptor(
+            "oxp_asks",
+            "What tools asked mid-call, by kind, and what came of it",
+            None,
+            MetricType::Counter,
+        )?;
+        for (k, kind) in Capability::ALL.iter().enumerate() {
+            for (o, outcome) in AskOutcome::ALL.iter().enumerate() {
+                let count = self.asks[k * AskOutcome::ALL.len() + o].sum();
+                asks.encode_family(&[("kind", kind.name()), ("outcome", outcome.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+            }
+        }
+        counters(
+            &mut encoder,
+            (
+                "oxp_request_states_refused",
+                "Request states of calls that ask, refused: altered or not this call's, or expired",
+            ),
+            "reason",
+            [
+                ("invalid", &self.refused_states[0]),
+                ("expired", &self.refused_states[1]),
+            ],
         )
     }
 }
@@ -390,6 +420,8 @@ impl Metrics {
             in_flight: Default::default(),
             refusals: Default::default(),
             idempotency: Default::default(),
+            asks: Default::default(),
+            refused_states: Default::default(),
         });
         let mut families = Families::default();
         families.register_collector(Box::new(table.clone()));
@@ -448,6 +480,23 @@ impl Metrics {
         if reuse == Reuse::Conflict {
             self.refused(Refusal::ReusedCallId);
         }
+    }
+
+    /// What a round's asks came to.
+    pub(crate) fn asks(&self, outcomes: &[(Capability, AskOutcome)]) {
+        for &(kind, outcome) in outcomes {
+            let k = Capability::ALL.iter().position(|c| *c == kind).unwrap_or(0);
+            let o = AskOutcome::ALL
+                .iter()
+                .position(|x| *x == outcome)
+                .unwrap_or(0);
+            self.inner.table.asks[k * AskOutcome::ALL.len() + o].add(1);
+        }
+    }
+
+    /// A request state refused (`expired`, or altered or not the call's).
+    pub(crate) fn refused_state(&self, expired: bool) {
+        self.inner.table.refused_states[usize::from(expired)].add(1);
     }
 
     /// The text `GET /metrics` answers with.

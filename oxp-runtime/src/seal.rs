@@ -48,10 +48,15 @@ impl std::fmt::Debug for Sealer {
     }
 }
 
-/// Why a state was refused: one answer for every failure (which check failed is the server's
-/// business, not the client's).
+/// Why a state was refused. The client gets one answer for every failure
+/// ([`MESSAGE`](Self::MESSAGE)); which check failed is for the server's metrics.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct BadState;
+pub(crate) enum BadState {
+    /// Altered, made by another server, or for another call or caller.
+    Invalid,
+    /// Genuine, but past its life.
+    Expired,
+}
 
 impl BadState {
     pub(crate) const MESSAGE: &'static str = "requestState failed its integrity check: it was \
@@ -133,21 +138,22 @@ impl Sealer {
         state: &str,
         binding: &Binding<'_>,
     ) -> Result<BTreeMap<String, Value>, BadState> {
+        use BadState::Invalid;
         if state.len() > MAX_STATE_BYTES {
-            return Err(BadState);
+            return Err(Invalid);
         }
-        let (payload, tag) = state.split_once('.').ok_or(BadState)?;
-        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| BadState)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| BadState)?;
+        let (payload, tag) = state.split_once('.').ok_or(Invalid)?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| Invalid)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| Invalid)?;
         // Compared in constant time by the MAC itself.
         binding
             .mac(&self.key, &payload)
             .verify_slice(&tag)
-            .map_err(|_| BadState)?;
+            .map_err(|_| Invalid)?;
         let (expires, answers): (u64, BTreeMap<String, Value>) =
-            serde_json::from_slice(&payload).map_err(|_| BadState)?;
+            serde_json::from_slice(&payload).map_err(|_| Invalid)?;
         if now_ms() > expires {
-            return Err(BadState);
+            return Err(BadState::Expired);
         }
         Ok(answers)
     }
@@ -177,23 +183,23 @@ mod tests {
         let other_input = serde_json::json!({"path": "/"});
         assert_eq!(
             sealer.open(&state, &binding(&other_input, "key:1")),
-            Err(BadState)
+            Err(BadState::Invalid)
         );
         assert_eq!(
             sealer.open(&state, &binding(&input, "key:2")),
-            Err(BadState)
+            Err(BadState::Invalid)
         );
         let mut altered = state.clone().into_bytes();
         altered[3] ^= 1;
         let altered = String::from_utf8(altered).unwrap_or_default();
         assert_eq!(
             sealer.open(&altered, &binding(&input, "key:1")),
-            Err(BadState)
+            Err(BadState::Invalid)
         );
         let other_server = Sealer::new(Some(&[8; 32]), Duration::from_secs(60)).unwrap();
         assert_eq!(
             other_server.open(&state, &binding(&input, "key:1")),
-            Err(BadState)
+            Err(BadState::Invalid)
         );
         let expired = Sealer::new(Some(&[7; 32]), Duration::ZERO).unwrap();
         let old = expired.seal(&BTreeMap::new(), &binding(&input, "key:1"));
@@ -201,7 +207,10 @@ mod tests {
         while now_ms() < later {
             std::hint::spin_loop();
         }
-        assert_eq!(sealer.open(&old, &binding(&input, "key:1")), Err(BadState));
+        assert_eq!(
+            sealer.open(&old, &binding(&input, "key:1")),
+            Err(BadState::Expired)
+        );
         assert!(Sealer::new(Some(b"short"), DEFAULT_TTL).is_err());
     }
 }

@@ -480,6 +480,9 @@ impl Pipeline {
         meta: &'a CallMeta,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
         let watch = self.metrics.as_ref().map(|m| m.begin(meta.front));
+        // What the tool asked, counted when the call ends (only calls whose front can answer
+        // asks carry a round).
+        let asks = self.metrics.as_ref().zip(meta.signals.round());
         let Started {
             run,
             span,
@@ -494,6 +497,9 @@ impl Pipeline {
             .map(|_| Instant::now());
         run.instrument(span.clone().unwrap_or_else(tracing::Span::none))
             .map(move |answer| {
+                if let Some((metrics, round)) = asks {
+                    metrics.asks(&round.outcomes());
+                }
                 if watch.is_some() || logged.is_some() {
                     let outcome = outcome.unwrap_or_else(|| classify(&answer));
                     if let Some(watch) = watch {
@@ -557,7 +563,12 @@ impl Pipeline {
             trace_id = request.trace_id.as_deref().unwrap_or(""),
             tool = %tool.id(),
             outcome = tracing::field::Empty,
+            answers = tracing::field::Empty,
         );
+        // A call that may ask notes how many answers its round came with (0: its first round).
+        if let Some(round) = meta.signals.round() {
+            span.record("answers", round.answers());
+        }
         #[cfg(feature = "otel")]
         if let Some(traceparent) = &meta.traceparent {
             crate::otel::adopt_parent(&span, traceparent);

@@ -651,10 +651,12 @@ impl ServerHandler for McpServer {
             user: &user,
         };
         let mut answers = match &request.request_state {
-            Some(state) => self
-                .sealer
-                .open(state, &binding)
-                .map_err(|_| McpError::invalid_params(crate::seal::BadState::MESSAGE, None))?,
+            Some(state) => self.sealer.open(state, &binding).map_err(|bad| {
+                if let Some(metrics) = self.pipeline.metrics_handle() {
+                    metrics.refused_state(bad == crate::seal::BadState::Expired);
+                }
+                McpError::invalid_params(crate::seal::BadState::MESSAGE, None)
+            })?,
             None => Default::default(),
         };
         for (key, response) in request.input_responses.unwrap_or_default() {

@@ -727,7 +727,11 @@ impl Dispatcher {
             principal: &principal,
             user: &user,
         };
-        let Ok(mut so_far) = self.sealer.open(&state, &binding) else {
+        let opened = self.sealer.open(&state, &binding);
+        if let (Err(bad), Some(metrics)) = (&opened, self.pipeline.metrics_handle()) {
+            metrics.refused_state(*bad == crate::seal::BadState::Expired);
+        }
+        let Ok(mut so_far) = opened else {
             return Step::Done(ToolResult {
                 id: call.id.clone(),
                 name: call.name.clone(),
