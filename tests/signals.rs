@@ -35,10 +35,12 @@ async fn run(ctx: &ToolContext) -> &'static str {
 }
 
 static SENT: AtomicU32 = AtomicU32::new(0);
+static STARTED: AtomicU32 = AtomicU32::new(0);
 
-/// Send after a while (the side effect is counted).
+/// Send after a while (the side effect is counted, and the start).
 #[tool(toolkit = "Mail", version = "1.0.0")]
 async fn send_later() -> &'static str {
+    STARTED.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(400)).await;
     SENT.fetch_add(1, Ordering::SeqCst);
     "sent"
@@ -50,6 +52,7 @@ static FINISHED: AtomicU32 = AtomicU32::new(0);
 #[tool(toolkit = "Mail", version = "1.0.0")]
 async fn send_surely(ctx: &ToolContext) -> &'static str {
     ctx.finish_when_cancelled();
+    STARTED.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(300)).await;
     FINISHED.fetch_add(1, Ordering::SeqCst);
     "sent"
@@ -66,9 +69,26 @@ fn registry() -> Registry {
 }
 
 async fn start() -> Oxp {
+    start_with_pipeline().await.0
+}
+
+/// The server, and its pipeline for waiting on its runs.
+async fn start_with_pipeline() -> (Oxp, Pipeline) {
     let pipeline = Pipeline::new(registry());
     let mcp = McpServer::new(pipeline.clone()).into_router();
-    Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await
+    let oxp = Oxp::start(Server::from_pipeline(pipeline.clone()).nest("/mcp", mcp)).await;
+    (oxp, pipeline)
+}
+
+/// Until `counter` reaches `n` (at most 5 s): an event to wait on, not a guess at a duration.
+async fn reaches(counter: &AtomicU32, n: u32) {
+    for _ in 0..500 {
+        if counter.load(Ordering::SeqCst) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the counter stayed at {}", counter.load(Ordering::SeqCst));
 }
 
 /// An rmcp client that keeps the progress and the log messages it is sent.
@@ -181,20 +201,20 @@ async fn progress_is_sent_only_when_the_request_carries_a_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_mcp_call_never_makes_its_side_effect() {
-    let oxp = start().await;
+    let (oxp, pipeline) = start_with_pipeline().await;
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
     let client = ().serve(transport).await.unwrap();
     let handle = client
         .send_cancellable_request(call("Mail_SendLater"), PeerRequestOptions::no_options())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Cancelled once it runs; then, once no run is left, it has not sent.
+    reaches(&STARTED, 1).await;
     handle
         .cancel(Some("the user changed their mind".into()))
         .await
         .unwrap();
-    // Long past the tool's 400 ms: had it gone on, it would have sent.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(pipeline.wait_idle(Duration::from_secs(5)).await);
     assert_eq!(
         SENT.load(Ordering::SeqCst),
         0,
@@ -206,9 +226,9 @@ async fn a_cancelled_mcp_call_never_makes_its_side_effect() {
         .send_cancellable_request(call("Mail_SendSurely"), PeerRequestOptions::no_options())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    reaches(&STARTED, 2).await;
     handle.cancel(None).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(pipeline.wait_idle(Duration::from_secs(5)).await);
     assert_eq!(FINISHED.load(Ordering::SeqCst), 1);
 
     // An uncancelled call still runs to its end.
@@ -377,7 +397,13 @@ async fn a_dropped_dispatch_cancels_its_calls() {
     // The host gives up on the turn after 50 ms.
     let gave_up = tokio::time::timeout(Duration::from_millis(50), dispatcher.run(calls)).await;
     assert!(gave_up.is_err());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Once no run is left, the charge has not gone through.
+    assert!(
+        dispatcher
+            .pipeline()
+            .wait_idle(Duration::from_secs(5))
+            .await
+    );
     assert_eq!(
         DISPATCHED.load(Ordering::SeqCst),
         0,

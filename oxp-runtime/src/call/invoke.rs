@@ -468,6 +468,9 @@ mod tests {
     #[test]
     fn the_panic_hook_chains_the_apps_own_and_keeps_tool_panics_from_it() {
         static SEEN: AtomicUsize = AtomicUsize::new(0);
+        // The hook is the process's: the test puts back what it found, so that no other test
+        // of this binary runs under the test's hook.
+        let found = std::panic::take_hook();
         std::panic::set_hook(Box::new(|info| {
             if info.payload().downcast_ref::<&str>() == Some(&"hook-test") {
                 SEEN.fetch_add(1, Ordering::SeqCst);
@@ -476,20 +479,15 @@ mod tests {
         super::install_panic_hook();
         super::install_panic_hook();
         let _ = std::thread::spawn(|| panic!("hook-test")).join();
-        assert_eq!(
-            SEEN.load(Ordering::SeqCst),
-            1,
-            "the app's hook saw it, once"
-        );
+        let seen_outside = SEEN.load(Ordering::SeqCst);
         let _ = std::thread::spawn(|| {
             let _in_tool = super::InToolGuard::enter();
             panic!("hook-test")
         })
         .join();
-        assert_eq!(
-            SEEN.load(Ordering::SeqCst),
-            1,
-            "a tool's panic stays with the pipeline"
-        );
+        let seen = SEEN.load(Ordering::SeqCst);
+        std::panic::set_hook(found);
+        assert_eq!(seen_outside, 1, "the app's hook saw it, once");
+        assert_eq!(seen, 1, "a tool's panic stays with the pipeline");
     }
 }
