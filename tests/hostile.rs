@@ -406,6 +406,52 @@ async fn the_body_cap_and_authentication_come_in_the_documented_order() {
     assert!(authenticated.starts_with("HTTP/1.1 413"), "{authenticated}");
 }
 
+/// The write deadline on a real socket: a client that asks for a large answer and never reads
+/// it is disconnected once a write has waited `OXP_WRITE_TIMEOUT_MS` (its socket buffers full),
+/// and the server goes on serving others. (Before: no test held this limit.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_answer_is_cut_off_at_the_write_deadline() {
+    use tokio::io::AsyncWriteExt;
+    let server = server()
+        .max_body_bytes(1024)
+        .connection_limits(limits(|l| l.write_timeout = Duration::from_millis(300)));
+    let oxp = Oxp::start(server).await;
+    let addr = oxp.base.trim_start_matches("http://").to_owned();
+    // 8 MiB of answer (under the result cap): far more than the two sockets' buffers hold.
+    let body = json!({"tool_id": "Util.BigText", "input": {"n": 8 * 1024 * 1024}}).to_string();
+    let request = format!(
+        "POST /tools/call HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         oxp-version: 1.0\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // A small receive window (set before connecting, so the handshake offers it), and no read:
+    // the server's writes must wait.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stuck = socket.connect(addr.parse().unwrap()).await.unwrap();
+    stuck.write_all(request.as_bytes()).await.unwrap();
+    // The server closes its side: the socket reports the peer's close (or a reset) once read.
+    // Read only after the deadline has surely passed, a little at a time, to the end.
+    let closed = async {
+        use tokio::io::AsyncReadExt;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut read = 0;
+        loop {
+            match stuck.read(&mut chunk).await {
+                Ok(0) | Err(_) => return read < 8 * 1024 * 1024,
+                Ok(n) => read += n,
+            }
+        }
+    };
+    let (closed, health) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(20), closed),
+        oxp.get("/health")
+    );
+    assert_eq!(health.status, 200, "the server goes on serving");
+    assert_eq!(closed, Ok(true), "the stuck connection was closed");
+}
+
 /// Sends raw bytes on a fresh connection and returns what comes back within `wait` (the
 /// status line and headers, at least).
 async fn raw(base: &str, request: &[u8], wait: Duration) -> String {
