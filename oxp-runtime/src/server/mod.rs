@@ -18,6 +18,8 @@
 //! ```
 
 mod auth;
+mod body;
+mod browsers;
 mod dialect;
 mod guard;
 mod handlers;
@@ -37,7 +39,7 @@ pub use listen::ConnectionLimits;
 
 use crate::call::Pipeline;
 use crate::registry::Registry;
-use guard::{Browsers, LOOPBACK_HOSTS};
+use browsers::{Browsers, LOOPBACK_HOSTS};
 use handlers::{
     authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed,
     not_found, playground_hints, playground_page,

@@ -8,8 +8,8 @@ use axum::response::Response;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::body::BodyFailure;
 use super::dialect::{self, DEFAULT_SCHEMA, Dialect};
-use super::guard::BodyFailure;
 use crate::call::CallOutcome;
 
 pub(super) fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
