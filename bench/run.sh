@@ -14,8 +14,8 @@
 #                          release profile, fresh call_ids): what the accept loop costs
 #   bench/run.sh startup   a server with 1,000 tools (built with the recommended release profile):
 #                          process start → /health 200, idle RSS, and RSS once every tool was called
-#   bench/run.sh compile   a crate of 100 #[tool] fns (default features: OXP; and `tools_mcp`,
-#                          with the `mcp` feature) vs the same fns under rmcp's #[tool_router]
+#   bench/run.sh compile   a crate of 100 #[tool] fns (`tools`: default-features = false, OXP
+#                          alone; `tools_mcp`: default features, with MCP) vs the same fns under rmcp's #[tool_router]
 #                          and as plain fns: packages, full clean build, crate-only build, rebuild
 #                          after editing one body and after a touch (cargo's dev profile; KINDS
 #                          picks some of "plain rmcp tools tools_mcp")
@@ -272,7 +272,7 @@ instructions() {
 }
 
 # A crate with N tools in target/bench/gen-<kind>-<n>, the same N `add` fns three ways:
-#   tools  `#[tool]` fns served by `oxp_runtime::serve()`
+#   tools  `#[tool]` fns served by `oxp_runtime::serve()`, OXP alone (`tools_mcp`: with MCP)
 #   rmcp   rmcp's `#[tool_router]` over the same fns (a parameter struct each, as rmcp asks)
 #   plain  plain async fns dispatched by hand from JSON (serde_json and tokio, nothing else)
 # The release profile is the README's, for the `startup` bench; `compile` builds the dev profile.
@@ -281,9 +281,9 @@ generate() { # n kind
   mkdir -p "$dir/src"
   local deps
   case $kind in
-    tools) deps="oxp-runtime = { path = \"$root/oxp-runtime\" }
+    tools) deps="oxp-runtime = { path = \"$root/oxp-runtime\", default-features = false }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
-    tools_mcp) deps="oxp-runtime = { path = \"$root/oxp-runtime\", features = [\"mcp\"] }
+    tools_mcp) deps="oxp-runtime = { path = \"$root/oxp-runtime\" }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
     rmcp) deps="rmcp = { version = \"3.11\", features = [\"server\", \"macros\", \"transport-io\"] }
 serde = { version = \"1\", features = [\"derive\"] }

@@ -194,7 +194,7 @@ async fn run_subcommand(command: Command) -> i32 {
         Command::Mcp => {
             eprintln!(
                 "error: this binary was built without MCP: turn on oxp-runtime's `mcp` feature \
-                 (`oxp-runtime = {{ version = \"0.1\", features = [\"mcp\"] }}`)"
+                 (on by default; `default-features = false` turned it off)"
             );
             2
         }
