@@ -204,11 +204,12 @@ async fn each_call_is_one_span_under_the_callers_trace_and_nothing_secret_is_exp
     assert_eq!(hex(&add.trace_id), MCP_TRACE, "MCP's _meta.traceparent");
     assert_eq!(hex(&add.parent_span_id), MCP_PARENT);
 
-    // Only the call's own fields are attributes: nothing of its input or context.
+    // Only the call's own fields are attributes: nothing of its input or context (`answers` is
+    // how many answers an MCP round came with, a count).
     for span in &calls {
         for kv in &span.attributes {
             assert!(
-                ["call_id", "trace_id", "tool", "outcome"].contains(&kv.key.as_str())
+                ["call_id", "trace_id", "tool", "outcome", "answers"].contains(&kv.key.as_str())
                     || kv.key.starts_with("code.")
                     || kv.key.starts_with("thread.")
                     || kv.key == "target"
