@@ -20,8 +20,12 @@ pub(crate) fn supports(
     }
 }
 
-/// The round's end when it asked: its asks, and the answers so far sealed for the next round.
-pub(crate) fn input_required(round: &Round, state: String) -> Option<InputRequiredResult> {
+/// The round's end when it asked: its asks, and the answers so far sealed for the next round
+/// (`state` is called only then).
+pub(crate) fn input_required(
+    round: &Round,
+    state: impl FnOnce() -> String,
+) -> Option<InputRequiredResult> {
     let asked = round.asked();
     if asked.is_empty() {
         return None;
@@ -30,7 +34,7 @@ pub(crate) fn input_required(round: &Round, state: String) -> Option<InputRequir
         .into_iter()
         .filter_map(|(key, request)| Some((key, serde_json::from_value(request).ok()?)))
         .collect();
-    let mut result = InputRequiredResult::from_request_state(state);
+    let mut result = InputRequiredResult::from_request_state(state());
     result.input_requests = Some(requests);
     Some(result)
 }

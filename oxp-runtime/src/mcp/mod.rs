@@ -679,7 +679,7 @@ impl ServerHandler for McpServer {
         // this one into a task of its own for every request.
         let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
         if failed(&outcome) {
-            let state = self.sealer.seal(&round.used(), &binding);
+            let state = || self.sealer.seal(&round.used(), &binding);
             if let Some(asks) = asking::input_required(&round, state) {
                 return Ok(asks.into());
             }
