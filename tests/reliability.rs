@@ -18,6 +18,18 @@ fn server() -> Server {
     Server::new(oxp_tests::all_tools().build().unwrap())
 }
 
+/// Until `condition` holds (at most 5 s): a wait on the server's own counters, not on a
+/// guess at how long something takes.
+async fn until(condition: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the condition never held");
+}
+
 fn record(call_id: &str, ms: u64) -> Value {
     json!({"call_id": call_id, "tool_id": "Once.Record", "input": {"ms": ms}})
 }
@@ -98,13 +110,12 @@ async fn a_client_that_disconnects_mid_call_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_server_answers_at_once_with_retry_hints() {
-    let oxp = Oxp::start(Server::from_pipeline(
-        harness::pipeline().limits(Some(2), 8),
-    ))
-    .await;
+    let pipeline = harness::pipeline().limits(Some(2), 8);
+    let oxp = Oxp::start(Server::from_pipeline(pipeline.clone())).await;
     let slow = || oxp.call_request(json!({"tool_id": "Util.Sleep", "input": {"ms": 500}}));
     let (first, second, refused) = tokio::join!(slow(), slow(), async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Once both slow calls hold their places, the server is full.
+        until(|| pipeline.stats().active == 2).await;
         let started = Instant::now();
         let reply = oxp
             .call_request(json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}))
@@ -148,6 +159,7 @@ async fn stuck_sync_tools_time_out_and_cannot_take_every_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_drains_health_turns_503_and_in_flight_calls_are_answered() {
     let server = server();
+    let pipeline = server.pipeline().clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -166,11 +178,17 @@ async fn shutdown_drains_health_turns_503_and_in_flight_calls_are_answered() {
             .send()
     };
     let in_flight = tokio::spawn(call(json!({"tool_id": "Util.Sleep", "input": {"ms": 600}})));
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Stopped once the call runs; the drain has begun once /health says so.
+    until(|| pipeline.stats().started == 1).await;
     stop.send(()).unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-
-    let health = client.get(format!("{base}/health")).send().await.unwrap();
+    let mut health = client.get(format!("{base}/health")).send().await.unwrap();
+    for _ in 0..1000 {
+        if health.status() != 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        health = client.get(format!("{base}/health")).send().await.unwrap();
+    }
     assert_eq!(health.status(), 503);
     let refused = call(json!({"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}))
         .await
