@@ -1245,3 +1245,91 @@ async fn idempotent_answers_are_bounded_by_bytes() {
         assert!(grown < 120, "RSS grew {grown} MB");
     }
 }
+
+/// HTTP/2's windows and keep-alive pings, on a raw socket to a server built with the `http2`
+/// feature: its SETTINGS name the per-stream window (256 KiB) and a WINDOW_UPDATE raises the
+/// connection's to 1 MiB (the buffers a client may fill unread); and a client that never answers
+/// the server's PING is disconnected once the keep-alive timeout passes. (Before: neither had a
+/// test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_windows_and_keep_alive_pings_hold_on_a_real_socket() {
+    use std::io::BufRead;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = harness::cargo_build(&[
+        "-p",
+        "oxp-tests",
+        "--example",
+        "accept_loop",
+        "--features",
+        "oxp-runtime/http2",
+    ]);
+    let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
+        .arg("oxp")
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("ACCEPT_LOOP_KEEP_ALIVE_MS", "300")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("accept_loop starts");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let address = first.trim().trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // The preface and an empty SETTINGS frame; then silence: no ACK, no PING answered.
+    socket
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    let read_all = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let closed = tokio::time::timeout(Duration::from_secs(10), read_all).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        closed.is_ok(),
+        "a client that never answers PING is disconnected"
+    );
+    // The frames: 3 bytes of length, a type, flags, 4 bytes of stream id, the payload.
+    let mut frames = Vec::new();
+    let mut rest = &received[..];
+    while rest.len() >= 9 {
+        let length = usize::from(rest[0]) << 16 | usize::from(rest[1]) << 8 | usize::from(rest[2]);
+        let (kind, flags) = (rest[3], rest[4]);
+        let payload = rest[9..(9 + length).min(rest.len())].to_vec();
+        frames.push((kind, flags, payload));
+        rest = &rest[(9 + length).min(rest.len())..];
+    }
+    let settings = frames
+        .iter()
+        .find(|(kind, flags, _)| *kind == 0x4 && *flags == 0)
+        .expect("the server's SETTINGS");
+    let initial_window = settings.2.chunks(6).find_map(|setting| {
+        (setting.len() == 6 && setting[..2] == [0, 4])
+            .then(|| u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]))
+    });
+    assert_eq!(initial_window, Some(256 * 1024), "{frames:?}");
+    let connection_window = frames.iter().find_map(|(kind, _, payload)| {
+        (*kind == 0x8 && payload.len() == 4)
+            .then(|| u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]))
+    });
+    assert_eq!(
+        connection_window,
+        Some(1024 * 1024 - 65_535),
+        "the connection window raised to 1 MiB"
+    );
+    assert!(
+        frames
+            .iter()
+            .any(|(kind, flags, _)| *kind == 0x6 && *flags == 0),
+        "the server pinged: {frames:?}"
+    );
+}

@@ -16,7 +16,16 @@ async fn main() {
     println!("http://{}", listener.local_addr().unwrap());
     match which.as_str() {
         "oxp" => {
+            // `ACCEPT_LOOP_KEEP_ALIVE_MS`: HTTP/2 keep-alive pings this often (tests/hostile.rs).
+            let mut limits = oxp_runtime::server::ConnectionLimits::default();
+            if let Some(ms) = std::env::var("ACCEPT_LOOP_KEEP_ALIVE_MS")
+                .ok()
+                .and_then(|ms| ms.parse().ok())
+            {
+                limits.keep_alive_interval = std::time::Duration::from_millis(ms);
+            }
             router::oxp_server()
+                .connection_limits(limits)
                 .serve(listener, std::future::pending(), std::time::Duration::ZERO)
                 .await
                 .unwrap();
