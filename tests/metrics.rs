@@ -530,3 +530,51 @@ fn the_example_serves_metrics_on_oxp_metrics_addr() {
         );
     });
 }
+
+/// Says it took too long, in the pipeline's own words.
+#[oxp_runtime::tool(toolkit = "Mimic", version = "1.0.0")]
+fn timeout() -> Result<(), oxp_runtime::ToolError> {
+    Err(oxp_runtime::ToolError::new(
+        "The tool took too long and was stopped.",
+    ))
+}
+
+/// Takes too long.
+#[oxp_runtime::tool(toolkit = "Mimic", version = "1.0.0", timeout_ms = 20)]
+async fn slow() {
+    std::future::pending::<()>().await;
+}
+
+/// A failure is classed by its kind, which only the pipeline sets: a tool's error in the
+/// timeout's very words is the tool's error, and a real timeout is a timeout. (Before: outcomes
+/// were told apart by comparing message strings.)
+#[tokio::test]
+async fn a_tool_s_error_in_the_pipeline_s_words_is_still_the_tool_s() {
+    let registry = oxp_runtime::Registry::builder()
+        .tool(timeout::TOOL)
+        .tool(slow::TOOL)
+        .build()
+        .unwrap();
+    let oxp = Oxp::start(Server::new(registry)).await;
+    for tool in ["Mimic.Timeout", "Mimic.Slow"] {
+        let reply = oxp.call(json!({"tool_id": tool, "input": {}})).await;
+        assert_eq!(
+            reply.body["error"]["message"],
+            "The tool took too long and was stopped."
+        );
+    }
+    let text = reqwest::get(format!("{}/metrics", oxp.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for (tool, outcome) in [
+        ("Mimic.Timeout@1.0.0", "tool_error"),
+        ("Mimic.Slow@1.0.0", "timeout"),
+    ] {
+        let line =
+            format!("oxp_calls_total{{front=\"oxp\",tool=\"{tool}\",outcome=\"{outcome}\"}} 1");
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+}

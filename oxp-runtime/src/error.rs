@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 /// assert!(!err.message.contains("/etc"));
 /// assert!(err.developer_message.unwrap().contains("/etc/secret.conf"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolError {
     /// Shown to the user or the model.
@@ -49,7 +49,38 @@ pub struct ToolError {
     /// How long the client should wait before retrying, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// Whose failure it is: the tool's own, or the pipeline's answer for a run that timed out
+    /// or panicked (for metrics and logs; never on the wire, so a tool's error can never pass
+    /// for the pipeline's by its text).
+    #[serde(skip)]
+    pub(crate) kind: FailureKind,
 }
+
+/// Whose failure a [`ToolError`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum FailureKind {
+    /// The tool returned it.
+    #[default]
+    Tool,
+    /// The pipeline stopped a run past its time limit.
+    Timeout,
+    /// The tool panicked.
+    Panic,
+}
+
+/// Equal when what the wire carries is equal: the kind is the server's own bookkeeping (an
+/// answer read back from a store has lost it).
+impl PartialEq for ToolError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+            && self.developer_message == other.developer_message
+            && self.can_retry == other.can_retry
+            && self.additional_prompt_content == other.additional_prompt_content
+            && self.retry_after_ms == other.retry_after_ms
+    }
+}
+
+impl Eq for ToolError {}
 
 impl ToolError {
     /// The text a model reads for this error, over MCP or a provider's tool result: the message,
@@ -83,7 +114,14 @@ impl ToolError {
             can_retry: false,
             additional_prompt_content: None,
             retry_after_ms: None,
+            kind: FailureKind::Tool,
         }
+    }
+
+    /// The same error as the pipeline's own answer of `kind`.
+    pub(crate) fn of_kind(mut self, kind: FailureKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// Sets the internal message, kept out of the model's and the user's sight.

@@ -314,7 +314,8 @@ fn timed_out(limit: Duration) -> InvokeError {
     InvokeError::Tool(
         ToolError::new(TIMED_OUT)
             .developer_message(format!("timed out after {} ms", limit.as_millis()))
-            .can_retry(true),
+            .can_retry(true)
+            .of_kind(crate::error::FailureKind::Timeout),
     )
 }
 
@@ -372,7 +373,7 @@ fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> Invoke
         .unwrap_or_else(|| "a non-string panic payload".to_owned());
     redactor.text(&mut text);
     tracing::error!(panic = ?text, "tool panicked");
-    InvokeError::Tool(ToolError::new(PANICKED))
+    InvokeError::Tool(ToolError::new(PANICKED).of_kind(crate::error::FailureKind::Panic))
 }
 
 thread_local! {

@@ -762,9 +762,10 @@ impl Future for Run<'_> {
     }
 }
 
-/// What came of a call, read off its answer: a tool's failure is a timeout or a panic when it
-/// is the pipeline's own answer for one (an answer kept for a `call_id` and replayed, from
-/// Redis say, is classed as it was the first time).
+/// What came of a call, read off its answer: a failure is a timeout or a panic by its kind,
+/// which only the pipeline sets (a tool's error with the same text is still the tool's). An
+/// answer read back from an idempotency store has lost its kind, and counts as the tool's
+/// (the store's own metric says it was replayed).
 fn classify(answer: &CallOutcome) -> Outcome {
     match answer {
         CallOutcome::Completed(CallToolResponse {
@@ -774,10 +775,10 @@ fn classify(answer: &CallOutcome) -> Outcome {
         CallOutcome::Completed(CallToolResponse {
             result: CallResult::Failure { error },
             ..
-        }) => match error.message.as_str() {
-            invoke::TIMED_OUT => Outcome::Timeout,
-            invoke::PANICKED => Outcome::Panic,
-            _ => Outcome::ToolError,
+        }) => match error.kind {
+            crate::error::FailureKind::Timeout => Outcome::Timeout,
+            crate::error::FailureKind::Panic => Outcome::Panic,
+            crate::error::FailureKind::Tool => Outcome::ToolError,
         },
         CallOutcome::Rejected(refusal) if refusal.missing_requirements.is_some() => {
             Outcome::MissingRequirements
