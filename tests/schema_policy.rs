@@ -1,4 +1,4 @@
-//! Pins the JSON the schema policy (DESIGN.md §4) emits for every shape a tool meets.
+//! Pins the JSON the schema policy (`oxp_runtime::schema`) emits for every shape a tool meets.
 
 use std::collections::BTreeMap;
 

@@ -174,8 +174,9 @@ const DURATION_BUCKETS: [f64; 16] = {
     seconds
 };
 
-/// The `tool` label of calls that named no tool of the registry (or were refused before it
-/// was looked up). Tool ids always hold a `.`, so it is no tool's.
+/// The `tool` label of calls refused before their tool was resolved (invalid ids, the
+/// concurrency limit, draining) or naming no tool of the registry. Tool ids always hold a `.`,
+/// so it is no tool's.
 const NO_TOOL: &str = "none";
 
 /// One series' durations, spread over stripes: per stripe, a count per bucket (the last one

@@ -26,7 +26,7 @@ fn spec() -> &'static Value {
     static SPEC_VALUE: OnceLock<Value> = OnceLock::new();
     SPEC_VALUE.get_or_init(|| {
         let mut spec: Value = serde_json::from_str(SPEC).expect("the vendored spec is JSON");
-        // The spec's known bug (oxp-notes §2, DESIGN.md §8): `CallToolResponse` is closed at the
+        // The spec's known bug (`tests/spec/oxp-notes.md` §2): `CallToolResponse` is closed at the
         // top while `value` and `error` are declared only inside its `oneOf`, so a strict
         // validator rejects every response that has either. Declaring them at the top as well
         // makes the allowed keys {call_id, duration, success, value, error}, as intended; the
