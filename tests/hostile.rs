@@ -313,7 +313,7 @@ async fn a_rebound_page_cannot_reach_a_server_on_every_interface() {
 
 /// `OXP_METRICS_ADDR`'s listener is served like the main port: a foreign origin is refused, a
 /// connection that sends nothing is closed after the header timeout, a body over the cap is a
-/// 413. (Before: plain `axum::serve`, with none of them.)
+/// 413.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_listener_has_the_main_port_s_guard_and_limits() {
     let server = server()
@@ -405,7 +405,7 @@ async fn the_body_cap_and_authentication_come_in_the_documented_order() {
 
 /// The write deadline on a real socket: a client that asks for a large answer and never reads
 /// it is disconnected once a write has waited `OXP_WRITE_TIMEOUT_MS` (its socket buffers full),
-/// and the server goes on serving others. (Before: no test held this limit.)
+/// and the server goes on serving others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_its_answer_is_cut_off_at_the_write_deadline() {
     use tokio::io::AsyncWriteExt;
@@ -1128,26 +1128,7 @@ async fn an_http2_preface_to_a_default_server_is_closed_at_once() {
 /// server), so the server here is `examples/accept_loop`, built with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
-    use std::io::BufRead;
-    let target = harness::cargo_build(&[
-        "-p",
-        "oxp-tests",
-        "--example",
-        "accept_loop",
-        "--features",
-        "oxp-runtime/http2",
-    ]);
-    let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
-        .arg("oxp")
-        .env("OXP_ADDR", "127.0.0.1:0")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("accept_loop starts");
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let base = first.trim().to_owned();
+    let (mut child, base) = accept_loop_with_http2(&[]);
     let address = base.trim_start_matches("http://").to_owned();
 
     let socket = tokio::net::TcpStream::connect(&address).await.unwrap();
@@ -1249,32 +1230,12 @@ async fn idempotent_answers_are_bounded_by_bytes() {
 /// HTTP/2's windows and keep-alive pings, on a raw socket to a server built with the `http2`
 /// feature: its SETTINGS name the per-stream window (256 KiB) and a WINDOW_UPDATE raises the
 /// connection's to 1 MiB (the buffers a client may fill unread); and a client that never answers
-/// the server's PING is disconnected once the keep-alive timeout passes. (Before: neither had a
-/// test.)
+/// the server's PING is disconnected once the keep-alive timeout passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_windows_and_keep_alive_pings_hold_on_a_real_socket() {
-    use std::io::BufRead;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let target = harness::cargo_build(&[
-        "-p",
-        "oxp-tests",
-        "--example",
-        "accept_loop",
-        "--features",
-        "oxp-runtime/http2",
-    ]);
-    let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
-        .arg("oxp")
-        .env("OXP_ADDR", "127.0.0.1:0")
-        .env("ACCEPT_LOOP_KEEP_ALIVE_MS", "300")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("accept_loop starts");
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let address = first.trim().trim_start_matches("http://").to_owned();
+    let (mut child, base) = accept_loop_with_http2(&[("ACCEPT_LOOP_KEEP_ALIVE_MS", "300")]);
+    let address = base.trim_start_matches("http://").to_owned();
     let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
     // The preface and an empty SETTINGS frame; then silence: no ACK, no PING answered.
     socket
@@ -1332,4 +1293,30 @@ async fn http2_windows_and_keep_alive_pings_hold_on_a_real_socket() {
             .any(|(kind, flags, _)| *kind == 0x6 && *flags == 0),
         "the server pinged: {frames:?}"
     );
+}
+
+/// `examples/accept_loop` built with the `http2` feature (this package leaves it off), serving
+/// OXP on a free port with `env`; the process and its base URL.
+fn accept_loop_with_http2(env: &[(&str, &str)]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let target = harness::cargo_build(&[
+        "-p",
+        "oxp-tests",
+        "--example",
+        "accept_loop",
+        "--features",
+        "oxp-runtime/http2",
+    ]);
+    let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
+        .arg("oxp")
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("accept_loop starts");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    (child, first.trim().to_owned())
 }

@@ -325,7 +325,7 @@ async fn remote_mcp_callers_are_themselves_not_the_operator() {
 
 /// MCP keeps no sessions: a 2025-06-18 `initialize` is answered without an `MCP-Session-Id`,
 /// as JSON, and a later call with no session is served; a plain result is JSON, never a
-/// stream. (Before: every answer was an SSE stream, and a call without a session was a 4xx.)
+/// stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_keeps_no_sessions_and_answers_plain_results_as_json() {
     let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
@@ -449,8 +449,7 @@ async fn exchange(base: &str, version: &str, body: Value) -> (String, Vec<Value>
 /// No MCP state lives in one process: a client of each revision runs initialize (where it has
 /// one) → list → call → call with progress against two replicas, every request going to the
 /// other replica than the last, with no error; progress still arrives on the call's own
-/// stream. (Before: a 2025-06-18 client's session lived on the replica that made it, and its
-/// next request on the other was a 404.)
+/// stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_replica_answers_any_request_of_every_revision() {
     let replicas = [harness::start_example(&[]), harness::start_example(&[])];

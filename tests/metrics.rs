@@ -546,8 +546,7 @@ async fn slow() {
 }
 
 /// A failure is classed by its kind, which only the pipeline sets: a tool's error in the
-/// timeout's very words is the tool's error, and a real timeout is a timeout. (Before: outcomes
-/// were told apart by comparing message strings.)
+/// timeout's very words is the tool's error, and a real timeout is a timeout.
 #[tokio::test]
 async fn a_tool_s_error_in_the_pipeline_s_words_is_still_the_tool_s() {
     let registry = oxp_runtime::Registry::builder()

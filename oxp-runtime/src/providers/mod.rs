@@ -641,12 +641,7 @@ impl Dispatcher {
     /// # });
     /// ```
     pub async fn run(&self, calls: Vec<ToolCall>) -> Result<Vec<ToolResult>, DispatchError> {
-        if calls.len() > self.limits.max_calls_per_response {
-            return Err(DispatchError::TooManyCalls {
-                calls: calls.len(),
-                limit: self.limits.max_calls_per_response,
-            });
-        }
+        self.within_limits(&calls)?;
         // Dropping this future (the host gave up on the model's turn) cancels its calls: a
         // tool sees `ctx.is_cancelled()`, and a run is dropped at its next await point.
         let cancellation = Cancellation::new();
@@ -683,12 +678,7 @@ impl Dispatcher {
     /// # });
     /// ```
     pub async fn steps(&self, calls: Vec<ToolCall>) -> Result<Vec<Step>, DispatchError> {
-        if calls.len() > self.limits.max_calls_per_response {
-            return Err(DispatchError::TooManyCalls {
-                calls: calls.len(),
-                limit: self.limits.max_calls_per_response,
-            });
-        }
+        self.within_limits(&calls)?;
         let cancellation = Cancellation::new();
         let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
         let runs = calls
@@ -717,17 +707,7 @@ impl Dispatcher {
         answers: std::collections::BTreeMap<String, Value>,
     ) -> Step {
         let PendingInput { call, state, .. } = pending;
-        let binding_input = call.arguments.clone().unwrap_or_default();
-        let tool_id = self.tool_id(&call.name);
-        let user = self.context.user_id.clone().unwrap_or_default();
-        let principal = self.meta.principal.clone().unwrap_or_default();
-        let binding = crate::seal::Binding {
-            tool_id: &tool_id,
-            input: &binding_input,
-            principal: &principal,
-            user: &user,
-        };
-        let opened = self.sealer.open(&state, &binding);
+        let opened = self.bound(&call, |binding| self.sealer.open(&state, binding));
         if let (Err(bad), Some(metrics)) = (&opened, self.pipeline.metrics_handle()) {
             metrics.refused_state(*bad == crate::seal::BadState::Expired);
         }
@@ -749,13 +729,33 @@ impl Dispatcher {
         self.step(call, so_far, &cancellation).await
     }
 
-    /// The id a wire name resolves to (empty when none: the call fails on its own).
-    fn tool_id(&self, name: &str) -> String {
-        self.pipeline
+    /// At most [`Limits::max_calls_per_response`] calls in one response.
+    fn within_limits(&self, calls: &[ToolCall]) -> Result<(), DispatchError> {
+        let limit = self.limits.max_calls_per_response;
+        if calls.len() > limit {
+            return Err(DispatchError::TooManyCalls {
+                calls: calls.len(),
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// `f` with what a pending input of `call` is bound to: the tool its wire name resolves
+    /// to (none: the call fails on its own), its arguments, this conversation and its user.
+    fn bound<R>(&self, call: &ToolCall, f: impl FnOnce(&crate::seal::Binding<'_>) -> R) -> R {
+        let tool_id = self
+            .pipeline
             .registry()
-            .resolve_wire_name(name)
-            .map(|tool| tool.id().to_owned())
-            .unwrap_or_default()
+            .resolve_wire_name(&call.name)
+            .map_or("", |tool| tool.id());
+        let no_input = Value::Null;
+        f(&crate::seal::Binding {
+            tool_id,
+            input: call.arguments.as_ref().unwrap_or(&no_input),
+            principal: self.meta.principal.as_deref().unwrap_or_default(),
+            user: self.context.user_id.as_deref().unwrap_or_default(),
+        })
     }
 
     /// One round of one call, with `answers`.
@@ -780,17 +780,7 @@ impl Dispatcher {
         if !result.is_error || asks.is_empty() {
             return Step::Done(result);
         }
-        let input = call.arguments.clone().unwrap_or_default();
-        let tool_id = self.tool_id(&call.name);
-        let user = self.context.user_id.clone().unwrap_or_default();
-        let principal = self.meta.principal.clone().unwrap_or_default();
-        let binding = crate::seal::Binding {
-            tool_id: &tool_id,
-            input: &input,
-            principal: &principal,
-            user: &user,
-        };
-        let state = self.sealer.seal(&round.used(), &binding);
+        let state = self.bound(&call, |binding| self.sealer.seal(&round.used(), binding));
         Step::Asks(PendingInput { call, asks, state })
     }
 
