@@ -45,6 +45,13 @@ use serde_json::{Value, json};
 use crate::ToolError;
 
 /// What a client must support for an ask.
+///
+/// ```
+/// use oxp_runtime::ask::{AskError, Capability};
+/// // A client without sampling: the ask fails at once, naming what it lacks.
+/// let missing = AskError::Unsupported(Capability::Sampling);
+/// assert_eq!(missing.to_string(), "the client cannot answer asks that need sampling");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Capability {
@@ -148,6 +155,12 @@ impl From<AskError> for ToolError {
 }
 
 /// One of the client's roots.
+///
+/// ```
+/// let root: oxp_runtime::ask::Root =
+///     serde_json::from_value(serde_json::json!({"uri": "file:///home/ada/project"})).unwrap();
+/// assert_eq!((root.uri.as_str(), root.name), ("file:///home/ada/project", None));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct Root {
     /// Its URI (`file:///home/ada/project`).
@@ -237,15 +250,22 @@ impl fmt::Debug for Round {
 impl Round {
     /// A round that came with `answers` (by ask key, as the client sent them), whose client
     /// can answer the asks `supports` says it can.
+    ///
+    /// ```
+    /// use oxp_runtime::ask::{AskError, Capability, Round};
+    /// use oxp_runtime::{signals::CallSignals, ToolContext};
+    ///
+    /// let yes = [("go".to_owned(), serde_json::json!({"action": "accept"}))].into();
+    /// let round = Round::new(yes, |capability| capability == Capability::Elicitation);
+    /// let ctx = ToolContext::new("c1").with_signals(CallSignals::new().asking(&round));
+    /// assert_eq!(ctx.confirm("go", "Go ahead?"), Ok(()));
+    /// assert_eq!(ctx.roots("roots"), Err(AskError::Unsupported(Capability::Roots)));
+    /// ```
     pub fn new(answers: BTreeMap<String, Value>, supports: impl Fn(Capability) -> bool) -> Self {
-        let supported = [
-            Capability::Elicitation,
-            Capability::Sampling,
-            Capability::Roots,
-        ]
-        .into_iter()
-        .filter(|c| supports(*c))
-        .collect();
+        let supported = Capability::ALL
+            .into_iter()
+            .filter(|c| supports(*c))
+            .collect();
         Round(Arc::new(Mutex::new(RoundState {
             answers,
             supported: Some(supported),
@@ -259,16 +279,44 @@ impl Round {
 
     /// What the tool asked for and did not get, by key: MCP's `inputRequests`
     /// (`{"method": …, "params": …}` each).
+    ///
+    /// ```
+    /// use oxp_runtime::{ask::Round, signals::CallSignals, ToolContext};
+    /// let round = Round::new(Default::default(), |_| true);
+    /// let ctx = ToolContext::new("c1").with_signals(CallSignals::new().asking(&round));
+    /// let _ = ctx.sample("summary", "Summarise this", 100);
+    /// assert_eq!(round.asked()["summary"]["method"], "sampling/createMessage");
+    /// ```
     pub fn asked(&self) -> BTreeMap<String, Value> {
         self.lock().asked.clone()
     }
 
     /// The answers the tool asked for and got, by key: what the next round must carry again.
+    ///
+    /// ```
+    /// use oxp_runtime::{ask::Round, signals::CallSignals, ToolContext};
+    /// let answers = [
+    ///     ("go".to_owned(), serde_json::json!({"action": "accept"})),
+    ///     ("unasked".to_owned(), serde_json::json!({"action": "accept"})),
+    /// ].into();
+    /// let round = Round::new(answers, |_| true);
+    /// let ctx = ToolContext::new("c1").with_signals(CallSignals::new().asking(&round));
+    /// ctx.confirm("go", "Go ahead?").unwrap();
+    /// assert_eq!(round.used().keys().collect::<Vec<_>>(), ["go"], "what was not asked is dropped");
+    /// ```
     pub fn used(&self) -> BTreeMap<String, Value> {
         self.lock().used.clone()
     }
 
     /// The capability an ask needed that the client lacks, if one did.
+    ///
+    /// ```
+    /// use oxp_runtime::{ask::{Capability, Round}, signals::CallSignals, ToolContext};
+    /// let round = Round::new(Default::default(), |_| false);
+    /// let ctx = ToolContext::new("c1").with_signals(CallSignals::new().asking(&round));
+    /// let _ = ctx.roots("roots");
+    /// assert_eq!(round.unsupported(), Some(Capability::Roots));
+    /// ```
     pub fn unsupported(&self) -> Option<Capability> {
         self.lock().unsupported
     }

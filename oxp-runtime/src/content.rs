@@ -58,6 +58,12 @@ pub(crate) const CONTENTS_MARK: &str = "x-oxp-contents";
 
 /// One block of a tool's result, in MCP's shape. Binary data is base64 in `data` / `blob`:
 /// build blocks with the constructors, which encode it.
+///
+/// ```
+/// use oxp_runtime::content::Content;
+/// let block = Content::image(b"GIF89a", "image/gif");
+/// assert!(matches!(block, Content::Image { ref mime_type, .. } if mime_type == "image/gif"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(
@@ -107,6 +113,13 @@ pub enum Content {
 }
 
 /// A resource carried in a result: text, or bytes (base64).
+///
+/// ```
+/// use oxp_runtime::content::{Content, Resource};
+/// let Content::Resource { resource } = Content::text_resource("file:///a.md", "text/markdown", "# A")
+/// else { unreachable!() };
+/// assert!(matches!(resource, Resource::Text { ref text, .. } if text == "# A"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 #[non_exhaustive]
@@ -260,6 +273,15 @@ impl Content {
 ///
 /// Its schema (the tool's output schema) is an object with `content` and, unless `S` is `()`,
 /// `structuredContent`; see the [module docs](self) for what each front makes of it.
+///
+/// ```
+/// use oxp_runtime::content::{Content, Contents};
+/// let contents = Contents::new([Content::text("done")]);
+/// assert_eq!(
+///     serde_json::to_value(&contents).unwrap(),
+///     serde_json::json!({"content": [{"type": "text", "text": "done"}]})
+/// );
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(
     extend("x-oxp-contents" = true),

@@ -371,6 +371,23 @@ pub struct Dispatcher {
 /// A tool call that stopped to ask (see [`ask`](crate::ask)): what the app shows its own user
 /// before anything goes back to the model, and what [`Dispatcher::resume`] takes back with the
 /// answers. Its answers so far are sealed, bound to the call, the conversation and the user.
+///
+/// ```
+/// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Step, ToolCall}, tool, Registry};
+///
+/// /// Empty the bin.
+/// #[tool(toolkit = "Files", version = "1.0.0", confirm = "Empty {bin}?")]
+/// fn empty(bin: String) -> String { format!("emptied {bin}") }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(empty::TOOL).build().unwrap()));
+/// let call = ToolCall { id: "c".into(), name: "Files_Empty".into(),
+///     arguments: Ok(serde_json::json!({"bin": "trash"})) };
+/// let Step::Asks(pending) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else { panic!() };
+/// assert_eq!(pending.call.id, "c");
+/// assert_eq!(pending.asks["confirm"]["method"], "elicitation/create");
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 pub struct PendingInput {
     /// The model's call.
@@ -400,6 +417,22 @@ impl PendingInput {
 }
 
 /// What became of one call of [`Dispatcher::steps`]: its result for the model, or what it asks.
+///
+/// ```
+/// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Step, ToolCall}, tool, Registry};
+///
+/// /// Add two integers.
+/// #[tool(toolkit = "Calculator", version = "1.0.0")]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dispatcher = Dispatcher::new(Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap()));
+/// let call = ToolCall { id: "c".into(), name: "Calculator_Add".into(),
+///     arguments: Ok(serde_json::json!({"a": 2, "b": 3})) };
+/// let Step::Done(result) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else { panic!() };
+/// assert_eq!(result.content, "5"); // a tool that asks nothing is done at once
+/// # });
+/// ```
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // handed out once per call, never stored in bulk
 pub enum Step {
