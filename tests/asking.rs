@@ -63,6 +63,73 @@ fn greet(ctx: &ToolContext) -> Result<String, ToolError> {
     Ok(format!("Hello, {name} in {colour}!"))
 }
 
+/// Purge a bin, then its backups, each once the user says yes to that question.
+#[tool(toolkit = "Files", version = "1.0.0", confirm = "Purge the bin {bin}?")]
+fn purge(ctx: &ToolContext, bin: String) -> Result<String, ToolError> {
+    ctx.confirm("confirm", &format!("Also delete every backup of {bin}?"))?;
+    DELETED
+        .lock()
+        .unwrap()
+        .push(format!("{bin} and its backups"));
+    Ok(format!("purged {bin}"))
+}
+
+/// Delete some files, each once the user says yes to it.
+#[tool(toolkit = "Files", version = "1.0.0")]
+fn delete_each(ctx: &ToolContext, paths: Vec<String>) -> Result<String, ToolError> {
+    for path in &paths {
+        ctx.confirm("delete", &format!("Delete {path}?"))?;
+        DELETED.lock().unwrap().push(path.clone());
+    }
+    Ok(format!("deleted {}", paths.len()))
+}
+
+/// A rating.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Rating {
+    /// One to five stars.
+    #[schemars(range(min = 1, max = 5))]
+    stars: u8,
+}
+
+/// Rate a stay, as the user says.
+#[tool(toolkit = "Hotel", version = "1.0.0")]
+fn rate(ctx: &ToolContext, stay: String) -> Result<String, ToolError> {
+    let Rating { stars } = ctx.ask("rating", "How many stars?")?;
+    DELETED.lock().unwrap().push(format!("{stay} rated"));
+    Ok(format!("{stay}: {stars} stars"))
+}
+
+/// An address no MCP form can ask for.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Address {
+    #[schemars(extend("format" = "ipv4"))]
+    ip: String,
+}
+
+/// Block an address the user gives.
+#[tool(toolkit = "Net", version = "1.0.0")]
+fn block(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Address { ip } = ctx.ask("address", "Which address?")?;
+    Ok(format!("blocked {ip}"))
+}
+
+/// A text.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Essay {
+    /// The text.
+    text: String,
+}
+
+/// Publish the text the user writes, once they say yes.
+#[tool(toolkit = "Blog", version = "1.0.0")]
+fn publish(ctx: &ToolContext, slug: String) -> Result<String, ToolError> {
+    let Essay { text } = ctx.ask("essay", "Write it:")?;
+    ctx.confirm("publish", "Publish it?")?;
+    DELETED.lock().unwrap().push(slug.clone());
+    Ok(format!("published {} characters", text.len()))
+}
+
 const KEY: &str = "k_0123456789abcdef0123456789abcdef";
 const OTHER_KEY: &str = "k_fedcba9876543210fedcba9876543210";
 
@@ -71,6 +138,11 @@ async fn start(ttl: Duration) -> Oxp {
         .tool(delete::TOOL)
         .tool(empty::TOOL)
         .tool(greet::TOOL)
+        .tool(purge::TOOL)
+        .tool(delete_each::TOOL)
+        .tool(rate::TOOL)
+        .tool(block::TOOL)
+        .tool(publish::TOOL)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);
@@ -135,7 +207,20 @@ async fn nothing_runs_unconfirmed_and_a_confirmed_call_runs_once() {
     assert_eq!(no["result"]["isError"], true, "{no}");
     assert!(no.to_string().contains("declined"), "{no}");
     assert_eq!(deleted("/srv/data"), 0, "a declined call ran");
+    // The call was answered: a yes sent with the same state now gets that first answer.
+    let late_yes = call(
+        &oxp,
+        KEY,
+        "Files_Delete",
+        path.clone(),
+        json!({"requestState": state, "inputResponses": {"delete": accept()}}),
+    )
+    .await;
+    assert_eq!(late_yes["result"], no["result"], "{late_yes}");
+    assert_eq!(deleted("/srv/data"), 0, "a declined call ran after all");
 
+    let again = call(&oxp, KEY, "Files_Delete", path.clone(), json!({})).await;
+    let state = again["result"]["requestState"].as_str().unwrap().to_owned();
     let yes = call(
         &oxp,
         KEY,
@@ -353,7 +438,7 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
     let oxp = start(Duration::from_secs(600)).await;
     let input = json!({"bin": "trash-7", "days": 30});
     let first = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
-    let ask = &first["result"]["inputRequests"]["confirm"];
+    let ask = &first["result"]["inputRequests"]["oxp.confirm"];
     assert_eq!(
         ask["params"]["message"], "Empty the bin trash-7 (30 days)?",
         "{first}"
@@ -364,18 +449,20 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
         KEY,
         "Files_Empty",
         input.clone(),
-        json!({"requestState": state, "inputResponses": {"confirm": {"action": "decline"}}}),
+        json!({"requestState": state, "inputResponses": {"oxp.confirm": {"action": "decline"}}}),
     )
     .await;
     assert_eq!(no["result"]["isError"], true);
     assert!(no.to_string().contains("did not confirm"), "{no}");
     assert_eq!(deleted("trash-7"), 0, "a declined tool ran");
+    let again = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
+    let state = again["result"]["requestState"].as_str().unwrap().to_owned();
     let yes = call(
         &oxp,
         KEY,
         "Files_Empty",
         input,
-        json!({"requestState": state, "inputResponses": {"confirm": accept()}}),
+        json!({"requestState": state, "inputResponses": {"oxp.confirm": accept()}}),
     )
     .await;
     assert_eq!(
@@ -385,10 +472,234 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
     assert_eq!(deleted("trash-7"), 1);
     // Asked once, declined once, answered once: counted by kind and outcome.
     let metrics = scrape(&oxp).await;
-    for outcome in ["asked", "declined", "answered"] {
-        let line = format!("oxp_asks_total{{kind=\"elicitation\",outcome=\"{outcome}\"}} 1");
+    for (outcome, count) in [("asked", 2), ("declined", 1), ("answered", 1)] {
+        let line = format!("oxp_asks_total{{kind=\"elicitation\",outcome=\"{outcome}\"}} {count}");
         assert!(metrics.contains(&line), "{line} in {metrics}");
     }
+}
+
+fn state_of(answer: &Value) -> String {
+    answer["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState: {answer}"))
+        .to_owned()
+}
+
+/// Answers sent with no state, or under a key the state does not say was asked, count for
+/// nothing: a `confirm` cannot be skipped by answering it in advance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_to_questions_not_asked_are_ignored() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let input = json!({"bin": "unasked-bin", "days": 1});
+    let sneaky = json!({"inputResponses": {"oxp.confirm": accept(), "confirm": accept()}});
+    let first = call(&oxp, KEY, "Files_Empty", input, sneaky).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let path = json!({"path": "/unasked"});
+    let first = call(
+        &oxp,
+        KEY,
+        "Files_Delete",
+        path.clone(),
+        json!({"inputResponses": {"delete": accept()}}),
+    )
+    .await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    // With the state, a response under another key than the one asked still answers nothing.
+    let state = state_of(&first);
+    let other = call(
+        &oxp,
+        KEY,
+        "Files_Delete",
+        path,
+        json!({"requestState": state, "inputResponses": {"other": accept()}}),
+    )
+    .await;
+    assert_eq!(other["result"]["resultType"], "input_required", "{other}");
+    assert_eq!(deleted("unasked-bin") + deleted("/unasked"), 0);
+}
+
+/// A yes answers the question it was given to: the declared confirmation does not approve the
+/// tool's own later question, and in a loop over one key, a yes to the first file does not
+/// delete the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_bound_to_its_question_not_its_key() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let bin = json!({"bin": "b4"});
+    let first = call(&oxp, KEY, "Files_Purge", bin.clone(), json!({})).await;
+    let yes =
+        json!({"requestState": state_of(&first), "inputResponses": {"oxp.confirm": accept()}});
+    let second = call(&oxp, KEY, "Files_Purge", bin.clone(), yes).await;
+    let asks = &second["result"]["inputRequests"];
+    assert_eq!(
+        asks["confirm"]["params"]["message"], "Also delete every backup of b4?",
+        "{second}"
+    );
+    assert_eq!(
+        deleted("b4 and its backups"),
+        0,
+        "one yes approved two questions"
+    );
+    let third = call(
+        &oxp,
+        KEY,
+        "Files_Purge",
+        bin,
+        json!({"requestState": state_of(&second), "inputResponses": {"confirm": accept()}}),
+    )
+    .await;
+    assert_eq!(
+        third["result"]["content"][0]["text"], "purged b4",
+        "{third}"
+    );
+
+    let files = json!({"paths": ["loop-a.txt", "loop-b.txt", "loop-c.txt"]});
+    let first = call(&oxp, KEY, "Files_DeleteEach", files.clone(), json!({})).await;
+    let second = call(
+        &oxp,
+        KEY,
+        "Files_DeleteEach",
+        files,
+        json!({"requestState": state_of(&first), "inputResponses": {"delete": accept()}}),
+    )
+    .await;
+    assert_eq!(
+        second["result"]["inputRequests"]["delete"]["params"]["message"], "Delete loop-b.txt?",
+        "{second}"
+    );
+    assert_eq!(
+        (
+            deleted("loop-a.txt"),
+            deleted("loop-b.txt"),
+            deleted("loop-c.txt")
+        ),
+        (1, 0, 0),
+        "a yes to one file deleted another"
+    );
+}
+
+/// A call completes once: its last round sent again gets the first answer and the tool does
+/// not run again; a state sent back without answers is sealed anew with the same expiry, never
+/// a later one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_call_cannot_be_replayed_or_kept_alive() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let path = json!({"path": "/replayed"});
+    let first = call(&oxp, KEY, "Files_Delete", path.clone(), json!({})).await;
+    let last = json!({"requestState": state_of(&first), "inputResponses": {"delete": accept()}});
+    let done = call(&oxp, KEY, "Files_Delete", path.clone(), last.clone()).await;
+    assert_eq!(done["result"]["content"][0]["text"], "deleted /replayed");
+    for _ in 0..3 {
+        let replay = call(&oxp, KEY, "Files_Delete", path.clone(), last.clone()).await;
+        assert_eq!(replay["result"], done["result"], "{replay}");
+    }
+    // Even an earlier round of the same call, replayed: the call has ended.
+    let early = json!({"requestState": state_of(&first), "inputResponses": {}});
+    let replay = call(&oxp, KEY, "Files_Delete", path, early).await;
+    assert_eq!(replay["result"], done["result"], "{replay}");
+    assert_eq!(
+        deleted("/replayed"),
+        1,
+        "a replayed round ran the tool again"
+    );
+
+    let first = call(&oxp, KEY, "Greeter_Greet", json!({}), json!({})).await;
+    let who = json!({"action": "accept", "content": {"name": "Ada"}});
+    let answered = call(
+        &oxp,
+        KEY,
+        "Greeter_Greet",
+        json!({}),
+        json!({"requestState": state_of(&first), "inputResponses": {"who": who}}),
+    )
+    .await;
+    let resent = call(
+        &oxp,
+        KEY,
+        "Greeter_Greet",
+        json!({}),
+        json!({"requestState": state_of(&answered)}),
+    )
+    .await;
+    assert_eq!(
+        expiry(&state_of(&resent)),
+        expiry(&state_of(&answered)),
+        "re-sending a state moved its expiry"
+    );
+}
+
+/// The expiry a state's (authenticated, not encrypted) payload carries.
+fn expiry(state: &str) -> u64 {
+    use base64::Engine as _;
+    let payload = state.split('.').next().unwrap();
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice::<Value>(&payload).unwrap()["exp"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A form's answer is checked against the schema it was asked with, and an `accept` without
+/// content is no answer: either ends the call, and the tool does not go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_validated_against_their_question() {
+    let oxp = start(Duration::from_secs(600)).await;
+    for (stay, answer, says) in [
+        (
+            "too-many-stars",
+            json!({"action": "accept", "content": {"stars": 200}}),
+            "200",
+        ),
+        ("no-content", json!({"action": "accept"}), "content"),
+    ] {
+        let input = json!({"stay": stay});
+        let first = call(&oxp, KEY, "Hotel_Rate", input.clone(), json!({})).await;
+        let asked = &first["result"]["inputRequests"]["rating"]["params"]["requestedSchema"];
+        assert_eq!(asked["properties"]["stars"]["maximum"], 5, "{first}");
+        let reply = call(
+            &oxp,
+            KEY,
+            "Hotel_Rate",
+            input,
+            json!({"requestState": state_of(&first), "inputResponses": {"rating": answer}}),
+        )
+        .await;
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("rating") && text.contains(says), "{text}");
+        assert_eq!(
+            deleted(&format!("{stay} rated")),
+            0,
+            "{stay}: the tool went on"
+        );
+    }
+}
+
+/// An ask MCP's forms cannot carry fails in the tool, and a round whose state would be too
+/// large to come back ends with an error saying so: never a question sent half, never a state
+/// the next round would refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_asked_that_cannot_be_answered() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let reply = call(&oxp, KEY, "Net_Block", json!({}), json!({})).await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
+
+    let input = json!({"slug": "too-long"});
+    let first = call(&oxp, KEY, "Blog_Publish", input.clone(), json!({})).await;
+    let essay = json!({"action": "accept", "content": {"text": "x".repeat(200_000)}});
+    let reply = call(
+        &oxp,
+        KEY,
+        "Blog_Publish",
+        input,
+        json!({"requestState": state_of(&first), "inputResponses": {"essay": essay}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("the limit is"), "{text}");
+    assert_eq!(deleted("too-long"), 0);
 }
 
 /// The server's metrics, as its operator scrapes them.

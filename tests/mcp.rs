@@ -525,3 +525,96 @@ async fn any_replica_answers_any_request_of_every_revision() {
         assert_eq!(last["result"]["isError"], false, "{version}: {last}");
     }
 }
+
+/// A `tools/call` at 2026-07-28 from a client that can answer elicitations, with `extra`
+/// params; the JSON-RPC answer.
+async fn call_asking(base: &str, bin: &str, extra: Value) -> Value {
+    let mut params = json!({"name": "Files_Empty", "arguments": {"bin": bin}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    let (_, answer) = exchange(
+        base,
+        "2026-07-28",
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}),
+    )
+    .await;
+    answer.last().unwrap().clone()
+}
+
+const STATE_KEY: &str = "a state key every replica shares, 32+ bytes";
+
+/// A call that asks goes on at any replica when they share `OXP_STATE_KEY`: the question from
+/// one, the answer to the other; and without the key, the refusal says so, runs nothing, and
+/// blames no one's client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_asks_goes_on_at_any_replica_with_a_shared_key() {
+    let binary = harness::test_example_binary("confirm_server");
+    let shared = [("OXP_STATE_KEY", STATE_KEY)];
+    let replicas = [
+        harness::start_server(&binary, &shared),
+        harness::start_server(&binary, &shared),
+    ];
+    let first = call_asking(&replicas[0].base, "b1", json!({})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(
+        result["inputRequests"]["oxp.confirm"]["params"]["message"],
+        "Empty the bin b1?"
+    );
+    let yes = json!({"requestState": result["requestState"],
+        "inputResponses": {"oxp.confirm": {"action": "accept"}}});
+    let done = call_asking(&replicas[1].base, "b1", yes).await;
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("emptied b1 (run 1 of"), "{done}");
+
+    let apart = [
+        harness::start_server(&binary, &[]),
+        harness::start_server(&binary, &[]),
+    ];
+    let first = call_asking(&apart[0].base, "b2", json!({})).await;
+    let yes = json!({"requestState": first["result"]["requestState"],
+        "inputResponses": {"oxp.confirm": {"action": "accept"}}});
+    let refused = call_asking(&apart[1].base, "b2", yes).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("sealed with another key") && message.contains("OXP_STATE_KEY"),
+        "{message}"
+    );
+}
+
+/// Replicas sharing Redis and a state key complete a call that asks once: its last round
+/// replayed at the other replica gets the first answer (the same run), not a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmed_call_replayed_at_another_replica_runs_once() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("confirm_server");
+    let env = [
+        ("OXP_STATE_KEY", STATE_KEY),
+        ("OXP_REDIS_URL", redis.1.as_str()),
+    ];
+    let replicas = [
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    ];
+    let first = call_asking(&replicas[0].base, "b3", json!({})).await;
+    let last = json!({"requestState": first["result"]["requestState"],
+        "inputResponses": {"oxp.confirm": {"action": "accept"}}});
+    let done = call_asking(&replicas[1].base, "b3", last.clone()).await;
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("emptied b3 (run 1 of"), "{done}");
+    for replica in [&replicas[0], &replicas[1]] {
+        let replay = call_asking(&replica.base, "b3", last.clone()).await;
+        assert_eq!(replay["result"], done["result"], "{replay}");
+    }
+}

@@ -903,9 +903,14 @@ async fn dispatch_asks_the_app_and_runs_once_answered() {
     else {
         panic!("the confirmation comes first")
     };
-    assert_eq!(first.message("confirm"), Some("Send invoice 7?"));
+    assert_eq!(first.message("oxp.confirm"), Some("Send invoice 7?"));
     let yes = |key: &str| [(key.to_owned(), json!({"action": "accept", "content": {}}))].into();
-    let Step::Asks(second) = dispatcher.resume(first.clone(), yes("confirm")).await else {
+    // An answer to what was not asked answers nothing: the confirmation is asked again.
+    let Step::Asks(unasked) = dispatcher.resume(first.clone(), yes("to")).await else {
+        panic!("still asking")
+    };
+    assert_eq!(unasked.message("oxp.confirm"), Some("Send invoice 7?"));
+    let Step::Asks(second) = dispatcher.resume(first.clone(), yes("oxp.confirm")).await else {
         panic!("then the form")
     };
     assert_eq!(second.message("to"), Some("To which address?"));
@@ -939,10 +944,23 @@ async fn dispatch_asks_the_app_and_runs_once_answered() {
     assert_eq!(again.content, sent.content, "the first answer");
     assert_eq!(SENT.load(Ordering::SeqCst), 1, "sent once");
 
+    // The call has ended: its first round resumed again gets that answer, not a second run.
+    let Step::Done(late) = dispatcher.resume(first.clone(), yes("oxp.confirm")).await else {
+        panic!("done")
+    };
+    assert_eq!(late.content, sent.content);
+
+    let other_call = ToolCall {
+        id: "call_8".into(),
+        ..call.clone()
+    };
+    let Step::Asks(other) = dispatcher.steps(vec![other_call]).await.unwrap().remove(0) else {
+        panic!("asks")
+    };
     let Step::Done(declined) = dispatcher
         .resume(
-            first.clone(),
-            [("confirm".to_owned(), json!({"action": "decline"}))].into(),
+            other,
+            [("oxp.confirm".to_owned(), json!({"action": "decline"}))].into(),
         )
         .await
     else {
@@ -954,12 +972,61 @@ async fn dispatch_asks_the_app_and_runs_once_answered() {
     );
 
     let stranger = Dispatcher::new(Pipeline::new(registry()));
-    let Step::Done(refused) = stranger.resume(first, yes("confirm")).await else {
+    let Step::Done(refused) = stranger.resume(first, yes("oxp.confirm")).await else {
         panic!("refused")
     };
     assert!(
-        refused.is_error && refused.content.contains("integrity"),
+        refused.is_error && refused.content.contains("sealed with another key"),
         "{refused:?}"
     );
     assert_eq!(SENT.load(Ordering::SeqCst), 1);
+}
+
+/// A pending input kept as JSON is resumed by another dispatcher of the same conversation and
+/// key (another request, another process), and by no other: another conversation's is refused.
+#[tokio::test]
+async fn a_pending_input_is_kept_and_resumed_elsewhere() {
+    use oxp_runtime::providers::{PendingInput, Step, ToolCall};
+    let key = b"an app's state key, 32 bytes or more";
+    let dispatcher = |conversation: &str| {
+        let registry = Registry::builder()
+            .tool(send_invoice::TOOL)
+            .build()
+            .unwrap();
+        Dispatcher::new(Pipeline::new(registry))
+            .conversation(conversation)
+            .state_key(key)
+            .unwrap()
+    };
+    let call = ToolCall {
+        id: "call_kept".into(),
+        name: "Billing_Send".into(),
+        arguments: Ok(json!({"number": 9})),
+    };
+    let Step::Asks(pending) = dispatcher("chat-1")
+        .steps(vec![call])
+        .await
+        .unwrap()
+        .remove(0)
+    else {
+        panic!("asks")
+    };
+    let kept = serde_json::to_string(&pending).unwrap();
+    let yes: std::collections::BTreeMap<String, serde_json::Value> =
+        [("oxp.confirm".to_owned(), json!({"action": "accept"}))].into();
+
+    let foreign: PendingInput = serde_json::from_str(&kept).unwrap();
+    let Step::Done(refused) = dispatcher("chat-2").resume(foreign, yes.clone()).await else {
+        panic!("refused")
+    };
+    assert!(
+        refused.is_error && refused.content.contains("another call or caller"),
+        "{refused:?}"
+    );
+
+    let restored: PendingInput = serde_json::from_str(&kept).unwrap();
+    let Step::Asks(next) = dispatcher("chat-1").resume(restored, yes).await else {
+        panic!("the form comes next")
+    };
+    assert_eq!(next.message("to"), Some("To which address?"));
 }

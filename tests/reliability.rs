@@ -231,58 +231,11 @@ fn sigterm_stops_the_example_with_exit_code_0() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// A `redis-server` of our own on a free loopback port, stopped on drop.
-struct RedisServer(std::process::Child, String);
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_redis() -> Option<RedisServer> {
-    if std::process::Command::new("redis-server")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        harness::skip("redis-server (Debian package `redis-server`)");
-        return None;
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = std::process::Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-server starts");
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "redis-server listens"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(RedisServer(child, format!("redis://127.0.0.1:{port}")))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_sharing_redis_run_a_call_id_once() {
-    let Some(redis) = start_redis() else { return };
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
     let replica = || async {
         let store = RedisIdempotency::connect(&redis.1, Duration::from_secs(60))
             .await

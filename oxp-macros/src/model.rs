@@ -34,6 +34,43 @@ pub struct Param {
     pub passthrough: Vec<Attribute>,
 }
 
+impl Param {
+    /// The parameter's name in a call's input: its `#[serde(rename = "…")]` (or
+    /// `rename(deserialize = "…")`) when it has one, else its own.
+    pub fn wire_name(&self) -> String {
+        let mut name = self.name.to_string().trim_start_matches("r#").to_owned();
+        for attr in self
+            .passthrough
+            .iter()
+            .filter(|a| a.path().is_ident("serde"))
+        {
+            // Anything else serde takes is skipped; a form it cannot read leaves the name as
+            // found so far, and serde itself reports the form.
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("rename") {
+                    if meta.input.peek(syn::Token![=]) {
+                        name = meta.value()?.parse::<syn::LitStr>()?.value();
+                    } else {
+                        meta.parse_nested_meta(|inner| {
+                            let value = inner.value()?.parse::<syn::LitStr>()?.value();
+                            if inner.path.is_ident("deserialize") {
+                                name = value;
+                            }
+                            Ok(())
+                        })?;
+                    }
+                } else if meta.input.peek(syn::Token![=]) {
+                    meta.value()?.parse::<syn::Expr>()?;
+                } else if meta.input.peek(syn::token::Paren) {
+                    meta.parse_nested_meta(|_| Ok(()))?;
+                }
+                Ok(())
+            });
+        }
+        name
+    }
+}
+
 pub enum Output {
     /// No return type, or `()`.
     Unit,

@@ -94,14 +94,28 @@ fn capitalized(part: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The parameters a `confirm = "…"` question names (`{path}`), in order; `{{` and `}}` are
-/// braces. `Err` with the problem when a brace is unmatched.
-pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
-    let mut names = Vec::new();
+/// A piece of a `confirm = "…"` question: text as written (`{{` and `}}` read as braces), or
+/// the name of a parameter whose value goes there.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Text shown as it is.
+    Text(std::borrow::Cow<'a, str>),
+    /// `{name}`: the call's value of the parameter `name` (its name on the wire).
+    Param(&'a str),
+}
+
+/// The pieces of a `confirm = "…"` question, the one reading of its syntax that `#[tool]`, the
+/// registry and the rendering of each call's question share. `Err` with the problem when a
+/// brace is unmatched or a `{}` names nothing.
+pub fn template(template: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut pieces = Vec::new();
+    let mut text = String::new();
     let mut rest = template;
     while let Some(at) = rest.find(['{', '}']) {
+        text.push_str(&rest[..at]);
         let (brace, after) = (&rest[at..=at], &rest[at + 1..]);
         if after.starts_with(brace) {
+            text.push_str(brace);
             rest = &after[1..];
             continue;
         }
@@ -111,10 +125,36 @@ pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
         let end = after
             .find('}')
             .ok_or("a `{` is never closed: write `{{` for a brace")?;
-        names.push(&after[..end]);
+        let name = &after[..end];
+        if name.trim().is_empty() || name.contains('{') {
+            return Err(format!(
+                "`{{{name}}}` names no parameter: write `{{path}}` for the parameter `path`, \
+                 `{{{{` for a brace"
+            ));
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(std::mem::take(&mut text).into()));
+        }
+        pieces.push(Piece::Param(name));
         rest = &after[end + 1..];
     }
-    Ok(names)
+    text.push_str(rest);
+    if !text.is_empty() {
+        pieces.push(Piece::Text(text.into()));
+    }
+    Ok(pieces)
+}
+
+/// The parameters a `confirm = "…"` question names (`{path}`), in order. `Err` with the
+/// problem when the template does not parse ([`template`]).
+pub fn placeholders(template: &str) -> Result<Vec<&str>, String> {
+    Ok(self::template(template)?
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Param(name) => Some(name),
+            Piece::Text(_) => None,
+        })
+        .collect())
 }
 
 #[cfg(test)]

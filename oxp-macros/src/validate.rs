@@ -244,10 +244,8 @@ fn check_confirm(args: &Args, tool: &Tool, errors: &mut Errors) {
     let crate::model::Inputs::Params(params) = &tool.inputs else {
         return;
     };
-    let known: Vec<String> = params
-        .iter()
-        .map(|p| p.name.to_string().trim_start_matches("r#").to_owned())
-        .collect();
+    // The names a call's input has: a renamed parameter is named as serde reads it.
+    let known: Vec<String> = params.iter().map(crate::model::Param::wire_name).collect();
     for name in names {
         if !known.iter().any(|k| k == name) {
             errors.error(

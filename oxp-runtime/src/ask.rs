@@ -25,12 +25,32 @@
 //! ```
 //!
 //! Over MCP 2026-07-28 a round that asks is answered `resultType: "input_required"` with the
-//! asks as `inputRequests` and the answers so far sealed into `requestState` (bound to the tool,
-//! its input, the caller and the user; it expires); the client repeats the call with
-//! `inputResponses` and that state. A client that did not declare the capability an ask needs
-//! (elicitation, sampling, roots) makes the ask fail at once with [`AskError::Unsupported`]: a
-//! tool may go on without the answer, or pass the error on, which answers the call with MCP's
-//! "missing required client capability" error. Earlier MCP revisions have no way to answer, and
+//! asks as `inputRequests`, and what the call has established sealed into `requestState`
+//! (bound to the tool, its input, the caller and the user): the questions asked, each by its
+//! key and a digest of the question as sent, and the answers so far, each bound to the
+//! question it answered. The client repeats the call with `inputResponses` and that state.
+//!
+//! What holds, whatever the client sends:
+//! - **An answer counts only for a question the server asked**: a response under a key the
+//!   presented state does not say was asked (or with no state at all) is ignored, so no
+//!   `confirm` can be skipped by answering it in advance.
+//! - **An answer is bound to its question, not its key**: a yes to "Delete a.txt?" does not
+//!   answer "Delete b.txt?" asked later under the same key (that one is asked anew), and a
+//!   tool's `confirm = "…"` asks under a key reserved for it (`oxp.confirm`; tools' own keys
+//!   may not begin with `oxp.`). Asking two different questions under one key in the same
+//!   round is [`AskError::Unaskable`].
+//! - **A call completes once**: every round after the first runs under a `call_id` of the
+//!   call's own, so the idempotency store (shared by replicas with `OXP_REDIS_URL`) keeps the
+//!   call's end, and a replayed round gets that first answer rather than running the tool
+//!   again. A state's life counts from the first answer and no later round extends it.
+//! - **Answers are checked**: a form's content against the schema it was asked with (an
+//!   `accept` without content fills in nothing), a model's answer and a roots list for their
+//!   shape; one that does not fit ends the call with [`AskError::Invalid`].
+//!
+//! A client that did not declare the capability an ask needs (elicitation, sampling, roots)
+//! makes the ask fail at once with [`AskError::Unsupported`]: a tool may go on without the
+//! answer, or pass the error on, which answers the call with MCP's "missing required client
+//! capability" error. Earlier MCP revisions have no way to answer, and
 //! OXP 1.0 none either: there a pending ask ends the call with an error naming what the tool
 //! needed.
 
@@ -43,6 +63,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::ToolError;
+use crate::seal::{Answer, Ledger, question_digest};
 
 /// What a client must support for an ask.
 ///
@@ -104,8 +125,13 @@ pub enum AskError {
     /// or its protocol has no way to answer.
     Unsupported(Capability),
     /// The ask itself is not one a client can be sent: a form whose schema is not a flat
-    /// object of strings, numbers, integers, booleans and enums (MCP's elicitation schemas).
+    /// object of strings, numbers, integers, booleans and choices (MCP's elicitation schemas),
+    /// a key the framework reserves (`oxp.…`), or a key already asking another question in
+    /// the same round.
     Unaskable(String),
+    /// The answer does not fit its question: a form's content that fails the schema it was
+    /// asked with, an `accept` without content, a result of the wrong shape. The call ends.
+    Invalid(String),
 }
 
 impl fmt::Display for AskError {
@@ -122,6 +148,7 @@ impl fmt::Display for AskError {
                 )
             }
             AskError::Unaskable(why) => write!(f, "the question cannot be asked: {why}"),
+            AskError::Invalid(why) => write!(f, "the answer does not fit its question: {why}"),
         }
     }
 }
@@ -150,6 +177,10 @@ impl From<AskError> for ToolError {
             )),
             AskError::Unaskable(why) => ToolError::new("The tool could not ask its question.")
                 .developer_message(format!("an unaskable question: {why}")),
+            AskError::Invalid(why) => ToolError::new(format!(
+                "The answer to the tool's question does not fit it ({why}), so the tool did \
+                 not go on."
+            )),
         }
     }
 }
@@ -171,8 +202,14 @@ pub struct Root {
 }
 
 /// One round of a call's asks, shared by the front that carries the call and the tool's
-/// context: the answers the round came with, what the client can answer, and what the tool
-/// asked. A front makes one per round ([`new`](Self::new)) and reads it after the run.
+/// context: the answers the round may read, what the client can answer, and what the tool
+/// asked. A front makes one per round and reads it after the run.
+///
+/// An answer counts only for the question it answers: a front that takes answers from a client
+/// opens them from the state the server sealed, where each is bound to the key *and* the
+/// question (its digest) the server asked, and a response to anything the state does not say
+/// was asked is ignored. [`Round::new`] is for a caller that vouches for its answers itself (a
+/// unit test, an app calling a tool directly): its answers count for whatever their key asks.
 ///
 /// ```
 /// use oxp_runtime::ask::{Capability, Round};
@@ -189,15 +226,33 @@ pub struct Round(Arc<Mutex<RoundState>>);
 
 #[derive(Default)]
 struct RoundState {
-    answers: BTreeMap<String, Value>,
-    supported: Option<Vec<Capability>>,
-    asked: BTreeMap<String, Value>,
-    used: BTreeMap<String, Value>,
+    /// The answers this round may read.
+    answers: Vec<Held>,
+    supported: Vec<Capability>,
+    /// The call's name across its rounds and its answers' deadline, from the state the round
+    /// came with (none on a first round).
+    call: Option<String>,
+    deadline: Option<u64>,
+    /// What the tool asked and did not get: key → (question digest, request as sent).
+    asked: BTreeMap<String, (String, Value)>,
+    /// The answers the tool read, each with the question it answered: what the next round
+    /// carries again.
+    used: Vec<Answer>,
     unsupported: Option<Capability>,
     /// What became of each ask, for the metrics.
     outcomes: Vec<(Capability, AskOutcome)>,
 }
 
+/// An answer a round may read.
+struct Held {
+    key: String,
+    /// The digest of the question it answers; `None`: vouched for by the caller of
+    /// [`Round::new`], good for any question under its key.
+    question: Option<String>,
+    value: Value,
+    /// Arrived with this round (not carried from an earlier one): counted when read.
+    fresh: bool,
+}
 /// What became of one ask in a round: the metrics' `outcome` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AskOutcome {
@@ -241,15 +296,20 @@ impl fmt::Debug for Round {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
         f.debug_struct("Round")
-            .field("answers", &state.answers.keys().collect::<Vec<_>>())
+            .field(
+                "answers",
+                &state.answers.iter().map(|a| &a.key).collect::<Vec<_>>(),
+            )
             .field("asked", &state.asked.keys().collect::<Vec<_>>())
             .finish()
     }
 }
 
 impl Round {
-    /// A round that came with `answers` (by ask key, as the client sent them), whose client
-    /// can answer the asks `supports` says it can.
+    /// A round whose caller vouches for `answers` (by ask key: each counts for whatever its key
+    /// asks), whose client can answer the asks `supports` says it can. For a unit test or an
+    /// app that calls a tool itself; a front taking answers from a client resumes the state it
+    /// sealed instead, where each answer is bound to its question.
     ///
     /// ```
     /// use oxp_runtime::ask::{AskError, Capability, Round};
@@ -262,15 +322,96 @@ impl Round {
     /// assert_eq!(ctx.roots("roots"), Err(AskError::Unsupported(Capability::Roots)));
     /// ```
     pub fn new(answers: BTreeMap<String, Value>, supports: impl Fn(Capability) -> bool) -> Self {
+        let answers = answers
+            .into_iter()
+            .map(|(key, value)| Held {
+                key,
+                question: None,
+                value,
+                fresh: true,
+            })
+            .collect();
+        Self::with(answers, supports)
+    }
+
+    fn with(answers: Vec<Held>, supports: impl Fn(Capability) -> bool) -> Self {
         let supported = Capability::ALL
             .into_iter()
             .filter(|c| supports(*c))
             .collect();
         Round(Arc::new(Mutex::new(RoundState {
             answers,
-            supported: Some(supported),
+            supported,
             ..RoundState::default()
         })))
+    }
+
+    /// The next round of a call: what its sealed `ledger` holds (none: the call's first
+    /// round), and the client's `responses`, of which only those to a question the ledger says
+    /// was asked count, each bound to that question.
+    pub(crate) fn resume(
+        ledger: Option<Ledger>,
+        responses: BTreeMap<String, Value>,
+        supports: impl Fn(Capability) -> bool,
+    ) -> Self {
+        let Some(ledger) = ledger else {
+            return Self::with(Vec::new(), supports);
+        };
+        let mut answers: Vec<Held> = ledger
+            .answers
+            .into_iter()
+            .map(|a| Held {
+                key: a.key,
+                question: Some(a.question),
+                value: a.value,
+                fresh: false,
+            })
+            .collect();
+        for (key, value) in responses {
+            let Some(question) = ledger.asked.get(&key) else {
+                continue;
+            };
+            let known = answers
+                .iter()
+                .any(|a| a.key == key && a.question.as_ref() == Some(question));
+            if !known {
+                answers.push(Held {
+                    key,
+                    question: Some(question.clone()),
+                    value,
+                    fresh: true,
+                });
+            }
+        }
+        let round = Self::with(answers, supports);
+        {
+            let mut state = round.lock();
+            state.call = Some(ledger.call);
+            state.deadline = ledger.deadline;
+        }
+        round
+    }
+
+    /// What the next round must be given when this one asked: the call's name, the questions
+    /// asked and the answers read so far; `None` when the round asked nothing.
+    pub(crate) fn next(&self) -> Option<Ledger> {
+        let state = self.lock();
+        if state.asked.is_empty() {
+            return None;
+        }
+        let mut ledger = match &state.call {
+            Some(call) => Ledger {
+                call: call.clone(),
+                ..Ledger::default()
+            },
+            None => Ledger::first(),
+        };
+        ledger.deadline = state.deadline;
+        ledger.asked = (state.asked.iter())
+            .map(|(key, (question, _))| (key.clone(), question.clone()))
+            .collect();
+        ledger.answers = state.used.clone();
+        Some(ledger)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundState> {
@@ -288,10 +429,13 @@ impl Round {
     /// assert_eq!(round.asked()["summary"]["method"], "sampling/createMessage");
     /// ```
     pub fn asked(&self) -> BTreeMap<String, Value> {
-        self.lock().asked.clone()
+        (self.lock().asked.iter())
+            .map(|(key, (_, request))| (key.clone(), request.clone()))
+            .collect()
     }
 
-    /// The answers the tool asked for and got, by key: what the next round must carry again.
+    /// The answers the tool asked for and got, by key, in the order it read them: what the next
+    /// round must carry again.
     ///
     /// ```
     /// use oxp_runtime::{ask::Round, signals::CallSignals, ToolContext};
@@ -302,10 +446,14 @@ impl Round {
     /// let round = Round::new(answers, |_| true);
     /// let ctx = ToolContext::new("c1").with_signals(CallSignals::new().asking(&round));
     /// ctx.confirm("go", "Go ahead?").unwrap();
-    /// assert_eq!(round.used().keys().collect::<Vec<_>>(), ["go"], "what was not asked is dropped");
+    /// let used = round.used();
+    /// assert_eq!(used.len(), 1, "what was not asked is dropped");
+    /// assert_eq!(used[0].0, "go");
     /// ```
-    pub fn used(&self) -> BTreeMap<String, Value> {
-        self.lock().used.clone()
+    pub fn used(&self) -> Vec<(String, Value)> {
+        (self.lock().used.iter())
+            .map(|a| (a.key.clone(), a.value.clone()))
+            .collect()
     }
 
     /// The capability an ask needed that the client lacks, if one did.
@@ -321,9 +469,10 @@ impl Round {
         self.lock().unsupported
     }
 
-    /// How many answers the round came with: 0 on a call's first round.
+    /// How many questions this round's client answered (0 on a call's first round): answers
+    /// to questions that were asked, not what was merely sent.
     pub(crate) fn answers(&self) -> usize {
-        self.lock().answers.len()
+        self.lock().answers.iter().filter(|a| a.fresh).count()
     }
 
     /// What became of each ask so far.
@@ -331,83 +480,200 @@ impl Round {
         self.lock().outcomes.clone()
     }
 
-    /// The answer to `key`, read by `read` (`None`: the answer does not fit, ask again); or
-    /// the ask recorded as pending.
+    /// The answer to `question` under `key`, read by `read`; or the question recorded as
+    /// asked (pending).
     fn ask<T>(
         &self,
         key: &str,
         capability: Capability,
-        request: impl FnOnce() -> Value,
-        read: impl FnOnce(&Value) -> Option<Result<T, AskError>>,
+        question: Value,
+        read: impl FnOnce(&Value) -> Result<T, AskError>,
     ) -> Result<T, AskError> {
         let mut state = self.lock();
-        let supported = state
-            .supported
-            .as_ref()
-            .is_some_and(|s| s.contains(&capability));
-        if !supported {
+        if !state.supported.contains(&capability) {
             state.unsupported = Some(capability);
             state.outcomes.push((capability, AskOutcome::Unsupported));
             return Err(AskError::Unsupported(capability));
         }
-        if let Some(answer) = state.answers.get(key).cloned() {
-            if let Some(read) = read(&answer) {
-                state.used.insert(key.to_owned(), answer);
-                let outcome = match read {
-                    Err(AskError::Declined | AskError::Cancelled) => AskOutcome::Declined,
-                    _ => AskOutcome::Answered,
-                };
-                state.outcomes.push((capability, outcome));
-                return read;
+        let digest = question_digest(&question);
+        let held = (state.answers.iter())
+            .find(|a| a.key == key && a.question.as_ref().is_none_or(|q| *q == digest))
+            .map(|a| (a.value.clone(), a.fresh));
+        if let Some((value, fresh)) = held {
+            let read = read(&value).map_err(|error| match error {
+                AskError::Invalid(why) => AskError::Invalid(format!("`{key}`: {why}")),
+                other => other,
+            });
+            let first_read = !state
+                .used
+                .iter()
+                .any(|a| a.key == key && a.question == digest);
+            if first_read && !matches!(read, Err(AskError::Invalid(_))) {
+                state.used.push(Answer {
+                    key: key.to_owned(),
+                    question: digest,
+                    value,
+                });
+                if fresh {
+                    let outcome = match read {
+                        Err(AskError::Declined | AskError::Cancelled) => AskOutcome::Declined,
+                        _ => AskOutcome::Answered,
+                    };
+                    state.outcomes.push((capability, outcome));
+                }
             }
+            return read;
         }
-        state.asked.insert(key.to_owned(), request());
+        match state.asked.get(key) {
+            Some((asked, _)) if *asked != digest => {
+                return Err(AskError::Unaskable(format!(
+                    "the key `{key}` already asks another question in this round: give each \
+                     question a key of its own"
+                )));
+            }
+            Some(_) => return Err(AskError::Pending),
+            None => {}
+        }
+        let request = sent(question);
+        state.asked.insert(key.to_owned(), (digest, request));
         state.outcomes.push((capability, AskOutcome::Asked));
         Err(AskError::Pending)
     }
 }
 
-/// An elicitation's answer: `accept` with its content, or the user's no.
-fn elicited(answer: &Value) -> Option<Result<Value, AskError>> {
-    match answer.get("action")?.as_str()? {
-        "accept" => Some(Ok(answer.get("content").cloned().unwrap_or(json!({})))),
-        "decline" => Some(Err(AskError::Declined)),
-        "cancel" => Some(Err(AskError::Cancelled)),
-        _ => None,
+/// A question as it is sent: a URL ask gets an `elicitationId` of its own each time (the
+/// client reports completion under it), which the question's digest leaves out.
+fn sent(mut question: Value) -> Value {
+    if question.pointer("/params/mode").and_then(Value::as_str) == Some("url") {
+        question["params"]["elicitationId"] = Value::String(crate::random::uuid_v4().hyphenated());
+    }
+    question
+}
+
+/// An elicitation's answer: `accept` with its content (if any), or the user's no.
+fn elicited(answer: &Value) -> Result<Option<&Value>, AskError> {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => Ok(answer.get("content")),
+        Some("decline") => Err(AskError::Declined),
+        Some("cancel") => Err(AskError::Cancelled),
+        _ => Err(AskError::Invalid(
+            "an elicitation's answer has the action `accept`, `decline` or `cancel`".into(),
+        )),
     }
 }
 
-/// Whether `schema` is one MCP lets a form ask for: an object whose properties are strings,
-/// numbers, integers or booleans (enums of strings among them), nothing nested.
-fn form_problem(schema: &Value) -> Option<String> {
+/// The string formats an MCP form may ask for.
+const FORM_FORMATS: [&str; 4] = ["email", "uri", "date", "date-time"];
+
+/// What keeps `schema` from being a form MCP can carry (`ElicitRequest`'s `requestedSchema`):
+/// an object whose every field is a string (of one of [`FORM_FORMATS`], if any), a number, an
+/// integer, a boolean, or a choice among strings (`enum`, or `oneOf` options with a `const` and
+/// a `title`; an array of such choices for several).
+pub(crate) fn form_problem(schema: &Value) -> Option<String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Some("a form is an object with named fields".into());
     }
     let properties = schema.get("properties").and_then(Value::as_object);
-    for (name, property) in properties.into_iter().flatten() {
-        let kind = property.get("type").and_then(Value::as_str);
-        let enumerated = property.get("enum").is_some() || property.get("oneOf").is_some();
-        if !matches!(kind, Some("string" | "number" | "integer" | "boolean")) && !enumerated {
-            return Some(format!(
-                "the field `{name}` is not a string, number, integer, boolean or enum"
-            ));
-        }
-    }
-    None
+    properties
+        .into_iter()
+        .flatten()
+        .find_map(|(name, field)| Some(format!("the field `{name}` {}", field_problem(field)?)))
 }
+
+fn field_problem(field: &Value) -> Option<String> {
+    let strings = |values: Option<&Value>| {
+        values
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.iter().all(Value::is_string))
+    };
+    let titled = |options: Option<&Value>| {
+        options.and_then(Value::as_array).is_some_and(|options| {
+            options.iter().all(|option| {
+                option.get("const").is_some_and(Value::is_string)
+                    && option.get("title").is_some_and(Value::is_string)
+            })
+        })
+    };
+    let choice = |field: &Value| {
+        (field.get("enum").is_some() && strings(field.get("enum")))
+            || titled(field.get("oneOf"))
+            || titled(field.get("anyOf"))
+    };
+    match field.get("type").and_then(Value::as_str) {
+        Some("string") if field.get("enum").is_some() || field.get("oneOf").is_some() => {
+            (!choice(field)).then(|| {
+                "is a choice whose options are not plain strings (an `enum` of strings, or \
+                 `oneOf` options each with a `const` and a `title`)"
+                    .into()
+            })
+        }
+        Some("string") => match field.get("format") {
+            None => None,
+            Some(format) if format.as_str().is_some_and(|f| FORM_FORMATS.contains(&f)) => None,
+            Some(format) => Some(format!(
+                "has the format {format}, which forms cannot carry (only {})",
+                FORM_FORMATS.join(", ")
+            )),
+        },
+        Some("number" | "integer" | "boolean") => None,
+        Some("array") if field.get("items").is_some_and(choice) => None,
+        _ => Some("is not a string, number, integer, boolean or choice of strings".into()),
+    }
+}
+
+/// Why `content` is not an answer to the form `schema` asked for, if it is not.
+fn form_answer_problem(schema: &Value, content: &Value) -> Option<String> {
+    let validator = match jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(schema)
+    {
+        Ok(validator) => validator,
+        Err(error) => return Some(format!("its question's schema does not compile: {error}")),
+    };
+    let problems: Vec<String> = validator
+        .iter_errors(content)
+        .map(|error| match error.instance_path().as_str() {
+            "" => error.to_string(),
+            at => format!("at {at}: {error}"),
+        })
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// The reserved beginning of the keys the framework asks under itself.
+const RESERVED: &str = "oxp.";
+
+/// The ask key of a tool's `confirm = "…"`: reserved, so no key of the tool's own is it.
+pub(crate) const CONFIRM_KEY: &str = "oxp.confirm";
 
 impl crate::ToolContext {
     fn round(&self) -> Round {
-        // A context without a round (OXP 1.0, which has no place for answers; a provider's
-        // dispatch; a direct call) has no one to ask: every ask is unsupported.
+        // A context without a round (OXP 1.0, which has no place for answers; a direct call)
+        // has no one to ask: every ask is unsupported.
         self.signals()
             .round()
             .unwrap_or_else(|| Round::new(BTreeMap::new(), |_| false))
     }
 
+    /// Asks under the tool's own `key`, which may not be one the framework reserves.
+    fn ask_own<T>(
+        &self,
+        key: &str,
+        capability: Capability,
+        question: Value,
+        read: impl FnOnce(&Value) -> Result<T, AskError>,
+    ) -> Result<T, AskError> {
+        if key.starts_with(RESERVED) {
+            return Err(AskError::Unaskable(format!(
+                "the key `{key}`: keys beginning with `{RESERVED}` are the framework's own"
+            )));
+        }
+        self.round().ask(key, capability, question, read)
+    }
+
     /// Asks the user to fill in a form shaped like `T` (MCP's form elicitation), under `key`
     /// (unique within the tool). `T`'s schema must be a flat object of strings, numbers,
-    /// integers, booleans and enums.
+    /// integers, booleans and choices of strings; the answer is checked against it.
     ///
     /// ```
     /// use oxp_runtime::{__private::schemars, tool, ToolContext, ToolError};
@@ -429,35 +695,32 @@ impl crate::ToolContext {
         key: &str,
         message: &str,
     ) -> Result<T, AskError> {
-        let schema = crate::schema::finalize_input(crate::schema::input_schema::<T>())
+        let mut schema = crate::schema::finalize_input(crate::schema::input_schema::<T>())
             .map_err(|e| AskError::Unaskable(e.to_string()))?;
         if let Some(problem) = form_problem(&schema) {
             return Err(AskError::Unaskable(problem));
         }
         // MCP's `requestedSchema` is a plain object of fields: no closing keyword.
-        let mut schema = schema;
         if let Some(object) = schema.as_object_mut() {
             object.remove("additionalProperties");
+            object.remove("$schema");
         }
-        self.round().ask(
-            key,
-            Capability::Elicitation,
-            || {
-                json!({"method": "elicitation/create",
-                    "params": {"mode": "form", "message": message, "requestedSchema": schema}})
-            },
-            |answer| {
-                let content = match elicited(answer)? {
-                    Ok(content) => content,
-                    Err(no) => return Some(Err(no)),
-                };
-                serde_json::from_value(content).ok().map(Ok)
-            },
-        )
+        let question = json!({"method": "elicitation/create",
+            "params": {"mode": "form", "message": message, "requestedSchema": &schema}});
+        self.ask_own(key, Capability::Elicitation, question, |answer| {
+            let content = elicited(answer)?.ok_or_else(|| {
+                AskError::Invalid("an `accept` without `content` does not fill in the form".into())
+            })?;
+            if let Some(problem) = form_answer_problem(&schema, content) {
+                return Err(AskError::Invalid(problem));
+            }
+            serde_json::from_value(content.clone()).map_err(|e| AskError::Invalid(e.to_string()))
+        })
     }
 
     /// Asks the user to confirm (yes or no), under `key`; `Ok` when confirmed,
-    /// [`AskError::Declined`] (or `Cancelled`) when not.
+    /// [`AskError::Declined`] (or `Cancelled`) when not. A yes answers this question only:
+    /// asking another under the same key asks again.
     ///
     /// ```
     /// use oxp_runtime::{tool, ToolContext, ToolError};
@@ -471,20 +734,27 @@ impl crate::ToolContext {
     /// # assert!(send(&ToolContext::new("c1"), "ada@example.com".into()).is_err());
     /// ```
     pub fn confirm(&self, key: &str, message: &str) -> Result<(), AskError> {
-        self.round().ask(
+        self.ask_own(
             key,
             Capability::Elicitation,
-            || {
-                json!({"method": "elicitation/create", "params": {"mode": "form",
-                    "message": message,
-                    "requestedSchema": {"type": "object", "properties": {}}}})
-            },
-            |answer| Some(elicited(answer)?.map(drop)),
+            confirmation_question(message),
+            |answer| elicited(answer).map(drop),
+        )
+    }
+
+    /// The question of the tool's `confirm = "…"`, under the key reserved for it.
+    pub(crate) fn confirm_declared(&self, message: &str) -> Result<(), AskError> {
+        self.round().ask(
+            CONFIRM_KEY,
+            Capability::Elicitation,
+            confirmation_question(message),
+            |answer| elicited(answer).map(drop),
         )
     }
 
     /// Asks the user to visit `url` (MCP's URL elicitation: signing in somewhere, paying),
-    /// under `key`; `Ok` once the user says they did.
+    /// under `key`; `Ok` once the user says they did. Each time it is sent it carries a fresh
+    /// `elicitationId`.
     ///
     /// ```
     /// use oxp_runtime::{tool, ToolContext, ToolError};
@@ -498,15 +768,11 @@ impl crate::ToolContext {
     /// # assert!(connect(&ToolContext::new("c1")).is_err());
     /// ```
     pub fn ask_url(&self, key: &str, message: &str, url: &str) -> Result<(), AskError> {
-        self.round().ask(
-            key,
-            Capability::Elicitation,
-            || {
-                json!({"method": "elicitation/create", "params": {"mode": "url",
-                    "message": message, "url": url, "elicitationId": key}})
-            },
-            |answer| Some(elicited(answer)?.map(drop)),
-        )
+        let question = json!({"method": "elicitation/create", "params": {"mode": "url",
+            "message": message, "url": url}});
+        self.ask_own(key, Capability::Elicitation, question, |answer| {
+            elicited(answer).map(drop)
+        })
     }
 
     /// Asks the client's model `prompt` (MCP's sampling), under `key`, for at most
@@ -523,28 +789,27 @@ impl crate::ToolContext {
     /// # assert!(summarise(&ToolContext::new("c1"), "…".into()).is_err());
     /// ```
     pub fn sample(&self, key: &str, prompt: &str, max_tokens: u32) -> Result<String, AskError> {
-        self.round().ask(
-            key,
-            Capability::Sampling,
-            || {
-                json!({"method": "sampling/createMessage", "params": {
-                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-                    "maxTokens": max_tokens}})
-            },
-            |answer| {
-                let content = answer.get("content")?;
-                let blocks = match content {
-                    Value::Array(blocks) => blocks.iter().collect(),
-                    block => vec![block],
-                };
-                let text: Vec<&str> = blocks
-                    .into_iter()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect();
-                (!text.is_empty()).then(|| Ok(text.concat()))
-            },
-        )
+        let question = json!({"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "maxTokens": max_tokens}});
+        self.ask_own(key, Capability::Sampling, question, |answer| {
+            let blocks = match answer.get("content") {
+                Some(Value::Array(blocks)) => blocks.iter().collect(),
+                Some(block) => vec![block],
+                None => Vec::new(),
+            };
+            let text: Vec<&str> = blocks
+                .into_iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            if text.is_empty() {
+                return Err(AskError::Invalid(
+                    "a sampling result carries its answer as `text` content".into(),
+                ));
+            }
+            Ok(text.concat())
+        })
     }
 
     /// Asks the client for its roots (MCP's `roots/list`), under `key`.
@@ -560,48 +825,62 @@ impl crate::ToolContext {
     /// # assert!(count_roots(&ToolContext::new("c1")).is_err());
     /// ```
     pub fn roots(&self, key: &str) -> Result<Vec<Root>, AskError> {
-        self.round().ask(
-            key,
-            Capability::Roots,
-            || json!({"method": "roots/list", "params": {}}),
-            |answer| {
-                let roots = answer.get("roots")?.clone();
-                serde_json::from_value(roots).ok().map(Ok)
-            },
-        )
+        let question = json!({"method": "roots/list", "params": {}});
+        self.ask_own(key, Capability::Roots, question, |answer| {
+            let roots = answer.get("roots").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(roots)
+                .map_err(|e| AskError::Invalid(format!("a roots list: {e}")))
+        })
     }
 }
 
-/// The ask key of a tool's `confirm = "…"`.
-pub(crate) const CONFIRM_KEY: &str = "confirm";
+/// A yes-or-no question: a form with no fields.
+fn confirmation_question(message: &str) -> Value {
+    json!({"method": "elicitation/create", "params": {"mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {}}}})
+}
 
-/// The question of a `confirm = "…"`, its `{param}`s replaced by the call's values (a string as
-/// it is, any other value as JSON).
+/// The longest a value shown in a `confirm = "…"` question may be, in characters.
+const MAX_SHOWN_CHARS: usize = 120;
+
+/// The question of a `confirm = "…"`, its `{param}`s replaced by the call's values: a string
+/// as it is, any other value as JSON, at most [`MAX_SHOWN_CHARS`] of it, with control and
+/// bidirectional-formatting characters escaped so that the model's values cannot reshape the
+/// question the user approves. A parameter the call left out shows as `(none)`.
 pub(crate) fn confirmation(template: &str, input: &Value) -> String {
+    use crate::rules::Piece;
+    // Checked when the registry was built: a template that does not parse is never rendered.
+    let pieces = crate::rules::template(template).unwrap_or_default();
     let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(at) = rest.find(['{', '}']) {
-        out.push_str(&rest[..at]);
-        let (brace, after) = (&rest[at..=at], &rest[at + 1..]);
-        if after.starts_with(brace) {
-            out.push_str(brace);
-            rest = &after[1..];
-            continue;
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(&text),
+            Piece::Param(name) => match input.get(name) {
+                Some(Value::String(text)) => shown(text, &mut out),
+                Some(other) => shown(&other.to_string(), &mut out),
+                None => out.push_str("(none)"),
+            },
         }
-        let Some(end) = after.find('}').filter(|_| brace == "{") else {
-            out.push_str(brace);
-            rest = after;
-            continue;
-        };
-        match input.get(&after[..end]) {
-            Some(Value::String(text)) => out.push_str(text),
-            Some(other) => out.push_str(&other.to_string()),
-            None => {}
-        }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     out
+}
+
+/// `value`, escaped and capped, onto `out`.
+fn shown(value: &str, out: &mut String) {
+    for (count, c) in value.chars().enumerate() {
+        if count == MAX_SHOWN_CHARS {
+            out.push('…');
+            return;
+        }
+        // Bidirectional overrides, isolates and marks: they reorder what the user reads.
+        let bidi = matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}'
+            | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -612,6 +891,21 @@ mod tests {
 
     fn context(round: &Round) -> ToolContext {
         ToolContext::new("c1").with_signals(CallSignals::new().asking(round))
+    }
+
+    /// The round after `round`, with the client's `responses`, as a front makes it from the
+    /// state it sealed.
+    fn next(round: &Round, responses: Value) -> Round {
+        let responses = serde_json::from_value(responses).unwrap();
+        Round::resume(round.next(), responses, |_| true)
+    }
+
+    fn first() -> Round {
+        Round::resume(None, BTreeMap::new(), |_| true)
+    }
+
+    fn yes() -> Value {
+        json!({"action": "accept"})
     }
 
     #[test]
@@ -636,10 +930,13 @@ mod tests {
         assert_eq!(ctx.confirm("no", "No?"), Err(AskError::Declined));
         assert_eq!(ctx.sample("model", "Capital?", 10).unwrap(), "Paris");
         assert_eq!(ctx.roots("roots").unwrap()[0].uri, "file:///a");
-        assert_eq!(ctx.confirm("bad", "Malformed?"), Err(AskError::Pending));
+        assert!(matches!(
+            ctx.confirm("bad", "Malformed?"),
+            Err(AskError::Invalid(why)) if why.contains("`bad`")
+        ));
         assert_eq!(ctx.confirm("later", "Later?"), Err(AskError::Pending));
         let asked = round.asked();
-        assert_eq!(asked.keys().collect::<Vec<_>>(), ["bad", "later"]);
+        assert_eq!(asked.keys().collect::<Vec<_>>(), ["later"]);
         assert_eq!(asked["later"]["method"], "elicitation/create");
         assert_eq!(round.used().len(), 4, "the answers the tool read");
     }
@@ -657,8 +954,159 @@ mod tests {
         assert_eq!(round.asked().len(), 1, "only the sampling ask is sent");
     }
 
+    /// A response counts only for a key the sealed state says was asked: answering in
+    /// advance (no state) or answering another key does nothing.
     #[test]
-    fn confirmations_name_the_call_s_values() {
+    fn an_answer_counts_only_for_a_question_that_was_asked() {
+        let unasked = Round::resume(None, BTreeMap::from([("go".into(), yes())]), |_| true);
+        assert_eq!(
+            context(&unasked).confirm("go", "Go?"),
+            Err(AskError::Pending)
+        );
+        assert_eq!(unasked.answers(), 0, "nothing was answered");
+
+        let round = first();
+        let _ = context(&round).confirm("go", "Go?");
+        let round = next(&round, json!({"other": yes()}));
+        assert_eq!(
+            context(&round).confirm("other", "Other?"),
+            Err(AskError::Pending)
+        );
+        assert_eq!(context(&round).confirm("go", "Go?"), Err(AskError::Pending));
+
+        let round = first();
+        let _ = context(&round).confirm("go", "Go?");
+        let round = next(&round, json!({"go": yes()}));
+        assert_eq!(context(&round).confirm("go", "Go?"), Ok(()));
+        assert_eq!(round.answers(), 1);
+    }
+
+    /// A yes answers the question asked, not its key: another question under the same key is
+    /// asked anew, in a loop as after another ask.
+    #[test]
+    fn an_answer_is_bound_to_its_question() {
+        let round = first();
+        let _ = context(&round).confirm("delete", "Delete a.txt?");
+        let round = next(&round, json!({"delete": yes()}));
+        let ctx = context(&round);
+        assert_eq!(ctx.confirm("delete", "Delete a.txt?"), Ok(()));
+        assert_eq!(
+            ctx.confirm("delete", "Delete b.txt?"),
+            Err(AskError::Pending)
+        );
+        assert_eq!(
+            round.asked()["delete"]["params"]["message"],
+            "Delete b.txt?"
+        );
+        // The client's yes under `delete` now answers b.txt; a.txt's stays a.txt's.
+        let round = next(&round, json!({"delete": yes()}));
+        let ctx = context(&round);
+        assert_eq!(ctx.confirm("delete", "Delete a.txt?"), Ok(()));
+        assert_eq!(ctx.confirm("delete", "Delete b.txt?"), Ok(()));
+        assert_eq!(
+            ctx.confirm("delete", "Delete c.txt?"),
+            Err(AskError::Pending)
+        );
+
+        // Two questions under one key in one round: the tool's mistake, said at once.
+        let round = first();
+        let ctx = context(&round);
+        assert_eq!(ctx.confirm("k", "One?"), Err(AskError::Pending));
+        assert!(matches!(
+            ctx.confirm("k", "Two?"),
+            Err(AskError::Unaskable(_))
+        ));
+        // The framework's keys are its own.
+        assert!(matches!(
+            ctx.confirm(CONFIRM_KEY, "Sneaky?"),
+            Err(AskError::Unaskable(why)) if why.contains("oxp.")
+        ));
+    }
+
+    /// Each answer is counted when it arrives, not again in each round that reads it.
+    #[test]
+    fn answers_are_counted_once() {
+        let round = first();
+        let _ = context(&round).confirm("a", "A?");
+        let round = next(&round, json!({"a": yes()}));
+        let ctx = context(&round);
+        ctx.confirm("a", "A?").unwrap();
+        ctx.confirm("a", "A?").unwrap();
+        let _ = ctx.confirm("b", "B?");
+        let round = next(&round, json!({"b": yes()}));
+        let ctx = context(&round);
+        ctx.confirm("a", "A?").unwrap();
+        ctx.confirm("b", "B?").unwrap();
+        let answered = |round: &Round| {
+            (round.outcomes().iter())
+                .filter(|(_, o)| *o == AskOutcome::Answered)
+                .count()
+        };
+        assert_eq!(answered(&round), 1, "only b arrived with this round");
+        assert_eq!(round.answers(), 1);
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Rating {
+        /// One to five.
+        #[schemars(range(min = 1, max = 5))]
+        stars: u8,
+    }
+
+    /// A form's answer is checked against the schema it was asked with; an `accept` without
+    /// content fills in nothing.
+    #[test]
+    fn answers_are_validated_against_their_question() {
+        for (answer, problem) in [
+            (
+                json!({"action": "accept", "content": {"stars": 200}}),
+                "200",
+            ),
+            (json!({"action": "accept"}), "without `content`"),
+            (json!({"action": "maybe"}), "action"),
+        ] {
+            let round = first();
+            let _ = context(&round).ask::<Rating>("rating", "How was it?");
+            let round = next(&round, json!({"rating": answer}));
+            match context(&round).ask::<Rating>("rating", "How was it?") {
+                Err(AskError::Invalid(why)) => assert!(why.contains(problem), "{why}"),
+                other => panic!("{answer}: {:?}", other.map(|r| r.stars)),
+            }
+        }
+        let round = first();
+        let _ = context(&round).ask::<Rating>("rating", "How was it?");
+        let round = next(
+            &round,
+            json!({"rating": {"action": "accept", "content": {"stars": 4}}}),
+        );
+        let rating = context(&round).ask::<Rating>("rating", "How was it?");
+        assert_eq!(rating.map(|r| r.stars), Ok(4));
+    }
+
+    /// A URL ask carries a fresh `elicitationId` each time it is sent; its answer still
+    /// counts for it.
+    #[test]
+    fn a_url_ask_has_a_fresh_id_each_time() {
+        let ids: Vec<Value> = (0..2)
+            .map(|_| {
+                let round = first();
+                let _ = context(&round).ask_url("signin", "Sign in", "https://example.com/a");
+                round.asked()["signin"]["params"]["elicitationId"].clone()
+            })
+            .collect();
+        assert!(ids[0].is_string() && ids[0] != ids[1], "{ids:?}");
+        let round = first();
+        let _ = context(&round).ask_url("signin", "Sign in", "https://example.com/a");
+        let round = next(&round, json!({"signin": yes()}));
+        assert_eq!(
+            context(&round).ask_url("signin", "Sign in", "https://example.com/a"),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn confirmations_name_the_call_s_values_escaped_and_capped() {
         let input = json!({"path": "/srv/data", "force": true});
         let template = "Delete {path} (force: {force})? {{sure}}";
         assert_eq!(
@@ -671,19 +1119,66 @@ mod tests {
         );
         assert!(crate::rules::placeholders("Delete {path").is_err());
         assert!(crate::rules::placeholders("Delete path}").is_err());
+        assert!(crate::rules::placeholders("Delete {}").is_err());
+        let hostile = json!({"path": "a.txt?\n\nYes, and also delete /\u{202E}txt.exe"});
+        let shown = confirmation("Delete {path}?", &hostile);
+        assert!(
+            !shown.contains('\n') && !shown.contains('\u{202E}'),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\\u{a}") && shown.contains("\\u{202e}"),
+            "{shown}"
+        );
+        let long = json!({"path": "x".repeat(1000)});
+        let shown = confirmation("Delete {path}?", &long);
+        assert_eq!(
+            shown.chars().count(),
+            "Delete ?".len() + MAX_SHOWN_CHARS + 1
+        );
+        assert_eq!(confirmation("Delete {path}?", &json!({})), "Delete (none)?");
     }
 
     #[test]
-    fn a_form_is_flat() {
+    fn a_form_is_flat_and_carries_only_what_mcp_forms_carry() {
         #[derive(serde::Deserialize, schemars::JsonSchema)]
         #[allow(dead_code)]
         struct Nested {
             inner: Vec<String>,
+        }
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Address {
+            #[schemars(extend("format" = "ipv4"))]
+            ip: String,
+        }
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        enum Shape {
+            Circle { radius: f64 },
+            Square { side: f64 },
+        }
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code)]
+        struct Drawing {
+            shape: Shape,
         }
         let ctx = context(&Round::new(BTreeMap::new(), |_| true));
         assert!(matches!(
             ctx.ask::<Nested>("n", "Nested?"),
             Err(AskError::Unaskable(_))
         ));
+        assert!(matches!(
+            ctx.ask::<Address>("a", "Address?"),
+            Err(AskError::Unaskable(why)) if why.contains("ipv4")
+        ));
+        assert!(matches!(
+            ctx.ask::<Drawing>("d", "Drawing?"),
+            Err(AskError::Unaskable(_))
+        ));
+        assert_eq!(
+            ctx.ask::<Rating>("r", "Rating?").map(|r| r.stars),
+            Err(AskError::Pending)
+        );
     }
 }

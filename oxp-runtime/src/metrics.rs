@@ -239,7 +239,7 @@ struct Table {
     /// `[capability][outcome]`, flattened.
     asks: [Striped; Capability::ALL.len() * AskOutcome::ALL.len()],
     /// Request states refused: `[invalid, expired]`.
-    refused_states: [Striped; 2],
+    refused_states: [Striped; 3],
 }
 
 impl std::fmt::Debug for Table {
@@ -354,13 +354,13 @@ impl Collector for Table {
             &mut encoder,
             (
                 "oxp_request_states_refused",
-                "Request states of calls that ask, refused: altered or not this call's, or expired",
+                "Request states of calls that ask, refused: altered or not this call's, sealed \
+                 with another key (replicas without a shared key), or expired",
             ),
             "reason",
-            [
-                ("invalid", &self.refused_states[0]),
-                ("expired", &self.refused_states[1]),
-            ],
+            std::array::from_fn::<_, 3, _>(|at| {
+                (crate::seal::BadState::REASONS[at], &self.refused_states[at])
+            }),
         )
     }
 }
@@ -495,9 +495,9 @@ impl Metrics {
         }
     }
 
-    /// A request state refused (`expired`, or altered or not the call's).
-    pub(crate) fn refused_state(&self, expired: bool) {
-        self.inner.table.refused_states[usize::from(expired)].add(1);
+    /// A request state refused, for the reason its label names.
+    pub(crate) fn refused_state(&self, bad: crate::seal::BadState) {
+        self.inner.table.refused_states[bad.reason_index()].add(1);
     }
 
     /// The text `GET /metrics` answers with.

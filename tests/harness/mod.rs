@@ -263,19 +263,34 @@ pub fn cargo_build(args: &[&str]) -> std::path::PathBuf {
 }
 
 pub fn start_example(env: &[(&str, &str)]) -> Example {
+    start_server(&example_binary(), env)
+}
+
+/// `tests/examples/<name>.rs`, built as the example is; its path.
+pub fn test_example_binary(name: &str) -> String {
+    cargo_build(&["-p", "calculator", "-p", "oxp-tests", "--example", name])
+        .join("debug/examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The server `binary` (one that calls `oxp_runtime::serve()`), on a free loopback port with
+/// `env`.
+pub fn start_server(binary: &str, env: &[(&str, &str)]) -> Example {
     use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(example_binary())
+    let mut child = std::process::Command::new(binary)
         .env("OXP_ADDR", "127.0.0.1:0")
         .env("OXP_LOG_FORMAT", "json")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("the example starts");
+        .expect("the server starts");
     // `serve()` logs the address it serves; read it from the first lines.
     let stdout = child.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
     let base = loop {
-        let line = lines.next().expect("the example logs its address").unwrap();
+        let line = lines.next().expect("the server logs its address").unwrap();
         if let Some(at) = line.find("serving OXP 1.0 on ") {
             let rest = &line[at + "serving OXP 1.0 on ".len()..];
             break rest.split(['"', ' ']).next().unwrap().to_owned();
@@ -392,4 +407,53 @@ pub fn mcp_messages(content_type: &str, body: &str) -> Vec<Value> {
     } else {
         vec![serde_json::from_str(body).expect("a JSON answer")]
     }
+}
+
+/// A `redis-server` of our own on a free loopback port, stopped on drop.
+pub struct RedisServer(pub std::process::Child, pub String);
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn start_redis() -> Option<RedisServer> {
+    if std::process::Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip("redis-server (Debian package `redis-server`)");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "redis-server listens"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(RedisServer(child, format!("redis://127.0.0.1:{port}")))
 }

@@ -1,7 +1,8 @@
 //! A whole model ↔ tools loop against an OpenAI-compatible Chat Completions endpoint: the model
 //! sees the tools in OpenAI's format, its tool calls run through the same pipeline as OXP calls,
 //! and the results go back as `role: "tool"` messages until the model answers in text. A tool
-//! that asks first (`Doorbell.Forget` wants a yes) asks here, in the terminal, before it runs.
+//! that asks (`Doorbell.Forget` wants a yes) is answered here: questions by the user in the
+//! terminal, sampling by the same model, roots with this directory; at most a few rounds.
 //!
 //! ```sh
 //! OXP_AGENT_API_KEY=sk-… cargo run -p agent_loop -- "What is 12.5 plus 30, and ring doorbell1?"
@@ -58,26 +59,145 @@ async fn forget(
     format!("{doorbell_id} is forgotten")
 }
 
-/// Asks this terminal's user what a tool asks (a confirmation, here), then goes on.
-async fn answer(dispatcher: &Dispatcher, mut pending: PendingInput) -> ToolResult {
-    loop {
+/// The model behind the loop: an OpenAI-compatible Chat Completions endpoint.
+struct Model {
+    client: reqwest::Client,
+    base: String,
+    key: String,
+    name: String,
+}
+
+impl Model {
+    /// The model's next message after `messages`, offered `tools` (none: text only).
+    async fn reply(&self, messages: &[Value], tools: Option<&[Value]>) -> Result<Value, String> {
+        let mut body = json!({"model": self.name, "messages": messages});
+        if let Some(tools) = tools {
+            body["tools"] = Value::from(tools);
+        }
+        let response: Value = self
+            .client
+            .post(format!(
+                "{}/chat/completions",
+                self.base.trim_end_matches('/')
+            ))
+            .bearer_auth(&self.key)
+            .json(&body)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        response
+            .pointer("/choices/0/message")
+            .cloned()
+            .ok_or_else(|| "the response has no message".to_owned())
+    }
+}
+
+/// The most rounds of questions one call may ask before the loop gives up on it: a tool that
+/// keeps asking must not hold the conversation forever.
+const MAX_ASK_ROUNDS: usize = 5;
+
+/// Answers what a tool asks, round after round, until it has a result: the user in this
+/// terminal for questions, the model for sampling, this directory for roots.
+async fn answer(dispatcher: &Dispatcher, model: &Model, mut pending: PendingInput) -> ToolResult {
+    for _ in 0..MAX_ASK_ROUNDS {
         let mut answers = std::collections::BTreeMap::new();
-        for key in pending.asks.keys() {
-            let question = pending.message(key).unwrap_or("The tool asks to go on.");
-            eprint!("{question} [y/N] ");
-            let mut line = String::new();
-            let _ = std::io::stdin().read_line(&mut line);
-            let action = if line.trim().eq_ignore_ascii_case("y") {
-                "accept"
-            } else {
-                "decline"
-            };
-            answers.insert(key.clone(), json!({"action": action, "content": {}}));
+        for (key, ask) in &pending.asks {
+            answers.insert(key.clone(), answer_one(ask, model).await);
         }
         match dispatcher.resume(pending, answers).await {
             Step::Done(result) => return result,
             Step::Asks(again) => pending = again,
         }
+    }
+    ToolResult {
+        id: pending.call.id.clone(),
+        name: pending.call.name.clone(),
+        content: format!("Error: the tool asked more than {MAX_ASK_ROUNDS} rounds of questions."),
+        is_error: true,
+        value: None,
+        media: Vec::new(),
+    }
+}
+
+/// The answer to one ask, in MCP's result shapes.
+async fn answer_one(ask: &Value, model: &Model) -> Value {
+    let params = &ask["params"];
+    let message = params["message"]
+        .as_str()
+        .unwrap_or("The tool asks to go on.");
+    match ask["method"].as_str() {
+        Some("elicitation/create") if params["mode"] == "url" => {
+            let url = params["url"].as_str().unwrap_or_default();
+            eprintln!("{message}\n  open: {url}");
+            yes_or_no("Done?")
+        }
+        Some("elicitation/create") => {
+            let fields = params
+                .pointer("/requestedSchema/properties")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            if fields.is_empty() {
+                return yes_or_no(message);
+            }
+            eprintln!("{message} (an empty answer cancels)");
+            let mut content = serde_json::Map::new();
+            for (name, field) in &fields {
+                let Some(line) = prompt(&format!("  {name}: ")) else {
+                    return json!({"action": "cancel"});
+                };
+                content.insert(name.clone(), typed(&line, field));
+            }
+            json!({"action": "accept", "content": content})
+        }
+        Some("sampling/createMessage") => {
+            let messages: Vec<Value> = (params["messages"].as_array().into_iter().flatten())
+                .map(|m| json!({"role": m["role"], "content": m["content"]["text"]}))
+                .collect();
+            let text = match model.reply(&messages, None).await {
+                Ok(reply) => reply["content"].as_str().unwrap_or_default().to_owned(),
+                Err(error) => format!("(the model could not answer: {error})"),
+            };
+            json!({"role": "assistant", "content": {"type": "text", "text": text},
+                "model": model.name})
+        }
+        Some("roots/list") => {
+            let here = std::env::current_dir().unwrap_or_default();
+            json!({"roots": [{"uri": format!("file://{}", here.display()), "name": "here"}]})
+        }
+        _ => json!({"action": "decline"}),
+    }
+}
+
+/// A line from this terminal's user after `label`; `None` for an empty one.
+fn prompt(label: &str) -> Option<String> {
+    eprint!("{label}");
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    let line = line.trim();
+    (!line.is_empty()).then(|| line.to_owned())
+}
+
+fn yes_or_no(question: &str) -> Value {
+    let yes = prompt(&format!("{question} [y/N] ")).is_some_and(|l| l.eq_ignore_ascii_case("y"));
+    json!({"action": if yes { "accept" } else { "decline" }})
+}
+
+/// `line` as the JSON type `field` asks for (the tool checks it against the schema).
+fn typed(line: &str, field: &Value) -> Value {
+    match field["type"].as_str() {
+        Some("integer") => line
+            .parse::<i64>()
+            .map_or_else(|_| json!(line), Value::from),
+        Some("number") => line
+            .parse::<f64>()
+            .map_or_else(|_| json!(line), Value::from),
+        Some("boolean") => json!(matches!(line, "y" | "yes" | "true")),
+        _ => json!(line),
     }
 }
 
@@ -96,9 +216,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         return Ok(());
     };
-    let base =
-        std::env::var("OXP_AGENT_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".into());
-    let model = std::env::var("OXP_AGENT_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+    let model = Model {
+        client: reqwest::Client::new(),
+        base: std::env::var("OXP_AGENT_BASE_URL")
+            .unwrap_or_else(|_| "https://api.openai.com/v1".into()),
+        key,
+        name: std::env::var("OXP_AGENT_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into()),
+    };
     let strict = std::env::var("OXP_AGENT_STRICT").map_or(true, |v| v != "false");
     let question = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
     let question = if question.is_empty() {
@@ -115,23 +239,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tools = openai::chat_tools(&registry, &Limits::default(), strict)
         .map_err(|errors| format!("{errors:?}"))?;
     let dispatcher = Dispatcher::new(Pipeline::new(registry));
-    let client = reqwest::Client::new();
     let mut messages = vec![json!({"role": "user", "content": question})];
 
     for _ in 0..MAX_TURNS {
-        let response: Value = client
-            .post(format!("{}/chat/completions", base.trim_end_matches('/')))
-            .bearer_auth(&key)
-            .json(&json!({"model": model, "messages": messages, "tools": tools}))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        let message = response
-            .pointer("/choices/0/message")
-            .cloned()
-            .ok_or("the response has no message")?;
+        let message = model.reply(&messages, Some(&tools)).await?;
         messages.push(message.clone());
         let calls = openai::parse_chat_calls(&message)?;
         if calls.is_empty() {
@@ -143,7 +254,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         for step in dispatcher.steps(calls).await? {
             let result = match step {
                 Step::Done(result) => result,
-                Step::Asks(pending) => answer(&dispatcher, pending).await,
+                Step::Asks(pending) => answer(&dispatcher, &model, pending).await,
             };
             eprintln!("tool {} → {}", result.id, result.content);
             messages.push(

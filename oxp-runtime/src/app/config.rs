@@ -62,8 +62,8 @@ pub enum LogFormat {
 /// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
 /// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
-/// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; the same on every replica |
-/// | `OXP_STATE_TTL_MS` | `900000` | how long a call that asks may wait for its answers |
+/// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
+/// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
@@ -369,6 +369,21 @@ impl ServerConfig {
             });
         }
         let state_key = state_key.map(crate::protocol::Sensitive::new);
+        // A call that asks completes once because its end is kept in the idempotency store:
+        // a state that outlived that record could run the call's last round again.
+        let state_ttl = millis("OXP_STATE_TTL_MS", 1)?
+            .unwrap_or(idempotency_ttl.unwrap_or(crate::idempotency::DEFAULT_TTL));
+        if let Some(kept) = idempotency_ttl.filter(|kept| state_ttl > *kept) {
+            return Err(ConfigError {
+                variable: "OXP_STATE_TTL_MS",
+                problem: format!(
+                    "is longer than OXP_IDEMPOTENCY_TTL_MS ({} ms): a call that asks is kept from \
+                     running twice only while its end is remembered, so a request state may \
+                     live at most as long",
+                    kept.as_millis()
+                ),
+            });
+        }
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
@@ -404,7 +419,7 @@ impl ServerConfig {
             mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
             mcp_list_ttl: millis("OXP_MCP_LIST_TTL_MS", 0)?.unwrap_or(Duration::from_secs(300)),
             state_key,
-            state_ttl: millis("OXP_STATE_TTL_MS", 1)?.unwrap_or(Duration::from_secs(15 * 60)),
+            state_ttl,
             langchain_compat,
             playground,
             metrics,

@@ -112,9 +112,15 @@ pub async fn serve() {
     let shutdown = shutdown_signal();
     if cfg!(feature = "mcp") && config.state_key.is_none() {
         tracing::info!(
-            "MCP request states of tools that ask are sealed with a key made at start-up: set \
-             OXP_STATE_KEY (32 bytes or more, the same on every replica) for replicas to continue \
-             each other's calls, and for calls to survive a restart"
+            "MCP request states of tools that ask are sealed with a key made at start-up: \
+             replicas need OXP_STATE_KEY (32 bytes or more, the same on every one) to continue \
+             each other's calls, and calls need it to survive a restart"
+        );
+    }
+    if cfg!(feature = "mcp") && config.idempotency_ttl.is_none() {
+        tracing::warn!(
+            "OXP_IDEMPOTENCY_TTL_MS=0: nothing remembers that a call which asked its user has \
+             ended, so a client that replays its last round runs the tool again"
         );
     }
     warn_about_exposure(&config, addr);

@@ -633,7 +633,7 @@ impl Pipeline {
         // still asking is answered here, never kept as a `call_id`'s answer.
         if let Some(template) = tool.descriptor().hints.confirm {
             let question = crate::ask::confirmation(template, &input);
-            if let Err(no) = context.confirm(crate::ask::CONFIRM_KEY, &question) {
+            if let Err(no) = context.confirm_declared(&question) {
                 let mut error = crate::ToolError::from(no.clone());
                 if matches!(
                     no,

@@ -20,21 +20,64 @@ pub(crate) fn supports(
     }
 }
 
-/// The round's end when it asked: its asks, and the answers so far sealed for the next round
-/// (`state` is called only then).
-pub(crate) fn input_required(
-    round: &Round,
-    state: impl FnOnce() -> String,
-) -> Option<InputRequiredResult> {
-    let asked = round.asked();
-    if asked.is_empty() {
-        return None;
-    }
-    let requests = asked
+/// The round's end when it asked: its asks, and `state`, what the next round needs. Every ask
+/// goes out: one MCP's types cannot carry is an error here, never a request left out (the tool
+/// checks its forms when it asks; this is the last line).
+pub(crate) fn input_required(round: &Round, state: String) -> Result<InputRequiredResult, String> {
+    let requests = round
+        .asked()
         .into_iter()
-        .filter_map(|(key, request)| Some((key, serde_json::from_value(request).ok()?)))
-        .collect();
-    let mut result = InputRequiredResult::from_request_state(state());
+        .map(|(key, request)| match serde_json::from_value(request) {
+            Ok(request) => Ok((key, request)),
+            Err(error) => Err(format!("the ask `{key}` is not one MCP can carry: {error}")),
+        })
+        .collect::<Result<_, _>>()?;
+    let mut result = InputRequiredResult::from_request_state(state);
     result.input_requests = Some(requests);
-    Some(result)
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The ask core's reading of what a form may hold agrees with MCP's types: a schema it
+    /// lets a tool ask is one rmcp can send, and one it refuses is one rmcp cannot.
+    #[test]
+    fn the_form_rule_is_mcp_s() {
+        let fields = [
+            json!({"type": "string"}),
+            json!({"type": "string", "format": "email"}),
+            json!({"type": "string", "format": "date-time", "minLength": 1}),
+            json!({"type": "string", "format": "ipv4"}),
+            json!({"type": "integer", "minimum": 1, "maximum": 5}),
+            json!({"type": "number"}),
+            json!({"type": "boolean", "default": true}),
+            json!({"type": "string", "enum": ["a", "b"]}),
+            json!({"type": "string", "oneOf": [{"const": "a", "title": "A"}]}),
+            json!({"type": "string", "oneOf": [{"const": "a", "description": "A"}]}),
+            json!({"oneOf": [{"type": "object", "properties": {"r": {"type": "number"}}}]}),
+            json!({"type": "array", "items": {"type": "string", "enum": ["x", "y"]}}),
+            json!({"type": "array", "items": {"type": "string"}}),
+            json!({"type": "object", "properties": {}}),
+            json!({"type": ["string", "null"]}),
+        ];
+        for field in fields {
+            let schema = json!({"type": "object", "properties": {"f": field}});
+            let ours = crate::ask::form_problem(&schema);
+            // What rmcp would send: a schema it cannot read, or reads only in part, loses
+            // what the tool asked for.
+            let carried = serde_json::from_value::<rmcp::model::ElicitationSchema>(schema.clone())
+                .ok()
+                .and_then(|read| serde_json::to_value(read).ok());
+            let intact = carried
+                .as_ref()
+                .map(|c| c["properties"]["f"] == schema["properties"]["f"]);
+            assert_eq!(
+                ours.is_none(),
+                intact == Some(true),
+                "{field}: ours {ours:?}, rmcp carries {carried:?}"
+            );
+        }
+    }
 }

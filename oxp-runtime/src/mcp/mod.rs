@@ -205,8 +205,8 @@ impl McpServer {
     /// The key that seals the request state of calls that ask their user or client (see
     /// [`ask`](crate::ask)), at least 32 bytes, and how long a state is good for. Replicas
     /// behind one load balancer need the same key to continue each other's calls
-    /// (`OXP_STATE_KEY`); without one, the server makes its own at start-up. Default lifetime:
-    /// 15 minutes.
+    /// (`OXP_STATE_KEY`); without one, the server makes its own at start-up. Default lifetime: the
+    /// idempotency store's default, 10 minutes.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
@@ -223,7 +223,10 @@ impl McpServer {
         Ok(self)
     }
 
-    /// How long a call that asks may wait for its answers, with the key the server made.
+    /// How long a call that asks may wait for its answers, keeping the key (the one given to
+    /// [`state_key`](Self::state_key), or the one the server made). Keep it within the
+    /// idempotency store's time-to-live: a call's end is remembered that long, and a state
+    /// that outlives it could run its call's last round again.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
@@ -232,7 +235,7 @@ impl McpServer {
     ///     .unwrap();
     /// ```
     pub fn state_ttl(mut self, ttl: Duration) -> Result<Self, String> {
-        self.sealer = crate::seal::Sealer::new(None, ttl)?;
+        self.sealer = self.sealer.with_ttl(ttl);
         Ok(self)
     }
 
@@ -638,8 +641,9 @@ impl ServerHandler for McpServer {
         let principal = principal
             .filter(|p| **p != Principal::Anonymous)
             .map(ToString::to_string);
-        // The round: the answers of earlier rounds (sealed, bound to this call), then this
-        // round's responses; a state that is not ours, or not for this call, runs nothing.
+        // The round: what earlier rounds established (sealed, bound to this call), and this
+        // round's responses to the questions it says were asked; a state that is not ours, or
+        // not for this call, runs nothing.
         let (caller, user) = (
             principal.as_deref().unwrap_or_default(),
             call_context.user_id.clone().unwrap_or_default(),
@@ -650,27 +654,28 @@ impl ServerHandler for McpServer {
             principal: caller,
             user: &user,
         };
-        let mut answers = match &request.request_state {
-            Some(state) => self.sealer.open(state, &binding).map_err(|bad| {
+        let ledger = match &request.request_state {
+            Some(state) => Some(self.sealer.open(state, &binding).map_err(|bad| {
                 if let Some(metrics) = self.pipeline.metrics_handle() {
-                    metrics.refused_state(bad == crate::seal::BadState::Expired);
+                    metrics.refused_state(bad);
                 }
-                McpError::invalid_params(crate::seal::BadState::MESSAGE, None)
-            })?,
-            None => Default::default(),
+                McpError::invalid_params(format!("The requestState {}.", bad.reason()), None)
+            })?),
+            None => None,
         };
-        for (key, response) in request.input_responses.unwrap_or_default() {
-            answers.entry(key).or_insert(response);
-        }
+        // A round that continues a call runs under the call's own `call_id`: its end is kept,
+        // and a replay of any of its rounds gets that answer instead of a second run.
+        let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
         let newest = speaks_2026_07_28(&context);
         let capabilities = context.meta.client_capabilities();
-        let round = Round::new(
-            answers,
+        let round = Round::resume(
+            ledger,
+            request.input_responses.unwrap_or_default(),
             asking::supports(capabilities.as_ref().filter(|_| newest)),
         );
         let call = CallToolRequest {
             tool_id: tool_id.clone(),
-            call_id: None,
+            call_id,
             trace_id: None,
             input: Some(input.clone()),
             context: Some(call_context),
@@ -679,9 +684,19 @@ impl ServerHandler for McpServer {
         // this one into a task of its own for every request.
         let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
         if failed(&outcome) {
-            let state = || self.sealer.seal(&round.used(), &binding);
-            if let Some(asks) = asking::input_required(&round, state) {
-                return Ok(asks.into());
+            if let Some(ledger) = round.next() {
+                let asked = self
+                    .sealer
+                    .seal(ledger, &binding)
+                    .map_err(|too_large| too_large.to_string())
+                    .and_then(|state| asking::input_required(&round, state));
+                return Ok(match asked {
+                    Ok(asks) => asks.into(),
+                    Err(problem) => {
+                        text_error(format!("The tool's question could not be sent: {problem}."))
+                            .into()
+                    }
+                });
             }
             if let Some(capability) = round.unsupported() {
                 return unsupported(capability, newest, &context);

@@ -274,7 +274,7 @@ pub(crate) fn export<T>(
 /// let call = &oxp_runtime::providers::anthropic::parse_calls(&message).unwrap()[0];
 /// assert_eq!((call.id.as_str(), call.name.as_str()), ("toolu_1", "Calculator_Add"));
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// The provider's id for the call (generated for Gemini), echoed in the result.
     pub id: String,
@@ -370,7 +370,10 @@ pub struct Dispatcher {
 
 /// A tool call that stopped to ask (see [`ask`](crate::ask)): what the app shows its own user
 /// before anything goes back to the model, and what [`Dispatcher::resume`] takes back with the
-/// answers. Its answers so far are sealed, bound to the call, the conversation and the user.
+/// answers. What the call established so far (the questions asked, the answers given) is
+/// sealed in it, bound to the call, the conversation and the user: it may be kept (it is
+/// `Serialize`) and resumed later, in another request or process, by a dispatcher with the same
+/// [`state_key`](Dispatcher::state_key) and [`conversation`](Dispatcher::conversation).
 ///
 /// ```
 /// use oxp_runtime::{call::Pipeline, providers::{Dispatcher, Step, ToolCall}, tool, Registry};
@@ -385,17 +388,22 @@ pub struct Dispatcher {
 ///     arguments: Ok(serde_json::json!({"bin": "trash"})) };
 /// let Step::Asks(pending) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else { panic!() };
 /// assert_eq!(pending.call.id, "c");
-/// assert_eq!(pending.asks["confirm"]["method"], "elicitation/create");
+/// assert_eq!(pending.message("oxp.confirm"), Some("Empty trash?"));
+/// // Kept as JSON between two requests of the app, and read back.
+/// let kept = serde_json::to_string(&pending).unwrap();
+/// let pending: oxp_runtime::providers::PendingInput = serde_json::from_str(&kept).unwrap();
+/// assert_eq!(pending.asks["oxp.confirm"]["method"], "elicitation/create");
 /// # });
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PendingInput {
     /// The model's call.
     pub call: ToolCall,
     /// What the tool asks, by key, in MCP's request shapes: `{"method": "elicitation/create",
     /// "params": {"message": …, "requestedSchema": …}}` for a question (a confirmation has no
     /// fields; `"mode": "url"` asks to visit `params.url`), `sampling/createMessage` for the
-    /// app's model, `roots/list` for its roots.
+    /// app's model, `roots/list` for its roots. A tool's `confirm = "…"` asks under
+    /// `oxp.confirm`.
     pub asks: std::collections::BTreeMap<String, Value>,
     state: String,
 }
@@ -640,6 +648,54 @@ impl Dispatcher {
         self
     }
 
+    /// Names the conversation this dispatcher serves, for an app that keeps it across
+    /// requests or processes: a dispatcher made with the same name (and the same
+    /// [`state_key`](Self::state_key)) resumes its [`PendingInput`]s and shares its `call_id`
+    /// answers. Without one, each dispatcher is a conversation of its own.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::Dispatcher};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry)).conversation("chat-7f3a");
+    /// ```
+    #[must_use]
+    pub fn conversation(mut self, id: impl AsRef<str>) -> Self {
+        self.meta.principal = Some(format!("conversation:{}", id.as_ref()));
+        self
+    }
+
+    /// The key (32 bytes or more) that seals [`PendingInput`]s, for pending inputs resumed by
+    /// another dispatcher (another process, after a restart): without one, each dispatcher
+    /// makes its own. `Err` for a shorter key.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::Dispatcher};
+    /// let key = std::env::var("APP_STATE_KEY").unwrap_or_else(|_| "k".repeat(32));
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry)).state_key(key.as_bytes())?;
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn state_key(mut self, key: &[u8]) -> Result<Self, String> {
+        self.sealer = crate::seal::Sealer::new(Some(key), self.sealer.ttl())?;
+        Ok(self)
+    }
+
+    /// How long a [`PendingInput`] may wait for its answers (default: 10 minutes, counted from
+    /// the first answer once there is one). Keep it within the pipeline's idempotency
+    /// time-to-live, which is how long a finished call is remembered against replays.
+    ///
+    /// ```
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// use oxp_runtime::{call::Pipeline, providers::Dispatcher};
+    /// let dispatcher = Dispatcher::new(Pipeline::new(registry))
+    ///     .state_ttl(std::time::Duration::from_secs(120));
+    /// ```
+    #[must_use]
+    pub fn state_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.sealer = self.sealer.with_ttl(ttl);
+        self
+    }
+
     /// The pipeline calls run through.
     ///
     /// ```
@@ -703,9 +759,9 @@ impl Dispatcher {
     /// let call = ToolCall { id: "call_1".into(), name: "Files_Delete".into(),
     ///     arguments: Ok(serde_json::json!({"path": "/tmp/x"})) };
     /// let Step::Asks(pending) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else { panic!() };
-    /// assert_eq!(pending.message("confirm"), Some("Delete /tmp/x?"));
+    /// assert_eq!(pending.message("oxp.confirm"), Some("Delete /tmp/x?"));
     /// // The app asks its user; a yes:
-    /// let yes = [("confirm".to_owned(), serde_json::json!({"action": "accept"}))].into();
+    /// let yes = [("oxp.confirm".to_owned(), serde_json::json!({"action": "accept"}))].into();
     /// let Step::Done(result) = dispatcher.resume(pending, yes).await else { panic!() };
     /// assert_eq!(result.content, "deleted /tmp/x");
     /// # });
@@ -714,22 +770,25 @@ impl Dispatcher {
         self.within_limits(&calls)?;
         let cancellation = Cancellation::new();
         let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
-        let runs = calls
-            .into_iter()
-            .map(|call| self.step(call, Default::default(), &cancellation));
+        let runs = calls.into_iter().map(|call| {
+            let round = crate::ask::Round::resume(None, Default::default(), |_| true);
+            self.step(call, round, &cancellation)
+        });
         Ok(futures_util::future::join_all(runs).await)
     }
 
     /// Goes on with a call that asked, with the app's `answers` by ask key (an elicitation's
     /// `{"action": "accept", "content": {…}}`, `{"action": "decline"}`; a sampling result; a
     /// roots list): the tool runs again from the top with every answer so far. It may ask
-    /// again. A pending input this dispatcher did not make, or that expired, is an error
-    /// result for the model, and nothing runs.
+    /// again. Only answers to what `pending` asks count; a pending input this dispatcher
+    /// cannot open (another key or conversation, altered, expired) is an error result for the
+    /// model, and nothing runs. Resuming the same pending input twice runs the tool once: the
+    /// second gets the first's result.
     ///
     /// ```no_run
     /// # async fn go(dispatcher: oxp_runtime::providers::Dispatcher, pending: oxp_runtime::providers::PendingInput) {
     /// use oxp_runtime::providers::Step;
-    /// let no = [("confirm".to_owned(), serde_json::json!({"action": "decline"}))].into();
+    /// let no = [("oxp.confirm".to_owned(), serde_json::json!({"action": "decline"}))].into();
     /// let Step::Done(result) = dispatcher.resume(pending, no).await else { return };
     /// assert!(result.is_error, "the model is told the user said no");
     /// # }
@@ -741,25 +800,30 @@ impl Dispatcher {
     ) -> Step {
         let PendingInput { call, state, .. } = pending;
         let opened = self.bound(&call, |binding| self.sealer.open(&state, binding));
-        if let (Err(bad), Some(metrics)) = (&opened, self.pipeline.metrics_handle()) {
-            metrics.refused_state(*bad == crate::seal::BadState::Expired);
-        }
-        let Ok(mut so_far) = opened else {
-            return Step::Done(ToolResult {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                content: format!("Error: {}", crate::seal::BadState::MESSAGE),
-                is_error: true,
-                value: None,
-                media: Vec::new(),
-            });
+        let ledger = match opened {
+            Ok(ledger) => ledger,
+            Err(bad) => {
+                if let Some(metrics) = self.pipeline.metrics_handle() {
+                    metrics.refused_state(bad);
+                }
+                return Step::Done(ToolResult {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: format!(
+                        "Error: the user's answers to this tool's questions could not be used: \
+                         the pending input {}. Call the tool again to ask anew.",
+                        bad.reason()
+                    ),
+                    is_error: true,
+                    value: None,
+                    media: Vec::new(),
+                });
+            }
         };
-        for (key, answer) in answers {
-            so_far.entry(key).or_insert(answer);
-        }
         let cancellation = Cancellation::new();
         let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
-        self.step(call, so_far, &cancellation).await
+        let round = crate::ask::Round::resume(Some(ledger), answers, |_| true);
+        self.step(call, round, &cancellation).await
     }
 
     /// At most [`Limits::max_calls_per_response`] calls in one response.
@@ -791,14 +855,14 @@ impl Dispatcher {
         })
     }
 
-    /// One round of one call, with `answers`.
+    /// One round of one call. Every round runs under the model's call id, so a round resumed
+    /// twice is answered once.
     async fn step(
         &self,
         call: ToolCall,
-        answers: std::collections::BTreeMap<String, Value>,
+        round: crate::ask::Round,
         cancellation: &Cancellation,
     ) -> Step {
-        let round = crate::ask::Round::new(answers, |_| true);
         let meta = CallMeta {
             signals: self
                 .meta
@@ -810,11 +874,17 @@ impl Dispatcher {
         };
         let result = self.run_one(call.clone(), &meta).await;
         let asks = round.asked();
-        if !result.is_error || asks.is_empty() {
+        let ledger = round.next().filter(|_| result.is_error);
+        let Some(ledger) = ledger else {
             return Step::Done(result);
+        };
+        match self.bound(&call, |binding| self.sealer.seal(ledger, binding)) {
+            Ok(state) => Step::Asks(PendingInput { call, asks, state }),
+            Err(too_large) => Step::Done(ToolResult {
+                content: format!("Error: the tool could not ask its question: {too_large}."),
+                ..result
+            }),
         }
-        let state = self.bound(&call, |binding| self.sealer.seal(&round.used(), binding));
-        Step::Asks(PendingInput { call, asks, state })
     }
 
     async fn run_one(&self, call: ToolCall, meta: &CallMeta) -> ToolResult {
