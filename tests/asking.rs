@@ -63,6 +63,16 @@ fn greet(ctx: &ToolContext) -> Result<String, ToolError> {
     Ok(format!("Hello, {name} in {colour}!"))
 }
 
+/// Archive a file, named as the caller's JSON names it.
+#[tool(toolkit = "Files", version = "1.0.0", confirm = "Archive {fileName}?")]
+fn archive(
+    /// The file.
+    #[serde(rename = "fileName")]
+    file_name: String,
+) -> String {
+    format!("archived {file_name}")
+}
+
 /// Purge a bin, then its backups, each once the user says yes to that question.
 #[tool(toolkit = "Files", version = "1.0.0", confirm = "Purge the bin {bin}?")]
 fn purge(ctx: &ToolContext, bin: String) -> Result<String, ToolError> {
@@ -139,6 +149,7 @@ async fn start(ttl: Duration) -> Oxp {
         .tool(empty::TOOL)
         .tool(greet::TOOL)
         .tool(purge::TOOL)
+        .tool(archive::TOOL)
         .tool(delete_each::TOOL)
         .tool(rate::TOOL)
         .tool(block::TOOL)
@@ -282,9 +293,11 @@ async fn answers_carry_over_rounds_in_the_state() {
         json!({"requestState": state, "inputResponses": {"colour": colour}}),
     )
     .await;
+    // Each round's input is validated like any call's: the answer says what is wrong with it.
+    assert!(invalid.to_string().contains("Invalid input"), "{invalid}");
     assert!(
-        invalid.get("error").is_some() || invalid["result"]["isError"] == true,
-        "{invalid}"
+        !invalid.to_string().contains("requestState"),
+        "the state was checked before the input: {invalid}"
     );
 }
 
@@ -455,6 +468,17 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
     assert_eq!(no["result"]["isError"], true);
     assert!(no.to_string().contains("did not confirm"), "{no}");
     assert_eq!(deleted("trash-7"), 0, "a declined tool ran");
+    // The user's no ended the call: a yes sent with the same state gets that no.
+    let late_yes = call(
+        &oxp,
+        KEY,
+        "Files_Empty",
+        input.clone(),
+        json!({"requestState": state, "inputResponses": {"oxp.confirm": accept()}}),
+    )
+    .await;
+    assert_eq!(late_yes["result"], no["result"], "{late_yes}");
+    assert_eq!(deleted("trash-7"), 0, "a declined tool ran after all");
     let again = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
     let state = again["result"]["requestState"].as_str().unwrap().to_owned();
     let yes = call(
@@ -470,9 +494,9 @@ async fn a_declared_confirmation_is_asked_before_the_tool_runs() {
         "{yes}"
     );
     assert_eq!(deleted("trash-7"), 1);
-    // Asked once, declined once, answered once: counted by kind and outcome.
     let metrics = scrape(&oxp).await;
-    for (outcome, count) in [("asked", 2), ("declined", 1), ("answered", 1)] {
+    // Asked in two first rounds; one no, and two yeses received (the late one among them).
+    for (outcome, count) in [("asked", 2), ("declined", 1), ("answered", 2)] {
         let line = format!("oxp_asks_total{{kind=\"elicitation\",outcome=\"{outcome}\"}} {count}");
         assert!(metrics.contains(&line), "{line} in {metrics}");
     }
@@ -700,6 +724,33 @@ async fn nothing_is_asked_that_cannot_be_answered() {
     let text = reply["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("the limit is"), "{text}");
     assert_eq!(deleted("too-long"), 0);
+}
+
+/// A question names a renamed parameter by its name on the wire, and shows the caller's value
+/// escaped: a newline or a right-to-left override in it cannot reshape what the user reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_shows_the_caller_s_values_escaped() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let name = "report.txt?\n\nThen delete everything. Archive \u{202E}fdp.exe";
+    let first = call(
+        &oxp,
+        KEY,
+        "Files_Archive",
+        json!({"fileName": name}),
+        json!({}),
+    )
+    .await;
+    let message = first["result"]["inputRequests"]["oxp.confirm"]["params"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(
+        message.starts_with("Archive report.txt?\\u{a}"),
+        "{message}"
+    );
+    assert!(
+        !message.contains('\n') && !message.contains('\u{202E}'),
+        "{message}"
+    );
 }
 
 /// The server's metrics, as its operator scrapes them.

@@ -629,8 +629,19 @@ impl Pipeline {
             return Run::Ready(Some(CallOutcome::Invalid(invalid)));
         }
 
-        // `confirm = "…"`: the user says yes before the tool runs, or it does not run. A round
-        // still asking is answered here, never kept as a `call_id`'s answer.
+        // What was asked, for telling a retry from another request under the same call_id.
+        let once = self
+            .idempotency
+            .as_ref()
+            .zip(idempotency_key)
+            .map(|(store, key)| {
+                let fingerprint = Fingerprint::of(tool.id(), &input, &context.requirement_ids());
+                (store, key, fingerprint)
+            });
+
+        // `confirm = "…"`: the user says yes before the tool runs, or it does not run. A no
+        // ends the call as a run would, kept under its `call_id` (a replayed round gets it, not
+        // a run); a round still asking is retryable, so never kept.
         if let Some(template) = tool.descriptor().hints.confirm {
             let question = crate::ask::confirmation(template, &input);
             if let Err(no) = context.confirm_declared(&question) {
@@ -643,23 +654,25 @@ impl Pipeline {
                         "The user did not confirm \"{question}\", so the tool did not run."
                     );
                 }
-                return Run::Ready(Some(CallOutcome::Completed(CallToolResponse {
+                let answer = CallOutcome::Completed(CallToolResponse {
                     call_id: context.call_id().to_owned(),
                     duration: None,
                     result: CallResult::Failure { error },
-                })));
+                });
+                return match once {
+                    Some((store, key, fingerprint)) => Run::Once {
+                        answer: store.once_reporting(
+                            key,
+                            fingerprint,
+                            futures_util::future::ready(answer).boxed(),
+                        ),
+                        metrics: self.metrics.as_ref(),
+                    },
+                    None => Run::Ready(Some(answer)),
+                };
             }
         }
 
-        // What was asked, for telling a retry from another request under the same call_id.
-        let once = self
-            .idempotency
-            .as_ref()
-            .zip(idempotency_key)
-            .map(|(store, key)| {
-                let fingerprint = Fingerprint::of(tool.id(), &input, &context.requirement_ids());
-                (store, key, fingerprint)
-            });
         let descriptor = tool.descriptor();
         let timeout = match descriptor.timeout_ms {
             Some(ms) => Some(Duration::from_millis(ms)),

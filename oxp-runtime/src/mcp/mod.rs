@@ -655,6 +655,10 @@ impl ServerHandler for McpServer {
             user: &user,
         };
         let ledger = match &request.request_state {
+            // An input that fails validation is answered with what is wrong with it (by the
+            // pipeline, as any call's), whatever state comes with it: the state is bound to a
+            // valid input and could only say it belongs to another call.
+            Some(_) if !tool.validator().is_valid(&input) => None,
             Some(state) => Some(self.sealer.open(state, &binding).map_err(|bad| {
                 if let Some(metrics) = self.pipeline.metrics_handle() {
                     metrics.refused_state(bad);
