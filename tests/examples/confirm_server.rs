@@ -2,12 +2,12 @@
 //! `cargo run` serves the example (every `OXP_*` setting read from the environment): the replica
 //! tests of `tests/mcp.rs` start two and send each round of one call to the other.
 //!
-//! `Files.Empty` answers with the number of times it ran in this process, so a test tells a run
-//! from a replayed answer.
+//! Each tool answers with the number of times it ran in this process, so a test tells a run from
+//! a replayed answer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use oxp_runtime::tool;
+use oxp_runtime::{ToolContext, ToolError, tool};
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -19,6 +19,42 @@ fn empty(
 ) -> String {
     let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
     format!("emptied {bin} (run {run} of {})", std::process::id())
+}
+
+/// Purge a bin, then its backups, each once the user says yes to that question.
+#[tool(toolkit = "Files", version = "1.0.0", confirm = "Purge the bin {bin}?")]
+fn purge(ctx: &ToolContext, bin: String) -> Result<String, ToolError> {
+    ctx.confirm("backups", &format!("Also delete every backup of {bin}?"))?;
+    let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("purged {bin} and its backups (run {run})"))
+}
+
+/// Delete files, each once the user says yes to it.
+#[tool(toolkit = "Files", version = "1.0.0")]
+fn delete_each(ctx: &ToolContext, paths: Vec<String>) -> Result<String, ToolError> {
+    let mut deleted = Vec::new();
+    for path in &paths {
+        ctx.confirm("delete", &format!("Delete {path}?"))?;
+        deleted.push(path.clone());
+    }
+    let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("deleted {} (run {run})", deleted.join(", ")))
+}
+
+/// A rating.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Rating {
+    /// One to five stars.
+    #[schemars(range(min = 1, max = 5))]
+    stars: u8,
+}
+
+/// Rate a stay as the user says.
+#[tool(toolkit = "Hotel", version = "1.0.0")]
+fn rate(ctx: &ToolContext, stay: String) -> Result<String, ToolError> {
+    let Rating { stars } = ctx.ask("rating", "How many stars?")?;
+    let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    Ok(format!("{stay}: {stars} stars (run {run})"))
 }
 
 #[tokio::main]
