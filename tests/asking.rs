@@ -73,6 +73,40 @@ fn archive(
     format!("archived {file_name}")
 }
 
+/// Shred a document once the user says yes, relayed through the model when its client cannot ask.
+#[tool(
+    toolkit = "Files",
+    version = "1.0.0",
+    confirm = "Shred {doc}?",
+    cannot_ask = "relay"
+)]
+fn shred(doc: String) -> String {
+    DELETED.lock().unwrap().push(doc.clone());
+    format!("shredded {doc}")
+}
+
+/// Wipe a disk once the user says yes; unseen by callers that cannot ask.
+#[tool(
+    toolkit = "Files",
+    version = "1.0.0",
+    confirm = "Wipe {disk}?",
+    cannot_ask = "hide"
+)]
+fn wipe(disk: String) -> String {
+    format!("wiped {disk}")
+}
+
+/// Connect a calendar after the user signs in.
+#[tool(toolkit = "Calendar", version = "1.0.0")]
+fn connect(ctx: &ToolContext) -> Result<String, ToolError> {
+    ctx.ask_url(
+        "signin",
+        "Sign in to the calendar",
+        "https://calendar.example.com/signin",
+    )?;
+    Ok("connected".into())
+}
+
 /// Purge a bin, then its backups, each once the user says yes to that question.
 #[tool(toolkit = "Files", version = "1.0.0", confirm = "Purge the bin {bin}?")]
 fn purge(ctx: &ToolContext, bin: String) -> Result<String, ToolError> {
@@ -150,6 +184,9 @@ async fn start(ttl: Duration) -> Oxp {
         .tool(greet::TOOL)
         .tool(purge::TOOL)
         .tool(archive::TOOL)
+        .tool(shred::TOOL)
+        .tool(wipe::TOOL)
+        .tool(connect::TOOL)
         .tool(delete_each::TOOL)
         .tool(rate::TOOL)
         .tool(block::TOOL)
@@ -699,6 +736,43 @@ async fn answers_are_validated_against_their_question() {
     }
 }
 
+/// A confirmation's content, when it has one, is an object (its form has no fields): a `"yes"`
+/// in its place is no answer, and the tool does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmation_is_checked_too() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let input = json!({"bin": "odd-answer", "days": 1});
+    let first = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
+    let odd = json!({"action": "accept", "content": "yes"});
+    let reply = call(
+        &oxp,
+        KEY,
+        "Files_Empty",
+        input,
+        json!({"requestState": state_of(&first), "inputResponses": {"oxp.confirm": odd}}),
+    )
+    .await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(deleted("odd-answer"), 0);
+}
+
+/// The `call_id`s of calls that ask are the server's: an OXP client's own may not take one,
+/// which would read a finished call's answer or spoil one still asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_take_the_call_id_of_a_call_that_asks() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let reply = oxp
+        .call_with(
+            oxp.request(reqwest::Method::POST, "/tools/call")
+                .header("oxp-api-key", KEY)
+                .json(&json!({"tool_id": "Files.Empty", "call_id": "oxp-ask-0123",
+                    "input": {"bin": "taken", "days": 1}})),
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{:?}", reply.body);
+    assert!(reply.body.to_string().contains("oxp-ask-"), "{:?}", reply.body);
+}
+
 /// An ask MCP's forms cannot carry fails in the tool, and a round whose state would be too
 /// large to come back ends with an error saying so: never a question sent half, never a state
 /// the next round would refuse.
@@ -751,6 +825,148 @@ async fn a_question_shows_the_caller_s_values_escaped() {
         !message.contains('\n') && !message.contains('\u{202E}'),
         "{message}"
     );
+}
+
+/// A JSON-RPC request to `/mcp` at `version` as `KEY`'s caller, whose client declares
+/// `capabilities`; its answer.
+async fn mcp_as(
+    oxp: &Oxp,
+    version: &str,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/mcp", oxp.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", version)
+        .header("oxp-api-key", KEY);
+    if version == "2026-07-28" {
+        request = request.header("mcp-method", method);
+        if let Some(name) = params["name"].as_str() {
+            request = request.header("mcp-name", name);
+        }
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    request
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Hosts that cannot ask get what the tool's author chose: a hidden tool is not listed and not
+/// run; a relayed confirmation goes through the model as a sealed, single-use confirmation that
+/// runs the tool once, for that input alone; the default refuses in words a model can relay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_that_cannot_ask_get_what_the_author_chose() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let none = json!({});
+    let names = |list: &Value| -> Vec<String> {
+        (list["result"]["tools"].as_array().unwrap().iter())
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = mcp_as(&oxp, "2026-07-28", "tools/list", json!({}), none.clone()).await;
+    assert!(!names(&list).contains(&"Files_Wipe".to_owned()), "{list}");
+    let shred = (list["result"]["tools"].as_array().unwrap().iter())
+        .find(|t| t["name"] == "Files_Shred")
+        .unwrap();
+    assert!(shred["inputSchema"]["properties"]["oxp_confirmation"].is_object());
+    let asking = json!({"elicitation": {}});
+    let list = mcp_as(&oxp, "2026-07-28", "tools/list", json!({}), asking.clone()).await;
+    assert!(names(&list).contains(&"Files_Wipe".to_owned()), "{list}");
+
+    let wipe = json!({"name": "Files_Wipe", "arguments": {"disk": "sda"}});
+    let hidden = mcp_as(&oxp, "2026-07-28", "tools/call", wipe, none.clone()).await;
+    assert_eq!(hidden["error"]["code"], -32021, "{hidden}");
+    let empty = json!({"name": "Files_Empty", "arguments": {"bin": "refused-bin", "days": 1}});
+    let refused = mcp_as(&oxp, "2026-07-28", "tools/call", empty, none.clone()).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot show")
+    );
+
+    // Relayed, at 2026-07-28 without elicitation and at an earlier revision alike.
+    for (version, doc) in [("2026-07-28", "relayed-1"), ("2025-06-18", "relayed-2")] {
+        let call = |arguments: Value| json!({"name": "Files_Shred", "arguments": arguments});
+        let first = mcp_as(
+            &oxp,
+            version,
+            "tools/call",
+            call(json!({"doc": doc})),
+            none.clone(),
+        )
+        .await;
+        let text = first["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(first["result"]["isError"], true, "{first}");
+        assert!(text.contains(&format!("\"Shred {doc}?\"")), "{text}");
+        assert_eq!(
+            deleted(doc),
+            0,
+            "{version}: shredded before the user said yes"
+        );
+        let token = text.rsplit("\"oxp_confirmation\": \"").next().unwrap();
+        let token = token.split('"').next().unwrap().to_owned();
+        let confirmed = call(json!({"doc": doc, "oxp_confirmation": token}));
+        let done = mcp_as(&oxp, version, "tools/call", confirmed.clone(), none.clone()).await;
+        assert_eq!(
+            done["result"]["content"][0]["text"],
+            format!("shredded {doc}"),
+            "{done}"
+        );
+        let again = mcp_as(&oxp, version, "tools/call", confirmed, none.clone()).await;
+        assert_eq!(again["result"], done["result"], "{version}: {again}");
+        assert_eq!(
+            deleted(doc),
+            1,
+            "{version}: a confirmation ran the tool twice"
+        );
+        let moved = call(json!({"doc": "another", "oxp_confirmation": token}));
+        let moved = mcp_as(&oxp, version, "tools/call", moved, none.clone()).await;
+        assert_eq!(moved["error"]["code"], -32602, "{version}: {moved}");
+        assert_eq!(deleted("another"), 0);
+    }
+    let forged =
+        json!({"name": "Files_Shred", "arguments": {"doc": "forged", "oxp_confirmation": "yes"}});
+    let forged = mcp_as(&oxp, "2026-07-28", "tools/call", forged, none.clone()).await;
+    assert_eq!(forged["error"]["code"], -32602, "{forged}");
+    assert_eq!(deleted("forged"), 0);
+}
+
+/// A URL ask to a client that shows forms but not links ends with the link and what to do
+/// with it; a client that declares URL elicitation is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_goes_where_links_can_be_shown() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let connect = json!({"name": "Calendar_Connect", "arguments": {}});
+    let forms = json!({"elicitation": {}});
+    let told = mcp_as(&oxp, "2026-07-28", "tools/call", connect.clone(), forms).await;
+    let text = told["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("https://calendar.example.com/signin"),
+        "{told}"
+    );
+    let links = json!({"elicitation": {"url": {}}});
+    let asked = mcp_as(&oxp, "2026-07-28", "tools/call", connect, links).await;
+    let ask = &asked["result"]["inputRequests"]["signin"]["params"];
+    assert_eq!(ask["mode"], "url", "{asked}");
+    assert!(ask["elicitationId"].is_string());
 }
 
 /// The server's metrics, as its operator scrapes them.

@@ -276,6 +276,13 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
     };
     let (title, deprecated) = (some_str(&args.title), some_str(&args.deprecated));
     let confirm = some_str(&args.confirm);
+    // Checked by `validate`: one of `rules::CANNOT_ASK`.
+    let cannot_ask = match args.cannot_ask.as_ref().map(syn::LitStr::value).as_deref() {
+        Some("refuse") => quote!(::core::option::Option::Some(#oxp::CannotAsk::Refuse)),
+        Some("hide") => quote!(::core::option::Option::Some(#oxp::CannotAsk::Hide)),
+        Some("relay") => quote!(::core::option::Option::Some(#oxp::CannotAsk::Relay)),
+        _ => quote!(::core::option::Option::None),
+    };
     let read_only = some_flag(&args.read_only);
     let destructive = some_flag(&args.destructive);
     let idempotent = some_flag(&args.idempotent);
@@ -284,7 +291,7 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
     quote! {
         #oxp::ToolHints::__new(
             #title, #read_only, #destructive, #idempotent, #open_world,
-            &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm,
+            &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm, #cannot_ask,
         )
     }
 }

@@ -35,6 +35,7 @@ pub const KEYS: &[&str] = &[
     "example",
     "deprecated",
     "confirm",
+    "cannot_ask",
     "crate",
 ];
 
@@ -61,6 +62,8 @@ pub struct Args {
     pub deprecated: Option<LitStr>,
     /// `confirm = "Delete {path}?"`: the question the user must say yes to first.
     pub confirm: Option<LitStr>,
+    /// `cannot_ask = "hide"`: what the tool does for a caller that cannot answer.
+    pub cannot_ask: Option<LitStr>,
 }
 
 /// A behaviour hint: `read_only` (true) or `read_only = false`, with where it was written.
@@ -136,6 +139,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             }
             "title" => args.title = string(&meta, &key, "\"Add numbers\"", errors)?,
             "confirm" => args.confirm = string(&meta, &key, "\"Delete {path}?\"", errors)?,
+            "cannot_ask" => args.cannot_ask = string(&meta, &key, "\"hide\"", errors)?,
             "deprecated" => {
                 args.deprecated = string(&meta, &key, "\"use Calculator.Add@2\"", errors)?;
             }

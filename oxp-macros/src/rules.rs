@@ -94,6 +94,9 @@ fn capitalized(part: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What `cannot_ask = "…"` may say a tool does for a caller that cannot answer its questions.
+pub const CANNOT_ASK: [&str; 3] = ["refuse", "hide", "relay"];
+
 /// A piece of a `confirm = "…"` question: text as written (`{{` and `}}` read as braces), or
 /// the name of a parameter whose value goes there.
 #[derive(Debug, PartialEq, Eq)]

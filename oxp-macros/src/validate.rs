@@ -42,6 +42,7 @@ pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) 
     check_requirements(args, errors);
     check_hints(args, errors);
     check_confirm(args, tool, errors);
+    check_cannot_ask(args, errors);
     Identity {
         toolkit: toolkit.value,
         name: name.value,
@@ -264,6 +265,35 @@ fn check_confirm(args: &Args, tool: &Tool, errors: &mut Errors) {
                 ),
             );
         }
+    }
+}
+
+/// `cannot_ask = "…"`: one of the words it takes; `relay` relays a `confirm` question, so it
+/// needs one.
+fn check_cannot_ask(args: &Args, errors: &mut Errors) {
+    let Some(choice) = &args.cannot_ask else {
+        return;
+    };
+    let value = choice.value();
+    if !rules::CANNOT_ASK.contains(&value.as_str()) {
+        errors.error(
+            choice.span(),
+            format!(
+                "`cannot_ask` is one of {}: what the tool does for a caller that cannot answer \
+                 its questions",
+                rules::CANNOT_ASK
+                    .iter()
+                    .map(|w| format!("\"{w}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    } else if value == "relay" && args.confirm.is_none() {
+        errors.error(
+            choice.span(),
+            "`cannot_ask = \"relay\"` relays the tool's `confirm` question through the model: \
+             add `confirm = \"…\"`, or choose \"refuse\" or \"hide\"",
+        );
     }
 }
 

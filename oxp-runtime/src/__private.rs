@@ -7,6 +7,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
+pub use crate::ask::CannotAsk;
 pub use crate::context::ToolContext;
 pub use crate::descriptor::{
     AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,

@@ -76,8 +76,11 @@ use crate::seal::{Answer, Ledger, question_digest};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Capability {
-    /// Asking the user (`elicitation/create`): forms, confirmations, URLs.
+    /// Asking the user a question (`elicitation/create` in form mode): forms, confirmations.
     Elicitation,
+    /// Asking the user to visit a URL (`elicitation/create` in URL mode), which a client
+    /// declares apart from forms (`"elicitation": {"url": {}}`).
+    UrlElicitation,
     /// Asking the client's model (`sampling/createMessage`).
     Sampling,
     /// Listing the client's roots (`roots/list`).
@@ -85,7 +88,8 @@ pub enum Capability {
 }
 
 impl Capability {
-    /// The capability's name in MCP's `ClientCapabilities`.
+    /// The capability's name in MCP's `ClientCapabilities`, dotted for URL elicitation
+    /// (`elicitation.url`).
     ///
     /// ```
     /// assert_eq!(oxp_runtime::ask::Capability::Sampling.name(), "sampling");
@@ -93,8 +97,66 @@ impl Capability {
     pub fn name(self) -> &'static str {
         match self {
             Capability::Elicitation => "elicitation",
+            Capability::UrlElicitation => "elicitation.url",
             Capability::Sampling => "sampling",
             Capability::Roots => "roots",
+        }
+    }
+
+    /// What a client declares in MCP's `ClientCapabilities` to have it.
+    ///
+    /// ```
+    /// use oxp_runtime::ask::Capability;
+    /// assert_eq!(Capability::UrlElicitation.declared(), serde_json::json!({"elicitation": {"url": {}}}));
+    /// ```
+    pub fn declared(self) -> Value {
+        match self {
+            Capability::Elicitation => json!({"elicitation": {"form": {}}}),
+            Capability::UrlElicitation => json!({"elicitation": {"url": {}}}),
+            Capability::Sampling => json!({"sampling": {}}),
+            Capability::Roots => json!({"roots": {}}),
+        }
+    }
+}
+
+/// What a tool that asks does for a caller whose client declared no way to answer (over MCP:
+/// no `elicitation` capability, or a revision before 2026-07-28): `#[tool(cannot_ask = "…")]`
+/// per tool, [`McpServer::cannot_ask`](crate::mcp::McpServer::cannot_ask) (`OXP_CANNOT_ASK`)
+/// for the rest.
+///
+/// ```
+/// use oxp_runtime::ask::CannotAsk;
+/// assert_eq!("hide".parse::<CannotAsk>(), Ok(CannotAsk::Hide));
+/// assert!("skip".parse::<CannotAsk>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CannotAsk {
+    /// The call fails with MCP's "missing required client capability" (-32021), in words a
+    /// model can relay to its user.
+    #[default]
+    Refuse,
+    /// `tools/list` leaves the tool out for such a caller, and a call of it is refused.
+    Hide,
+    /// For a `confirm = "…"` question only: the first call answers with the question and a
+    /// sealed, single-use confirmation for the model to relay to its user; the call made again
+    /// with it (the optional `oxp_confirmation` argument) runs the tool once. Weaker than a
+    /// human's answer through the client: the model says what the user said.
+    Relay,
+}
+
+impl std::str::FromStr for CannotAsk {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "refuse" => Ok(CannotAsk::Refuse),
+            "hide" => Ok(CannotAsk::Hide),
+            "relay" => Ok(CannotAsk::Relay),
+            other => Err(format!(
+                "`{other}` is not one of {}",
+                crate::rules::CANNOT_ASK.join(", ")
+            )),
         }
     }
 }
@@ -170,6 +232,7 @@ impl From<AskError> for ToolError {
                  over MCP 2026-07-28 from a client that declares `{}`.",
                 match capability {
                     Capability::Elicitation => "its user a question",
+                    Capability::UrlElicitation => "its user to open a link",
                     Capability::Sampling => "the client's model",
                     Capability::Roots => "for the client's roots",
                 },
@@ -239,6 +302,9 @@ struct RoundState {
     /// carries again.
     used: Vec<Answer>,
     unsupported: Option<Capability>,
+    /// The link of a URL ask its client cannot show (message, URL): what the caller is told
+    /// to open instead.
+    link: Option<(String, String)>,
     /// What became of each ask, for the metrics.
     outcomes: Vec<(Capability, AskOutcome)>,
 }
@@ -285,8 +351,9 @@ impl AskOutcome {
 }
 
 impl Capability {
-    pub(crate) const ALL: [Capability; 3] = [
+    pub(crate) const ALL: [Capability; 4] = [
         Capability::Elicitation,
+        Capability::UrlElicitation,
         Capability::Sampling,
         Capability::Roots,
     ];
@@ -469,6 +536,11 @@ impl Round {
         self.lock().unsupported
     }
 
+    /// The message and URL of a URL ask whose client cannot show it, if one was made.
+    pub(crate) fn link(&self) -> Option<(String, String)> {
+        self.lock().link.clone()
+    }
+
     /// How many questions this round's client answered (0 on a call's first round): answers
     /// to questions that were asked, not what was merely sent.
     pub(crate) fn answers(&self) -> usize {
@@ -491,6 +563,13 @@ impl Round {
     ) -> Result<T, AskError> {
         let mut state = self.lock();
         if !state.supported.contains(&capability) {
+            if capability == Capability::UrlElicitation {
+                let text = |field: &str| {
+                    let value = question.pointer(&format!("/params/{field}"));
+                    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+                };
+                state.link = Some((text("message"), text("url")));
+            }
             state.unsupported = Some(capability);
             state.outcomes.push((capability, AskOutcome::Unsupported));
             return Err(AskError::Unsupported(capability));
@@ -714,7 +793,9 @@ impl crate::ToolContext {
             if let Some(problem) = form_answer_problem(&schema, content) {
                 return Err(AskError::Invalid(problem));
             }
-            serde_json::from_value(content.clone()).map_err(|e| AskError::Invalid(e.to_string()))
+            // The schema passed: what serde still refuses is a narrower type (a `u8` of 3.0).
+            serde_json::from_value(content.clone())
+                .map_err(|_| AskError::Invalid("the content does not fit the form's fields".into()))
         })
     }
 
@@ -738,23 +819,22 @@ impl crate::ToolContext {
             key,
             Capability::Elicitation,
             confirmation_question(message),
-            |answer| elicited(answer).map(drop),
+            confirmed,
         )
     }
 
     /// The question of the tool's `confirm = "…"`, under the key reserved for it.
     pub(crate) fn confirm_declared(&self, message: &str) -> Result<(), AskError> {
-        self.round().ask(
-            CONFIRM_KEY,
-            Capability::Elicitation,
-            confirmation_question(message),
-            |answer| elicited(answer).map(drop),
-        )
+        let question = confirmation_question(message);
+        self.round()
+            .ask(CONFIRM_KEY, Capability::Elicitation, question, confirmed)
     }
 
     /// Asks the user to visit `url` (MCP's URL elicitation: signing in somewhere, paying),
     /// under `key`; `Ok` once the user says they did. Each time it is sent it carries a fresh
-    /// `elicitationId`.
+    /// `elicitationId`. A client that shows forms but not links (it did not declare
+    /// `elicitation.url`) makes it [`AskError::Unsupported`], and over MCP the call ends with a
+    /// result that gives the link and says to call again once it is done.
     ///
     /// ```
     /// use oxp_runtime::{tool, ToolContext, ToolError};
@@ -770,7 +850,7 @@ impl crate::ToolContext {
     pub fn ask_url(&self, key: &str, message: &str, url: &str) -> Result<(), AskError> {
         let question = json!({"method": "elicitation/create", "params": {"mode": "url",
             "message": message, "url": url}});
-        self.ask_own(key, Capability::Elicitation, question, |answer| {
+        self.ask_own(key, Capability::UrlElicitation, question, |answer| {
             elicited(answer).map(drop)
         })
     }
@@ -831,6 +911,17 @@ impl crate::ToolContext {
             serde_json::from_value(roots)
                 .map_err(|e| AskError::Invalid(format!("a roots list: {e}")))
         })
+    }
+}
+
+/// A yes to a yes-or-no question: `accept`, its content (a form with no fields) an object if
+/// it has any.
+fn confirmed(answer: &Value) -> Result<(), AskError> {
+    match elicited(answer)? {
+        None | Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(AskError::Invalid(
+            "a confirmation's `content` is an object (its form has no fields)".into(),
+        )),
     }
 }
 

@@ -246,6 +246,9 @@ pub struct ToolHints {
     /// (`confirm = "Delete {path}?"`, `{param}` standing for the parameter's value); see
     /// [`ask`](crate::ask).
     pub confirm: Option<&'static str>,
+    /// What it does for a caller that cannot answer its questions (`cannot_ask = "hide"`);
+    /// `None`: the server's default. See [`CannotAsk`](crate::ask::CannotAsk).
+    pub cannot_ask: Option<crate::ask::CannotAsk>,
 }
 
 impl ToolHints {
@@ -264,6 +267,7 @@ impl ToolHints {
         examples: &[],
         deprecated: None,
         confirm: None,
+        cannot_ask: None,
     };
 
     /// Hints from `#[tool]`'s expansion (the struct is `#[non_exhaustive]` so it may grow).
@@ -279,6 +283,7 @@ impl ToolHints {
         examples: &'static [&'static str],
         deprecated: Option<&'static str>,
         confirm: Option<&'static str>,
+        cannot_ask: Option<crate::ask::CannotAsk>,
     ) -> ToolHints {
         ToolHints {
             title,
@@ -290,6 +295,7 @@ impl ToolHints {
             examples,
             deprecated,
             confirm,
+            cannot_ask,
         }
     }
 }

@@ -31,6 +31,10 @@ pub(crate) const MAX_STATE_BYTES: usize = 256 * 1024;
 /// round cannot be replayed after its record is gone; see [`Ledger::call`]).
 pub(crate) const DEFAULT_TTL: Duration = crate::idempotency::DEFAULT_TTL;
 
+/// How the `call_id`s of calls that ask begin: kept for them, so that no client's own `call_id`
+/// reads or takes the record of one.
+pub(crate) const ASK_CALL_ID_PREFIX: &str = "oxp-ask-";
+
 /// The shortest key accepted.
 pub(crate) const MIN_KEY_BYTES: usize = 32;
 
@@ -83,7 +87,7 @@ impl Ledger {
 
     /// The `call_id` the rounds after the first run under.
     pub(crate) fn call_id(&self) -> String {
-        format!("oxp-ask-{}", self.call)
+        format!("{ASK_CALL_ID_PREFIX}{}", self.call)
     }
 }
 

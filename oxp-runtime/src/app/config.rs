@@ -64,6 +64,7 @@ pub enum LogFormat {
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
+/// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
@@ -118,6 +119,8 @@ pub struct ServerConfig {
     pub state_key: Option<crate::protocol::Sensitive>,
     /// `OXP_STATE_TTL_MS`.
     pub state_ttl: Duration,
+    /// `OXP_CANNOT_ASK`.
+    pub cannot_ask: crate::ask::CannotAsk,
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
@@ -369,6 +372,13 @@ impl ServerConfig {
             });
         }
         let state_key = state_key.map(crate::protocol::Sensitive::new);
+        let cannot_ask = match get("OXP_CANNOT_ASK") {
+            None => crate::ask::CannotAsk::default(),
+            Some(choice) => choice.parse().map_err(|_| ConfigError {
+                variable: "OXP_CANNOT_ASK",
+                problem: format!("is not one of {}", crate::rules::CANNOT_ASK.join(", ")),
+            })?,
+        };
         // A call that asks completes once because its end is kept in the idempotency store:
         // a state that outlived that record could run the call's last round again.
         let state_ttl = millis("OXP_STATE_TTL_MS", 1)?
@@ -420,6 +430,7 @@ impl ServerConfig {
             mcp_list_ttl: millis("OXP_MCP_LIST_TTL_MS", 0)?.unwrap_or(Duration::from_secs(300)),
             state_key,
             state_ttl,
+            cannot_ask,
             langchain_compat,
             playground,
             metrics,
@@ -523,6 +534,7 @@ impl ServerConfig {
             let mcp = mcp
                 .with_context(context)
                 .single_tenant(self.mcp_single_tenant)
+                .cannot_ask(self.cannot_ask)
                 .max_body_bytes(self.max_body_bytes)
                 .list_ttl(self.mcp_list_ttl);
             server = server.nest("/mcp", mcp.into_router());

@@ -525,7 +525,7 @@ impl Pipeline {
             }
             Started::answered(answer, Outcome::Refused)
         };
-        if let Some(refusal) = bad_ids(&request) {
+        if let Some(refusal) = bad_ids(&request, meta.front) {
             tracing::info!(reason = refusal.message, "call refused");
             return refused(Refused::InvalidIds, CallOutcome::Rejected(refusal));
         }
@@ -804,7 +804,23 @@ fn classify(answer: &CallOutcome) -> Outcome {
 /// A `400` for ids no log line or echo should carry: over [`MAX_ID_BYTES`], or with control
 /// characters (a CR/LF would forge a log line, an ESC drive the reader's terminal). The message
 /// names the field, never its value.
-fn bad_ids(request: &CallToolRequest) -> Option<ServerErrorResponse> {
+fn bad_ids(request: &CallToolRequest, front: Front) -> Option<ServerErrorResponse> {
+    // The MCP front alone names a call that asks by its state; a client's own `call_id` may
+    // not, or it could read or take that call's record.
+    let reserved = crate::seal::ASK_CALL_ID_PREFIX;
+    if front != Front::Mcp
+        && (request.call_id.as_deref()).is_some_and(|id| id.starts_with(reserved))
+    {
+        return Some(ServerErrorResponse {
+            message: format!(
+                "The `call_id` begins with `{reserved}`, which the server keeps for calls that ask."
+            ),
+            developer_message: Some(format!(
+                "choose a `call_id` that does not begin with `{reserved}`"
+            )),
+            missing_requirements: None,
+        });
+    }
     let fields = [
         ("tool_id", Some(request.tool_id.as_str())),
         ("call_id", request.call_id.as_deref()),

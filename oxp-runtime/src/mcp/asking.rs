@@ -13,7 +13,12 @@ pub(crate) fn supports(
 ) -> impl Fn(Capability) -> bool + '_ {
     move |capability| {
         capabilities.is_some_and(|c| match capability {
-            Capability::Elicitation => c.elicitation.is_some(),
+            // An empty `elicitation` object declares forms alone (2025-11-25 on).
+            Capability::Elicitation => c
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            Capability::UrlElicitation => c.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             Capability::Sampling => c.sampling.is_some(),
             Capability::Roots => c.roots.is_some(),
         })

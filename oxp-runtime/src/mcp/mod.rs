@@ -39,6 +39,7 @@
 //! ```
 
 mod asking;
+mod fallback;
 mod logging;
 
 use std::sync::{Arc, OnceLock};
@@ -102,6 +103,8 @@ pub struct McpServer {
     list_ttl: Duration,
     /// Seals the request state of calls that ask (SEP-2322).
     sealer: crate::seal::Sealer,
+    /// What a tool that asks does for a caller that cannot answer, unless it says.
+    cannot_ask: crate::ask::CannotAsk,
     /// Made on the first `tools/list`: a full copy of every schema in MCP's types, which a
     /// server that never sees an MCP client should not hold (about 3 KB per tool).
     tools: Arc<OnceLock<Vec<Tool>>>,
@@ -144,6 +147,7 @@ impl McpServer {
             list_ttl: DEFAULT_LIST_TTL,
             sealer: crate::seal::Sealer::new(None, crate::seal::DEFAULT_TTL)
                 .expect("the system's random source works"),
+            cannot_ask: crate::ask::CannotAsk::default(),
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
@@ -239,6 +243,23 @@ impl McpServer {
         Ok(self)
     }
 
+    /// What a tool that asks does for a caller whose client cannot answer, unless the tool says
+    /// (`#[tool(cannot_ask = "…")]`); `OXP_CANNOT_ASK`. Default: refuse. Hiding applies to tools
+    /// known to ask (a `confirm = "…"`, or a `cannot_ask` of their own); relaying to `confirm`
+    /// questions only.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// use oxp_runtime::ask::CannotAsk;
+    /// // Claude.ai connectors cannot ask: they do not see the tools that would need to.
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline).cannot_ask(CannotAsk::Hide);
+    /// ```
+    #[must_use]
+    pub fn cannot_ask(mut self, default: crate::ask::CannotAsk) -> Self {
+        self.cannot_ask = default;
+        self
+    }
+
     /// The secrets, tokens and user id every call gets, instead of the environment's.
     ///
     /// ```
@@ -281,13 +302,21 @@ impl McpServer {
 
     /// The tool list for a client that may (`any_output`) or may not take non-object output
     /// schemas.
+    /// Whether this request's client can answer a question to its user: it declared
+    /// elicitation, on a revision that carries asks (2026-07-28).
+    fn caller_can_answer(&self, context: &RequestContext<RoleServer>) -> bool {
+        let capabilities = context.meta.client_capabilities();
+        let newest = speaks_2026_07_28(context);
+        asking::supports(capabilities.as_ref().filter(|_| newest))(Capability::Elicitation)
+    }
+
     fn tools_for(&self, any_output: bool) -> &[Tool] {
         let cache = if any_output {
             &self.tools_any_output
         } else {
             &self.tools
         };
-        cache.get_or_init(|| tools(self.pipeline.registry(), any_output))
+        cache.get_or_init(|| tools(self.pipeline.registry(), any_output, self.cannot_ask))
     }
 
     /// The streamable HTTP transport as a tower service: stateless for every revision, JSON
@@ -365,7 +394,7 @@ impl McpServer {
 }
 
 /// Every tool: the latest version under its wire name, older ones with a version suffix.
-fn tools(registry: &Registry, any_output: bool) -> Vec<Tool> {
+fn tools(registry: &Registry, any_output: bool, cannot_ask: crate::ask::CannotAsk) -> Vec<Tool> {
     let all = registry.tools();
     all.iter()
         .enumerate()
@@ -383,7 +412,11 @@ fn tools(registry: &Registry, any_output: bool) -> Vec<Tool> {
                     v.patch
                 )
             };
-            mcp_tool(tool, name, any_output)
+            let mut listed = mcp_tool(tool, name, any_output);
+            if fallback::policy(tool, cannot_ask) == crate::ask::CannotAsk::Relay {
+                fallback::add_confirmation_argument(Arc::make_mut(&mut listed.input_schema));
+            }
+            listed
         })
         .collect()
 }
@@ -574,12 +607,19 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let any_output = takes_any_output(&context);
+        // A caller that cannot answer does not see the tools that would ask it and hide.
+        let answers = self.caller_can_answer(&context);
+        let registry = self.pipeline.registry().tools();
+        let listed = (self.tools_for(any_output).iter().zip(registry))
+            .filter(|(_, tool)| {
+                answers || fallback::policy(tool, self.cannot_ask) != crate::ask::CannotAsk::Hide
+            })
+            .map(|(listed, _)| listed.clone())
+            .collect();
         // Private: once scopes filter the list, it is the caller's own.
-        Ok(
-            ListToolsResult::with_all_items(self.tools_for(any_output).to_vec())
-                .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
-                .with_cache_scope(CacheScope::Private),
-        )
+        Ok(ListToolsResult::with_all_items(listed)
+            .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+            .with_cache_scope(CacheScope::Private))
     }
 
     /// The tool a `tools/call` names, for rmcp's check of the request's standard and
@@ -637,7 +677,24 @@ impl ServerHandler for McpServer {
             };
             call_context.authorization.clear();
         }
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        // What the tool does if this caller cannot answer it; a relayed confirmation comes as
+        // an argument the tool itself never sees.
+        let policy = fallback::policy(tool, self.cannot_ask);
+        let answers = self.caller_can_answer(&context);
+        if !answers && policy == crate::ask::CannotAsk::Hide {
+            return unsupported(
+                Capability::Elicitation,
+                speaks_2026_07_28(&context),
+                &context,
+            );
+        }
+        let mut arguments = request.arguments.unwrap_or_default();
+        let confirmation = match policy {
+            crate::ask::CannotAsk::Relay => arguments.remove(fallback::CONFIRMATION),
+            _ => None,
+        };
+        let relayed = policy == crate::ask::CannotAsk::Relay && !answers;
+        let input = Value::Object(arguments);
         let principal = principal
             .filter(|p| **p != Principal::Anonymous)
             .map(ToString::to_string);
@@ -654,7 +711,25 @@ impl ServerHandler for McpServer {
             principal: caller,
             user: &user,
         };
-        let ledger = match &request.request_state {
+        // A relayed confirmation is a state like any other, its question answered yes by
+        // the user through the model.
+        let (state, responses, what) = match &confirmation {
+            Some(token) => (
+                Some(token.as_str().unwrap_or_default()),
+                [(
+                    crate::ask::CONFIRM_KEY.to_owned(),
+                    serde_json::json!({"action": "accept"}),
+                )]
+                .into(),
+                fallback::CONFIRMATION,
+            ),
+            None => (
+                request.request_state.as_deref(),
+                request.input_responses.unwrap_or_default(),
+                "requestState",
+            ),
+        };
+        let ledger = match state {
             // An input that fails validation is answered with what is wrong with it (by the
             // pipeline, as any call's), whatever state comes with it: the state is bound to a
             // valid input and could only say it belongs to another call.
@@ -663,7 +738,7 @@ impl ServerHandler for McpServer {
                 if let Some(metrics) = self.pipeline.metrics_handle() {
                     metrics.refused_state(bad);
                 }
-                McpError::invalid_params(format!("The requestState {}.", bad.reason()), None)
+                McpError::invalid_params(format!("The {what} {}.", bad.reason()), None)
             })?),
             None => None,
         };
@@ -672,11 +747,12 @@ impl ServerHandler for McpServer {
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
         let newest = speaks_2026_07_28(&context);
         let capabilities = context.meta.client_capabilities();
-        let round = Round::resume(
-            ledger,
-            request.input_responses.unwrap_or_default(),
-            asking::supports(capabilities.as_ref().filter(|_| newest)),
-        );
+        let client = asking::supports(capabilities.as_ref().filter(|_| newest));
+        // A relayed round asks its confirmation as if the client could (the model carries it).
+        let relaying = relayed || confirmation.is_some();
+        let round = Round::resume(ledger, responses, |capability| {
+            client(capability) || (relaying && capability == Capability::Elicitation)
+        });
         let call = CallToolRequest {
             tool_id: tool_id.clone(),
             call_id,
@@ -688,6 +764,25 @@ impl ServerHandler for McpServer {
         // this one into a task of its own for every request.
         let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
         if failed(&outcome) {
+            if let Some(ledger) = round.next().filter(|_| relaying && !answers) {
+                // Only the declared confirmation travels through the model; anything else the
+                // tool asks, this caller cannot answer.
+                let only_confirm = ledger.asked.keys().eq([crate::ask::CONFIRM_KEY]);
+                let asked = round.asked();
+                let question = asked[crate::ask::CONFIRM_KEY]["params"]["message"].as_str();
+                return match (only_confirm, question) {
+                    (true, Some(question)) => Ok(match self.sealer.seal(ledger, &binding) {
+                        Ok(token) => {
+                            text_error(fallback::relay_text(&request.name, question, &token))
+                        }
+                        Err(too_large) => text_error(format!(
+                            "The tool's question could not be sent: {too_large}."
+                        )),
+                    }
+                    .into()),
+                    _ => unsupported(Capability::Elicitation, newest, &context),
+                };
+            }
             if let Some(ledger) = round.next() {
                 let asked = self
                     .sealer
@@ -701,6 +796,15 @@ impl ServerHandler for McpServer {
                             .into()
                     }
                 });
+            }
+            if let Some((message, url)) = round.link() {
+                // A host that shows forms but not links (Claude Code): the link itself, and
+                // what to do with it, rather than an error the user cannot act on.
+                return Ok(text_error(format!(
+                    "{message}: the user needs to open {url} (this client cannot show links), \
+                     then call the tool again."
+                ))
+                .into());
             }
             if let Some(capability) = round.unsupported() {
                 return unsupported(capability, newest, &context);
@@ -731,9 +835,18 @@ fn unsupported(
 ) -> Result<CallToolResponse, McpError> {
     if newest {
         let required: rmcp::model::ClientCapabilities =
-            serde_json::from_value(serde_json::json!({ capability.name(): {} }))
-                .unwrap_or_default();
-        return Err(McpError::missing_required_client_capability(required));
+            serde_json::from_value(capability.declared()).unwrap_or_default();
+        let mut error = McpError::missing_required_client_capability(required);
+        // A message a model can relay to its user.
+        error.message = match capability {
+            Capability::Elicitation => {
+                "This tool needs to ask its user a question (a confirmation or a form), and \
+                 this client cannot show one"
+            }
+            _ => "This tool needs something of the client that it did not declare",
+        }
+        .into();
+        return Err(error);
     }
     let revision = context
         .meta
