@@ -770,7 +770,11 @@ async fn a_client_cannot_take_the_call_id_of_a_call_that_asks() {
         )
         .await;
     assert_eq!(reply.status, 400, "{:?}", reply.body);
-    assert!(reply.body.to_string().contains("oxp-ask-"), "{:?}", reply.body);
+    assert!(
+        reply.body.to_string().contains("oxp-ask-"),
+        "{:?}",
+        reply.body
+    );
 }
 
 /// An ask MCP's forms cannot carry fails in the tool, and a round whose state would be too
@@ -945,6 +949,32 @@ async fn hosts_that_cannot_ask_get_what_the_author_chose() {
     let forged = mcp_as(&oxp, "2026-07-28", "tools/call", forged, none.clone()).await;
     assert_eq!(forged["error"]["code"], -32602, "{forged}");
     assert_eq!(deleted("forged"), 0);
+}
+
+/// A round presented by a client that cannot answer what was asked is refused before anything
+/// runs, and the call is not used up: the same state from a client that can goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_its_client_cannot_answer_does_not_use_the_call_up() {
+    let oxp = start(Duration::from_secs(600)).await;
+    let input = json!({"bin": "kept-for-later", "days": 1});
+    let first = call(&oxp, KEY, "Files_Empty", input.clone(), json!({})).await;
+    let yes = json!({"oxp.confirm": accept()});
+    let params = |state: &str| {
+        json!({"name": "Files_Empty", "arguments": input, "requestState": state,
+            "inputResponses": yes})
+    };
+    let state = state_of(&first);
+    let refused = mcp_as(&oxp, "2026-07-28", "tools/call", params(&state), json!({})).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    let done = call(
+        &oxp,
+        KEY,
+        "Files_Empty",
+        input.clone(),
+        json!({"requestState": state, "inputResponses": yes}),
+    )
+    .await;
+    assert_eq!(done["result"]["content"][0]["text"], "emptied kept-for-later, 1 days", "{done}");
 }
 
 /// A URL ask to a client that shows forms but not links ends with the link and what to do

@@ -103,6 +103,16 @@ impl Capability {
         }
     }
 
+    /// The capability [`name`](Self::name) names.
+    ///
+    /// ```
+    /// use oxp_runtime::ask::Capability;
+    /// assert_eq!(Capability::from_name("elicitation.url"), Some(Capability::UrlElicitation));
+    /// ```
+    pub fn from_name(name: &str) -> Option<Capability> {
+        Capability::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// What a client declares in MCP's `ClientCapabilities` to have it.
     ///
     /// ```
@@ -296,8 +306,9 @@ struct RoundState {
     /// came with (none on a first round).
     call: Option<String>,
     deadline: Option<u64>,
-    /// What the tool asked and did not get: key → (question digest, request as sent).
-    asked: BTreeMap<String, (String, Value)>,
+    /// What the tool asked and did not get: key → (question digest, what answering it needs,
+    /// request as sent).
+    asked: BTreeMap<String, (String, Capability, Value)>,
     /// The answers the tool read, each with the question it answered: what the next round
     /// carries again.
     used: Vec<Answer>,
@@ -475,7 +486,12 @@ impl Round {
         };
         ledger.deadline = state.deadline;
         ledger.asked = (state.asked.iter())
-            .map(|(key, (question, _))| (key.clone(), question.clone()))
+            .map(|(key, (question, _, _))| (key.clone(), question.clone()))
+            .collect();
+        ledger.needs = (state.asked.values())
+            .map(|(_, capability, _)| capability.name().to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
             .collect();
         ledger.answers = state.used.clone();
         Some(ledger)
@@ -497,7 +513,7 @@ impl Round {
     /// ```
     pub fn asked(&self) -> BTreeMap<String, Value> {
         (self.lock().asked.iter())
-            .map(|(key, (_, request))| (key.clone(), request.clone()))
+            .map(|(key, (_, _, request))| (key.clone(), request.clone()))
             .collect()
     }
 
@@ -604,7 +620,7 @@ impl Round {
             return read;
         }
         match state.asked.get(key) {
-            Some((asked, _)) if *asked != digest => {
+            Some((asked, _, _)) if *asked != digest => {
                 return Err(AskError::Unaskable(format!(
                     "the key `{key}` already asks another question in this round: give each \
                      question a key of its own"
@@ -614,7 +630,9 @@ impl Round {
             None => {}
         }
         let request = sent(question);
-        state.asked.insert(key.to_owned(), (digest, request));
+        state
+            .asked
+            .insert(key.to_owned(), (digest, capability, request));
         state.outcomes.push((capability, AskOutcome::Asked));
         Err(AskError::Pending)
     }

@@ -63,6 +63,13 @@ pub(crate) struct Ledger {
     pub(crate) asked: BTreeMap<String, String>,
     /// The answers so far, each bound to the question it answered.
     pub(crate) answers: Vec<Answer>,
+    /// What answering the questions asked needs of the client ([`Capability::name`]s): a
+    /// round presented by a client without one is refused before anything runs, and does not
+    /// use the call up.
+    ///
+    /// [`Capability::name`]: crate::ask::Capability::name
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) needs: Vec<String>,
 }
 
 /// One answer, to one question.

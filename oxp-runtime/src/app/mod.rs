@@ -117,6 +117,13 @@ pub async fn serve() {
              each other's calls, and calls need it to survive a restart"
         );
     }
+    if cfg!(feature = "mcp") && config.state_key.is_some() && config.redis_url.is_none() {
+        tracing::info!(
+            "OXP_STATE_KEY is set without OXP_REDIS_URL: replicas continue each other's calls that \
+             ask, but each remembers only its own calls' ends, so a last round replayed at another \
+             replica (or after a restart) runs again; share a store with OXP_REDIS_URL"
+        );
+    }
     if cfg!(feature = "mcp") && config.idempotency_ttl.is_none() {
         tracing::warn!(
             "OXP_IDEMPOTENCY_TTL_MS=0: nothing remembers that a call which asked its user has \

@@ -750,9 +750,18 @@ impl ServerHandler for McpServer {
         let client = asking::supports(capabilities.as_ref().filter(|_| newest));
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
-        let round = Round::resume(ledger, responses, |capability| {
-            client(capability) || (relaying && capability == Capability::Elicitation)
-        });
+        let can =
+            |capability| client(capability) || (relaying && capability == Capability::Elicitation);
+        // A round whose client cannot answer what was asked is refused before it runs: it
+        // neither runs the tool nor uses the call up.
+        let lacking = (ledger.iter())
+            .flat_map(|ledger| ledger.needs.iter())
+            .filter_map(|name| Capability::from_name(name))
+            .find(|capability| !can(*capability));
+        if let Some(capability) = lacking {
+            return unsupported(capability, newest, &context);
+        }
+        let round = Round::resume(ledger, responses, can);
         let call = CallToolRequest {
             tool_id: tool_id.clone(),
             call_id,
