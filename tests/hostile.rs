@@ -361,6 +361,75 @@ async fn the_metrics_listener_has_the_main_port_s_guard_and_limits() {
     );
 }
 
+/// One connection budget per process: under a file limit of 600, idle connections sent to both
+/// the main port and `OXP_METRICS_ADDR` cannot together exhaust the process's files. The metrics
+/// port holds a small share of the budget, and the main port keeps the rest: `/health` answers
+/// with 290 idle connections on the main port and 300 sent to the metrics port. (Were each
+/// listener capped near the file limit on its own, accepting them would run out of files and
+/// `/health` would wait in the backlog.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listeners_share_one_connection_budget_and_the_main_port_keeps_its_share() {
+    use std::io::{BufRead, BufReader};
+    let _turn = HEAVY.lock().await;
+    // A port of its own for the metrics (port 0 for both would be "the same address").
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 600 && exec \"$0\"",
+            &harness::example_binary(),
+        ])
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("OXP_METRICS_ADDR", &metrics_addr)
+        .env("OXP_LOG_FORMAT", "json")
+        // Idle connections stay until the test is done with them.
+        .env("OXP_HEADER_TIMEOUT_MS", "600000")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _child = Kill(child);
+    let after = |line: &str, marker: &str| {
+        let at = line.find(marker)? + marker.len();
+        Some(line[at..].split(['"', ' ', '/']).next()?.to_owned())
+    };
+    let (mut main, mut metrics) = (None, None);
+    while main.is_none() || metrics.is_none() {
+        let line = lines
+            .next()
+            .expect("the example logs its addresses")
+            .unwrap();
+        main = main.or_else(|| after(&line, "serving OXP 1.0 on http://"));
+        metrics = metrics.or_else(|| after(&line, "serving metrics on http://"));
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    let (main, metrics) = (main.unwrap(), metrics.unwrap());
+    let mut idle = Vec::new();
+    for (addr, count) in [(&metrics, 300), (&main, 290)] {
+        for _ in 0..count {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+    }
+    // Asked after every idle connection: it waits behind them in the backlog.
+    let health = reqwest::Client::new()
+        .get(format!("http://{main}/health"))
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("/health answers");
+    assert_eq!(health.status(), 200);
+    drop(idle);
+}
+
 /// The check order README gives: a declared length over the cap is a 413 by its head, before
 /// authentication; a chunked body from a caller without credentials is a 401, unread; with
 /// credentials, the same body is cut off at the cap as it is read, a 413.

@@ -108,6 +108,8 @@ pub struct Server {
     browsers: Browsers,
     body_timeout: Duration,
     connections: ConnectionLimits,
+    /// The open connections of every listener this server (and its clones) serves.
+    budget: listen::ConnectionBudget,
     /// Routers nested under paths, behind the same guard and authentication (MCP at `/mcp`).
     nested: Vec<(String, Router)>,
     /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
@@ -160,6 +162,7 @@ impl Server {
             browsers: Browsers::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
             connections: ConnectionLimits::default(),
+            budget: listen::ConnectionBudget::default(),
             nested: Vec::new(),
             metrics_route: true,
         }
@@ -215,7 +218,8 @@ impl Server {
     }
 
     /// Serves [`metrics_router`](Self::metrics_router) on a listener of its own, with the
-    /// connection limits, timeouts and guard of the main port, until `stop` completes. Does
+    /// timeouts and guard of the main port, until `stop` completes; its connections come from
+    /// the same budget as those of [`serve`](Self::serve) (at most an eighth of it). Does
     /// nothing when the pipeline keeps no metrics.
     ///
     /// ```no_run
@@ -237,10 +241,12 @@ impl Server {
         let Some(router) = server.metrics_router() else {
             return Ok(());
         };
+        let places = server.budget.places(&server.connections, true);
         listen::serve(
             listener,
             router,
             &server.connections,
+            places,
             stop,
             Duration::from_millis(500),
         )
@@ -302,6 +308,7 @@ impl Server {
     #[must_use]
     pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
         self.connections = limits;
+        self.budget = listen::ConnectionBudget::default();
         self
     }
 
@@ -539,6 +546,7 @@ impl Server {
         let server = self.for_listener(listener.local_addr()?);
         let pipeline = server.pipeline.clone();
         let limits = server.connections.clone();
+        let places = server.budget.places(&limits, false);
         let router = server.router();
         let outcome = std::sync::OnceLock::new();
         let stop = async {
@@ -556,7 +564,15 @@ impl Server {
         };
         // Every call is answered once drained: connections get a moment to flush and close,
         // but a client that holds one open is not waited for.
-        listen::serve(listener, router, &limits, stop, Duration::from_millis(500)).await;
+        listen::serve(
+            listener,
+            router,
+            &limits,
+            places,
+            stop,
+            Duration::from_millis(500),
+        )
+        .await;
         Ok(outcome.get().copied().unwrap_or(Shutdown::Drained))
     }
 
