@@ -260,51 +260,77 @@ async fn browsers_cannot_drive_the_server() {
     assert_eq!(reply.status(), 200, "localhost is a loopback name");
 }
 
-/// A server listening beyond loopback takes no origin from the request: a DNS-rebound page
-/// names its own host in `Host` and `Origin` alike, and is refused (the repro: on
-/// `0.0.0.0` without auth this was a 200). Its own addresses' pages and a public URL's are served.
+/// A server listening on every interface answers only to its own names (its addresses, the
+/// loopback names, its public URL's host, `OXP_ALLOWED_HOSTS`), and takes no origin from the
+/// request: a DNS-rebound page names its own host in `Host` (and in `Origin` when it sends one)
+/// and is refused on every route — reading the tool list, the playground's hints or the metrics
+/// with a GET (no `Origin`) as much as calling a tool with a POST. Its own addresses' pages and a
+/// public URL's are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebound_page_cannot_reach_a_server_on_every_interface() {
-    let server = server().public_url("https://tools.example.com");
+    let server = server()
+        .public_url("https://tools.example.com")
+        .playground(true);
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(server.serve(listener, std::future::pending(), Duration::from_secs(1)));
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let call = |host: String, origin: String, call_id: &str| {
-        client
+    let call = |host: String, origin: Option<String>, call_id: &str| {
+        let mut request = client
             .post(format!("{base}/tools/call"))
             .header("host", host)
-            .header("origin", origin)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request
             .body(
                 json!({"tool_id": "Once.Record", "call_id": call_id, "input": {"ms": 0}})
                     .to_string(),
             )
             .send()
     };
+    let evil = format!("evil.example:{port}");
     let rebound = call(
-        format!("evil.example:{port}"),
-        format!("http://evil.example:{port}"),
+        evil.clone(),
+        Some(format!("http://evil.example:{port}")),
         "rebound-1",
     )
     .await
     .unwrap();
     assert_eq!(rebound.status(), 403, "a rebound page's call");
-    assert_eq!(oxp_tests::runs("rebound-1"), 0, "the rebound call ran");
-    // By name through a proxy, without a browser: no Origin, served.
-    let named = client
-        .get(format!("{base}/health"))
-        .header("host", "tools.internal")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(named.status(), 200);
+    let without_origin = call(evil.clone(), None, "rebound-2").await.unwrap();
+    assert_eq!(
+        without_origin.status(),
+        403,
+        "a rebound call with no Origin"
+    );
+    for call_id in ["rebound-1", "rebound-2"] {
+        assert_eq!(oxp_tests::runs(call_id), 0, "{call_id} ran");
+    }
+    let get = |path: &str, host: &str| {
+        client
+            .get(format!("{base}{path}"))
+            .header("host", host)
+            .send()
+    };
+    for path in ["/tools", "/", "/playground/hints", "/metrics", "/health"] {
+        let read = get(path, &evil).await.unwrap();
+        assert_eq!(read.status(), 403, "a rebound page's GET {path}");
+        let own = get(path, &format!("127.0.0.1:{port}")).await.unwrap();
+        assert_eq!(own.status(), 200, "GET {path} by the server's address");
+    }
+    // By a name the server has: its public URL's host, a loopback name.
+    for host in ["tools.example.com", "localhost:8443"] {
+        let named = get("/tools", host).await.unwrap();
+        assert_eq!(named.status(), 200, "{host}");
+    }
     for origin in [
         format!("http://127.0.0.1:{port}"),
         "https://tools.example.com".to_owned(),
     ] {
-        let own = call(format!("127.0.0.1:{port}"), origin.clone(), "")
+        let own = call(format!("127.0.0.1:{port}"), Some(origin.clone()), "")
             .await
             .unwrap();
         assert_ne!(own.status(), 403, "{origin} is the server's own");

@@ -50,7 +50,7 @@ pub enum LogFormat {
 /// | `OXP_TOOLS` | every tool | which tools to expose on every front: `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `-` to exclude, comma-separated |
 /// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
 /// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
-/// | `OXP_ALLOWED_HOSTS` | – | host names a loopback server answers to besides `localhost`, `127.0.0.1`, `[::1]` |
+/// | `OXP_ALLOWED_HOSTS` | – | host names the server answers to besides its listening addresses, the loopback names on loopback and `OXP_PUBLIC_URL`'s host |
 /// | `OXP_MAX_CONCURRENT_CALLS` | 512 per core | tool runs at once (a run outlives its client's hang-up); over it, "temporarily unavailable"; `0`: no limit |
 /// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
 /// | `OXP_MAX_CONNECTIONS` | under the file limit, ≤ 10000 | open connections; one over it is closed at once |

@@ -255,14 +255,18 @@ impl Server {
     }
 
     /// The server as a listener on `addr` serves it: pages of the listener's own origins may
-    /// call it, and a loopback listener answers only to loopback names (DNS rebinding).
+    /// call it, and it answers only to its own names — the listener's addresses, the loopback
+    /// names where it listens on loopback, its public URL's host and the hosts allowed — so a
+    /// page on another name that resolves to one of its addresses (DNS rebinding) can neither
+    /// call it nor read it.
     fn for_listener(mut self, addr: std::net::SocketAddr) -> Self {
-        if self.browsers.hosts.is_none() && addr.ip().is_loopback() {
-            self = self.allowed_hosts(std::iter::empty::<&str>());
-        }
+        let names = Browsers::listener_hosts(addr);
         self.browsers
             .origins
             .extend(Browsers::listener_origins(addr));
+        let hosts = self.browsers.hosts.get_or_insert_with(Vec::new);
+        hosts.extend(names);
+        hosts.extend(self.public_url.as_deref().map(Browsers::host_of));
         self
     }
 
@@ -344,8 +348,10 @@ impl Server {
 
     /// Answers only requests whose `Host` is `localhost`, `127.0.0.1`, `[::1]` or one of
     /// `hosts` (any port); others get a `403`. This is what keeps a page on a name that
-    /// resolves to 127.0.0.1 (DNS rebinding) out of a server on a developer's machine, and
-    /// [`serve`](Self::serve) turns it on by itself for a loopback listener.
+    /// resolves to the server's address (DNS rebinding) from calling or reading it.
+    /// [`serve`](Self::serve) turns it on by itself, adding its listener's addresses (every
+    /// interface's for `0.0.0.0`) and the host of [`public_url`](Self::public_url): a server
+    /// reached by another name (behind a proxy that keeps the client's `Host`) lists it here.
     ///
     /// ```
     /// use oxp_runtime::{server::Server, Registry};
