@@ -856,6 +856,60 @@ async fn media_results_take_each_provider_s_own_shape() {
     );
 }
 
+/// Photograph the warehouse: three photos of 40,000 bytes each.
+#[tool(toolkit = "Chart", name = "Photos", version = "1.0.0")]
+fn photos() -> oxp_runtime::content::Contents {
+    use oxp_runtime::content::{Content, Contents};
+    let photo = || Content::image(vec![7u8; 40_000], "image/jpeg");
+    Contents::new([
+        Content::text("Three photos."),
+        photo(),
+        photo(),
+        Content::audio(vec![9u8; 40_000], "audio/wav"),
+    ])
+}
+
+/// The result cap (64 KB by default) counts a result's images and audio with its text: a result
+/// of 160 KB of base64 media reaches each provider within the cap, the blocks that did not fit
+/// left out and said to be, never sent uncapped.
+#[tokio::test]
+async fn the_result_cap_counts_images_and_audio() {
+    let registry = Registry::builder().tool(photos::TOOL).build().unwrap();
+    let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    let cap = 64 * 1024;
+    // What a provider message adds around the result: ids, types, the data URL's prefix.
+    let envelope = 1024;
+    let within = |what: &str, reply: &Value| {
+        let size = reply.to_string().len();
+        assert!(size <= cap + envelope, "{what}: {size} bytes");
+        let text = reply.to_string();
+        assert!(
+            text.contains("left out"),
+            "{what} says what was left out: {text:.300}"
+        );
+    };
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Chart_Photos", "input": {}}]});
+    let reply = anthropic::dispatch(&dispatcher, &message)
+        .await
+        .unwrap()
+        .unwrap();
+    within("anthropic", &reply);
+    let responses = json!({"output": [{"type": "function_call", "call_id": "call_1",
+        "name": "Chart_Photos", "arguments": "{}"}]});
+    let items = openai::dispatch_responses(&dispatcher, &responses)
+        .await
+        .unwrap();
+    within("openai responses", &Value::Array(items));
+    let gemini_response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "Chart_Photos", "args": {}}}]}}]});
+    let reply = gemini::dispatch(&dispatcher, &gemini_response)
+        .await
+        .unwrap()
+        .unwrap();
+    within("gemini", &reply);
+}
+
 static SENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Send an invoice, once the user picks the address and confirms.

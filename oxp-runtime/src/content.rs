@@ -242,6 +242,37 @@ impl Content {
         }
     }
 
+    /// The bytes this block takes in a result sent on (base64 as it is): what a result cap
+    /// counts.
+    pub(crate) fn weight(&self) -> usize {
+        let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+        match self {
+            Content::Text { text } => text.len(),
+            Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+                data.len() + mime_type.len()
+            }
+            Content::ResourceLink {
+                uri,
+                name,
+                description,
+                mime_type,
+            } => uri.len() + name.len() + optional(description) + optional(mime_type),
+            Content::Resource {
+                resource:
+                    Resource::Text {
+                        uri,
+                        mime_type,
+                        text: data,
+                    }
+                    | Resource::Blob {
+                        uri,
+                        mime_type,
+                        blob: data,
+                    },
+            } => uri.len() + optional(mime_type) + data.len(),
+        }
+    }
+
     /// What a format without a place for this block says instead: the text itself, or a
     /// short notice naming the block (never its data).
     ///
