@@ -46,7 +46,7 @@ fn photo(
     use oxp_runtime::content::{Content, Contents};
     Contents::new([
         Content::text("a point"),
-        Content::image(b"PNG", "image/png"),
+        Content::image(b"PNG", "image/png").expect("an image type"),
     ])
     .with_structured(Point { x, y: 0 })
 }

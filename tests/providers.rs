@@ -772,9 +772,9 @@ fn draw() -> oxp_runtime::content::Contents<serde_json::Value> {
     use oxp_runtime::content::{Content, Contents};
     Contents::new([
         Content::text("Sales rose."),
-        Content::image(b"PNGDATA", "image/png"),
-        Content::audio(b"WAVDATA", "audio/wav"),
-        Content::link("https://example.com/q3.pdf", "Q3 report"),
+        Content::image(b"PNGDATA", "image/png").expect("an image type"),
+        Content::audio(b"WAVDATA", "audio/wav").expect("an audio type"),
+        Content::link("https://example.com/q3.pdf", "Q3 report").expect("an https link"),
     ])
     .with_structured(json!({"rise": 12}))
 }
@@ -860,12 +860,12 @@ async fn media_results_take_each_provider_s_own_shape() {
 #[tool(toolkit = "Chart", name = "Photos", version = "1.0.0")]
 fn photos() -> oxp_runtime::content::Contents {
     use oxp_runtime::content::{Content, Contents};
-    let photo = || Content::image(vec![7u8; 40_000], "image/jpeg");
+    let photo = || Content::image(vec![7u8; 40_000], "image/jpeg").expect("an image type");
     Contents::new([
         Content::text("Three photos."),
         photo(),
         photo(),
-        Content::audio(vec![9u8; 40_000], "audio/wav"),
+        Content::audio(vec![9u8; 40_000], "audio/wav").expect("an audio type"),
     ])
 }
 
