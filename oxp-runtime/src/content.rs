@@ -198,6 +198,12 @@ impl std::fmt::Display for ContentError {
 impl std::error::Error for ContentError {}
 
 /// The schemes a resource link may use: those a host can open for its user.
+///
+/// ```
+/// use oxp_runtime::content::{Content, LINK_SCHEMES};
+/// assert!(LINK_SCHEMES.contains(&"https"));
+/// assert!(Content::link("mailto:a@example.com", "mail").is_err());
+/// ```
 pub const LINK_SCHEMES: [&str; 3] = ["https", "http", "file"];
 
 /// The rules every block keeps, whether made by a constructor or read from JSON: one place, so
