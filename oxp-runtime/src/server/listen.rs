@@ -378,10 +378,19 @@ impl WriteDeadline {
             .waiting
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match waiting.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the client did not read its answer in time",
-            )),
+            Poll::Ready(()) => {
+                // At debug: a client decides how often this happens.
+                if let Ok(peer) = self.stream.peer_addr() {
+                    tracing::debug!(
+                        "the write deadline closed the connection of {peer} (its answer was \
+                         not read in time)"
+                    );
+                }
+                Poll::Ready(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not read its answer in time",
+                ))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
