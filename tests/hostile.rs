@@ -1,5 +1,5 @@
-//! Issue #13: the promises README makes, held against hostile and broken clients on a real
-//! socket (127.0.0.1). Each test names the promise it holds, and each failed on the code before.
+//! The promises README makes, held against hostile and broken clients on a real socket
+//! (127.0.0.1). Each test names the promise it holds, and fails when the promise breaks.
 
 #[path = "harness/mod.rs"]
 mod harness;
@@ -16,8 +16,9 @@ fn server() -> Server {
 }
 
 /// Limits count runs, not connections: clients that send unique call_ids and hang up at once
-/// cannot start more runs than `OXP_MAX_CONCURRENT_CALLS`. (Before: each call's run went on in
-/// a task while its place was given back with the handler, so every hang-up started one more.)
+/// cannot start more runs than `OXP_MAX_CONCURRENT_CALLS`: a run goes on in a task after its
+/// client hangs up, so a place given back with the handler would let every hang-up start one
+/// more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
     let server = Server::from_pipeline(harness::pipeline().limits(Some(4), 8));
@@ -51,8 +52,8 @@ async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
 }
 
 /// A sync tool holds its blocking place until its thread returns: timed-out calls are answered
-/// at once, but no more threads than the cap ever run, and a drain waits for the threads. (Before:
-/// the place went back with the timeout, and stuck tools piled up on tokio's own thread cap.)
+/// at once, but no more threads than the cap ever run, and a drain waits for the threads: a
+/// place given back with the timeout would let stuck tools pile up on tokio's own thread cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_return() {
     let server = Server::from_pipeline(harness::pipeline().limits(None, 2));
@@ -81,8 +82,8 @@ async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_ret
 }
 
 /// A call_id names one request: the same id with another input, or another tool, is a 400 that
-/// says so and runs nothing; a true retry gets the first answer. (Before: both got the first
-/// answer, `3`, duration included.)
+/// says so and runs nothing, never the first request's answer; a true retry gets the first
+/// answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_id_reused_for_another_request_is_refused_not_answered() {
     let oxp = Oxp::start(server()).await;
@@ -171,8 +172,7 @@ async fn served(server: Server) -> String {
 
 /// Browsers cannot drive the server: a call must say it is JSON, a foreign `Origin` is a 403 on
 /// every route (MCP's `initialize` included, and CORS preflights), and a loopback server answers
-/// only to loopback names (DNS rebinding). The tool's run counter shows nothing ran. (Before:
-/// every one of these calls ran and answered 200.)
+/// only to loopback names (DNS rebinding). The tool's run counter shows nothing ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_cannot_drive_the_server() {
     let pipeline = harness::pipeline();
@@ -561,8 +561,8 @@ async fn raw(base: &str, request: &[u8], wait: Duration) -> String {
 }
 
 /// Every route honours the body cap (413 with OXP-Version, at once when the declared length is
-/// over it), and a body that does not arrive in time is a 400, not a 413. (Before: `GET /tools`
-/// read 2 MB, `/mcp` 4 MiB, and a declared 100 MB was waited for.)
+/// over it), and a body that does not arrive in time is a 400, not a 413: `GET /tools` and
+/// `/mcp` read no more than the cap, and a declared 100 MB is not waited for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_honours_the_body_cap_and_deadline() {
     let server = server()
@@ -723,8 +723,9 @@ const JWT_SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
 const API_KEY: &str = "k_0123456789abcdef0123456789abcdef";
 
 /// A principal is someone, and a request carries one credential: JWTs without a string `sub`,
-/// with a `crit` header, and requests with two credentials are 401s. (Before: tokens without a
-/// usable `sub` shared the principal `-`, `crit` was ignored, and the first header won.)
+/// with a `crit` header, and requests with two credentials are 401s: tokens without a usable
+/// `sub` would share one principal, an ignored `crit` would accept what the issuer said must
+/// not be, and picking one of two credentials is picking the caller.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_name_someone_and_requests_carry_one_credential() {
     let auth = oxp_runtime::server::ServerAuth::default()
@@ -833,8 +834,8 @@ async fn closed_within(socket: &mut tokio::net::TcpStream, wait: Duration) -> bo
 
 /// Connections are bounded in time: 2,000 slowloris clients trickling header lines, and idle
 /// keep-alive sockets, are closed after the header timeout, and `/health` answers in time while
-/// they are open. (Before: no timeout at all; they stayed open indefinitely, and ~20,000 idle
-/// sockets made `/health` time out for everyone.)
+/// they are open: without a timeout they would stay open indefinitely, until the file limit
+/// left `/health` unanswered for everyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_and_idle_connections_are_closed_and_health_keeps_answering() {
     let _turn = HEAVY.lock().await;
@@ -918,8 +919,8 @@ async fn connections_over_the_cap_are_closed_at_once() {
 }
 
 /// A request head over the cap is a 431 and costs no more than the cap: 300 connections each
-/// sending 400 KB of unfinished headers leave RSS nearly where it was. (Before: hyper's 400 KB
-/// default buffer each, 12 MB → 213 MB for 500 of them, and no 431.)
+/// sending 400 KB of unfinished headers leave RSS nearly where it was (hyper's default buffer
+/// would hold 400 KB for each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_headers_are_a_431_and_cost_little_memory() {
     let _turn = HEAVY.lock().await;
@@ -1101,7 +1102,8 @@ async fn missing_providers_are_listed_without_an_authorization_provider() {
 }
 
 /// Absurd configuration is a clear error and exit 2 naming the variable, never a panic deep in
-/// the runtime (tokio's semaphore used to panic on a huge `OXP_MAX_BLOCKING_TOOLS`).
+/// the runtime (tokio's semaphore panics above its `MAX_PERMITS`, which a huge
+/// `OXP_MAX_BLOCKING_TOOLS` would ask for).
 #[test]
 fn absurd_configuration_exits_2_naming_the_variable() {
     for (variable, value) in [
@@ -1286,8 +1288,8 @@ async fn a_connections_bodies_in_flight_are_capped() {
 }
 
 /// 2,000 answers of 100 KB under a byte cap of 20 MB: the store keeps within it (the oldest
-/// finished answers go first), and the process's memory shows it. (Before: bounded by count
-/// only, 10,000 answers of 1 MB were 10 GB.)
+/// finished answers go first), and the process's memory shows it: bounded by count alone,
+/// 10,000 answers of 1 MB would be 10 GB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idempotent_answers_are_bounded_by_bytes() {
     let _turn = HEAVY.lock().await;

@@ -270,11 +270,11 @@ async fn the_python_mcp_client_over_http_and_stdio() {
     assert!(stdout.contains("mcp client: ok"), "{stdout}");
 }
 
-/// Issue #13: over HTTP, an MCP caller is itself. A server started with the operator's user and
+/// Over HTTP, an MCP caller is itself. A server started with the operator's user and
 /// Google token (what `OXP_USER_ID` and `OXP_TOKEN_GOOGLE` give `serve()`) does not let a remote
 /// caller act as the operator: the user is the caller's JWT `sub`, and the operator's token is
-/// not used. Only the single-tenant switch brings the operator's back. (Before: every HTTP
-/// caller read the operator's Gmail.)
+/// not used, else every HTTP caller would read the operator's Gmail. Only the single-tenant
+/// switch brings the operator's back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_mcp_callers_are_themselves_not_the_operator() {
     use oxp_runtime::protocol::AuthorizationToken;

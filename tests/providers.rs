@@ -661,7 +661,7 @@ fn every_provider_exports_through_one_shape() {
     );
 }
 
-/// Issue #13: a model's call id is an idempotency key, but only within one dispatcher (one
+/// A model's call id is an idempotency key, but only within one dispatcher (one
 /// conversation): two conversations that reuse `toolu_1` each get the answer to their own call,
 /// and one conversation that reuses it for another request is told so instead of being handed
 /// the first answer.

@@ -347,8 +347,8 @@ impl ServerConfig {
                 problem: "is the same address as OXP_ADDR: pick another port".into(),
             });
         }
-        // MCP keeps no sessions (any replica answers any request): their limits are gone, and
-        // a setting that would do nothing is a mistake to report.
+        // MCP keeps no sessions (any replica answers any request), so these have nothing to
+        // limit, and a setting that would do nothing is a mistake to report.
         for variable in ["OXP_MCP_MAX_SESSIONS", "OXP_MCP_SESSION_IDLE_MS"] {
             if get(variable).is_some() {
                 return Err(ConfigError {
