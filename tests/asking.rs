@@ -974,7 +974,10 @@ async fn a_round_its_client_cannot_answer_does_not_use_the_call_up() {
         json!({"requestState": state, "inputResponses": yes}),
     )
     .await;
-    assert_eq!(done["result"]["content"][0]["text"], "emptied kept-for-later, 1 days", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "emptied kept-for-later, 1 days",
+        "{done}"
+    );
 }
 
 /// A URL ask to a client that shows forms but not links ends with the link and what to do

@@ -178,7 +178,7 @@ async fn temporarily_unavailable_answers_are_retried_after_retry_after_ms() {
     assert!(slow.await.unwrap().is_ok());
 }
 
-/// Issue #13: a server's retry hint is honoured only up to the client's own longest backoff; a
+/// A server's retry hint is honoured only up to the client's own longest backoff; a
 /// hostile or broken server that says "retry in an hour" cannot park the caller for an hour.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_retry_hint_is_capped_by_the_clients_backoff() {

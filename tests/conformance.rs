@@ -573,8 +573,8 @@ async fn e42_malformed_requests_are_400() {
         )
         .await;
     assert_eq!(reply.status, 400);
-    // §3.14 tolerated a missing Content-Type; issue #13 refuses it (a browser's no-cors POST
-    // sends none). `application/*+json` is accepted.
+    // §3.14 tolerates a missing Content-Type; oxp refuses it (a browser's no-cors POST sends
+    // none). `application/*+json` is accepted.
     let body = json!({"request": add("c1", json!(1), json!(2))}).to_string();
     let reply = oxp
         .call_with(oxp.request(Method::POST, "/tools/call").body(body.clone()))

@@ -1,4 +1,4 @@
-//! What a tool tells hosts about itself (issue #15, first part): behaviour hints and titles as MCP
+//! What a tool tells hosts about itself: behaviour hints and titles as MCP
 //! annotations, examples checked by the registry and given to Anthropic, deprecation marked for
 //! hosts and models and logged when called, and `OXP_TOOLS` choosing what every front exposes.
 

@@ -1,5 +1,5 @@
-//! Issue #13: the promises README makes, held against hostile and broken clients on a real
-//! socket (127.0.0.1). Each test names the promise it holds, and each failed on the code before.
+//! The promises README makes, held against hostile and broken clients on a real socket
+//! (127.0.0.1). Each test names the promise it holds, and fails when the promise breaks.
 
 #[path = "harness/mod.rs"]
 mod harness;
@@ -16,8 +16,9 @@ fn server() -> Server {
 }
 
 /// Limits count runs, not connections: clients that send unique call_ids and hang up at once
-/// cannot start more runs than `OXP_MAX_CONCURRENT_CALLS`. (Before: each call's run went on in
-/// a task while its place was given back with the handler, so every hang-up started one more.)
+/// cannot start more runs than `OXP_MAX_CONCURRENT_CALLS`: a run goes on in a task after its
+/// client hangs up, so a place given back with the handler would let every hang-up start one
+/// more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
     let server = Server::from_pipeline(harness::pipeline().limits(Some(4), 8));
@@ -51,8 +52,8 @@ async fn hang_ups_with_call_ids_cannot_escape_the_concurrency_limit() {
 }
 
 /// A sync tool holds its blocking place until its thread returns: timed-out calls are answered
-/// at once, but no more threads than the cap ever run, and a drain waits for the threads. (Before:
-/// the place went back with the timeout, and stuck tools piled up on tokio's own thread cap.)
+/// at once, but no more threads than the cap ever run, and a drain waits for the threads: a
+/// place given back with the timeout would let stuck tools pile up on tokio's own thread cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_return() {
     let server = Server::from_pipeline(harness::pipeline().limits(None, 2));
@@ -81,8 +82,8 @@ async fn timed_out_sync_tools_keep_their_blocking_places_until_their_threads_ret
 }
 
 /// A call_id names one request: the same id with another input, or another tool, is a 400 that
-/// says so and runs nothing; a true retry gets the first answer. (Before: both got the first
-/// answer, `3`, duration included.)
+/// says so and runs nothing, never the first request's answer; a true retry gets the first
+/// answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_id_reused_for_another_request_is_refused_not_answered() {
     let oxp = Oxp::start(server()).await;
@@ -171,8 +172,7 @@ async fn served(server: Server) -> String {
 
 /// Browsers cannot drive the server: a call must say it is JSON, a foreign `Origin` is a 403 on
 /// every route (MCP's `initialize` included, and CORS preflights), and a loopback server answers
-/// only to loopback names (DNS rebinding). The tool's run counter shows nothing ran. (Before:
-/// every one of these calls ran and answered 200.)
+/// only to loopback names (DNS rebinding). The tool's run counter shows nothing ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browsers_cannot_drive_the_server() {
     let pipeline = harness::pipeline();
@@ -260,51 +260,77 @@ async fn browsers_cannot_drive_the_server() {
     assert_eq!(reply.status(), 200, "localhost is a loopback name");
 }
 
-/// A server listening beyond loopback takes no origin from the request: a DNS-rebound page
-/// names its own host in `Host` and `Origin` alike, and is refused (the issue's repro: on
-/// `0.0.0.0` without auth this was a 200). Its own addresses' pages and a public URL's are served.
+/// A server listening on every interface answers only to its own names (its addresses, the
+/// loopback names, its public URL's host, `OXP_ALLOWED_HOSTS`), and takes no origin from the
+/// request: a DNS-rebound page names its own host in `Host` (and in `Origin` when it sends one)
+/// and is refused on every route — reading the tool list, the playground's hints or the metrics
+/// with a GET (no `Origin`) as much as calling a tool with a POST. Its own addresses' pages and a
+/// public URL's are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rebound_page_cannot_reach_a_server_on_every_interface() {
-    let server = server().public_url("https://tools.example.com");
+    let server = server()
+        .public_url("https://tools.example.com")
+        .playground(true);
     let listener = tokio::net::TcpListener::bind("0.0.0.0:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(server.serve(listener, std::future::pending(), Duration::from_secs(1)));
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
-    let call = |host: String, origin: String, call_id: &str| {
-        client
+    let call = |host: String, origin: Option<String>, call_id: &str| {
+        let mut request = client
             .post(format!("{base}/tools/call"))
             .header("host", host)
-            .header("origin", origin)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request
             .body(
                 json!({"tool_id": "Once.Record", "call_id": call_id, "input": {"ms": 0}})
                     .to_string(),
             )
             .send()
     };
+    let evil = format!("evil.example:{port}");
     let rebound = call(
-        format!("evil.example:{port}"),
-        format!("http://evil.example:{port}"),
+        evil.clone(),
+        Some(format!("http://evil.example:{port}")),
         "rebound-1",
     )
     .await
     .unwrap();
     assert_eq!(rebound.status(), 403, "a rebound page's call");
-    assert_eq!(oxp_tests::runs("rebound-1"), 0, "the rebound call ran");
-    // By name through a proxy, without a browser: no Origin, served.
-    let named = client
-        .get(format!("{base}/health"))
-        .header("host", "tools.internal")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(named.status(), 200);
+    let without_origin = call(evil.clone(), None, "rebound-2").await.unwrap();
+    assert_eq!(
+        without_origin.status(),
+        403,
+        "a rebound call with no Origin"
+    );
+    for call_id in ["rebound-1", "rebound-2"] {
+        assert_eq!(oxp_tests::runs(call_id), 0, "{call_id} ran");
+    }
+    let get = |path: &str, host: &str| {
+        client
+            .get(format!("{base}{path}"))
+            .header("host", host)
+            .send()
+    };
+    for path in ["/tools", "/", "/playground/hints", "/metrics", "/health"] {
+        let read = get(path, &evil).await.unwrap();
+        assert_eq!(read.status(), 403, "a rebound page's GET {path}");
+        let own = get(path, &format!("127.0.0.1:{port}")).await.unwrap();
+        assert_eq!(own.status(), 200, "GET {path} by the server's address");
+    }
+    // By a name the server has: its public URL's host, a loopback name.
+    for host in ["tools.example.com", "localhost:8443"] {
+        let named = get("/tools", host).await.unwrap();
+        assert_eq!(named.status(), 200, "{host}");
+    }
     for origin in [
         format!("http://127.0.0.1:{port}"),
         "https://tools.example.com".to_owned(),
     ] {
-        let own = call(format!("127.0.0.1:{port}"), origin.clone(), "")
+        let own = call(format!("127.0.0.1:{port}"), Some(origin.clone()), "")
             .await
             .unwrap();
         assert_ne!(own.status(), 403, "{origin} is the server's own");
@@ -361,6 +387,75 @@ async fn the_metrics_listener_has_the_main_port_s_guard_and_limits() {
     );
 }
 
+/// One connection budget per process: under a file limit of 600, idle connections sent to both
+/// the main port and `OXP_METRICS_ADDR` cannot together exhaust the process's files. The metrics
+/// port holds a small share of the budget, and the main port keeps the rest: `/health` answers
+/// with 290 idle connections on the main port and 300 sent to the metrics port. (Were each
+/// listener capped near the file limit on its own, accepting them would run out of files and
+/// `/health` would wait in the backlog.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listeners_share_one_connection_budget_and_the_main_port_keeps_its_share() {
+    use std::io::{BufRead, BufReader};
+    let _turn = HEAVY.lock().await;
+    // A port of its own for the metrics (port 0 for both would be "the same address").
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let metrics_addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 600 && exec \"$0\"",
+            &harness::example_binary(),
+        ])
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("OXP_METRICS_ADDR", &metrics_addr)
+        .env("OXP_LOG_FORMAT", "json")
+        // Idle connections stay until the test is done with them.
+        .env("OXP_HEADER_TIMEOUT_MS", "600000")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _child = Kill(child);
+    let after = |line: &str, marker: &str| {
+        let at = line.find(marker)? + marker.len();
+        Some(line[at..].split(['"', ' ', '/']).next()?.to_owned())
+    };
+    let (mut main, mut metrics) = (None, None);
+    while main.is_none() || metrics.is_none() {
+        let line = lines
+            .next()
+            .expect("the example logs its addresses")
+            .unwrap();
+        main = main.or_else(|| after(&line, "serving OXP 1.0 on http://"));
+        metrics = metrics.or_else(|| after(&line, "serving metrics on http://"));
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    let (main, metrics) = (main.unwrap(), metrics.unwrap());
+    let mut idle = Vec::new();
+    for (addr, count) in [(&metrics, 300), (&main, 290)] {
+        for _ in 0..count {
+            idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+    }
+    // Asked after every idle connection: it waits behind them in the backlog.
+    let health = reqwest::Client::new()
+        .get(format!("http://{main}/health"))
+        .timeout(Duration::from_secs(60))
+        .send()
+        .await
+        .expect("/health answers");
+    assert_eq!(health.status(), 200);
+    drop(idle);
+}
+
 /// The check order README gives: a declared length over the cap is a 413 by its head, before
 /// authentication; a chunked body from a caller without credentials is a 401, unread; with
 /// credentials, the same body is cut off at the cap as it is read, a 413.
@@ -405,10 +500,12 @@ async fn the_body_cap_and_authentication_come_in_the_documented_order() {
 
 /// The write deadline on a real socket: a client that asks for a large answer and never reads
 /// it is disconnected once a write has waited `OXP_WRITE_TIMEOUT_MS` (its socket buffers full),
-/// and the server goes on serving others.
+/// and the server goes on serving others. The client reads only once the server has logged
+/// closing its connection, found by the client's own address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_reads_its_answer_is_cut_off_at_the_write_deadline() {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let log = harness::Log::captured();
     let server = server()
         .max_body_bytes(1024)
         .connection_limits(limits(|l| l.write_timeout = Duration::from_millis(300)));
@@ -426,27 +523,24 @@ async fn a_client_that_never_reads_its_answer_is_cut_off_at_the_write_deadline()
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stuck = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let marker = format!("connection of {} (", stuck.local_addr().unwrap());
     stuck.write_all(request.as_bytes()).await.unwrap();
-    // The server closes its side: the socket reports the peer's close (or a reset) once read.
-    // Read only after the deadline has surely passed, a little at a time, to the end.
-    let closed = async {
-        use tokio::io::AsyncReadExt;
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut read = 0;
-        loop {
-            match stuck.read(&mut chunk).await {
-                Ok(0) | Err(_) => return read < 8 * 1024 * 1024,
-                Ok(n) => read += n,
-            }
-        }
-    };
-    let (closed, health) = tokio::join!(
-        tokio::time::timeout(Duration::from_secs(20), closed),
-        oxp.get("/health")
+    assert!(
+        log.wait_for(marker).await,
+        "the server closed the stuck connection at its write deadline"
     );
+    // The server's side is closed: reading drains what was in flight, then ends short.
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut read = 0;
+    loop {
+        match stuck.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    assert!(read < 8 * 1024 * 1024, "{read} bytes: the whole answer");
+    let health = oxp.get("/health").await;
     assert_eq!(health.status, 200, "the server goes on serving");
-    assert_eq!(closed, Ok(true), "the stuck connection was closed");
 }
 
 /// Sends raw bytes on a fresh connection and returns what comes back within `wait` (the
@@ -467,8 +561,8 @@ async fn raw(base: &str, request: &[u8], wait: Duration) -> String {
 }
 
 /// Every route honours the body cap (413 with OXP-Version, at once when the declared length is
-/// over it), and a body that does not arrive in time is a 400, not a 413. (Before: `GET /tools`
-/// read 2 MB, `/mcp` 4 MiB, and a declared 100 MB was waited for.)
+/// over it), and a body that does not arrive in time is a 400, not a 413: `GET /tools` and
+/// `/mcp` read no more than the cap, and a declared 100 MB is not waited for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_honours_the_body_cap_and_deadline() {
     let server = server()
@@ -629,8 +723,9 @@ const JWT_SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
 const API_KEY: &str = "k_0123456789abcdef0123456789abcdef";
 
 /// A principal is someone, and a request carries one credential: JWTs without a string `sub`,
-/// with a `crit` header, and requests with two credentials are 401s. (Before: tokens without a
-/// usable `sub` shared the principal `-`, `crit` was ignored, and the first header won.)
+/// with a `crit` header, and requests with two credentials are 401s: tokens without a usable
+/// `sub` would share one principal, an ignored `crit` would accept what the issuer said must
+/// not be, and picking one of two credentials is picking the caller.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_name_someone_and_requests_carry_one_credential() {
     let auth = oxp_runtime::server::ServerAuth::default()
@@ -739,8 +834,8 @@ async fn closed_within(socket: &mut tokio::net::TcpStream, wait: Duration) -> bo
 
 /// Connections are bounded in time: 2,000 slowloris clients trickling header lines, and idle
 /// keep-alive sockets, are closed after the header timeout, and `/health` answers in time while
-/// they are open. (Before: no timeout at all; they stayed open indefinitely, and ~20,000 idle
-/// sockets made `/health` time out for everyone.)
+/// they are open: without a timeout they would stay open indefinitely, until the file limit
+/// left `/health` unanswered for everyone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_and_idle_connections_are_closed_and_health_keeps_answering() {
     let _turn = HEAVY.lock().await;
@@ -824,8 +919,8 @@ async fn connections_over_the_cap_are_closed_at_once() {
 }
 
 /// A request head over the cap is a 431 and costs no more than the cap: 300 connections each
-/// sending 400 KB of unfinished headers leave RSS nearly where it was. (Before: hyper's 400 KB
-/// default buffer each, 12 MB → 213 MB for 500 of them, and no 431.)
+/// sending 400 KB of unfinished headers leave RSS nearly where it was (hyper's default buffer
+/// would hold 400 KB for each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_headers_are_a_431_and_cost_little_memory() {
     let _turn = HEAVY.lock().await;
@@ -1007,7 +1102,8 @@ async fn missing_providers_are_listed_without_an_authorization_provider() {
 }
 
 /// Absurd configuration is a clear error and exit 2 naming the variable, never a panic deep in
-/// the runtime (tokio's semaphore used to panic on a huge `OXP_MAX_BLOCKING_TOOLS`).
+/// the runtime (tokio's semaphore panics above its `MAX_PERMITS`, which a huge
+/// `OXP_MAX_BLOCKING_TOOLS` would ask for).
 #[test]
 fn absurd_configuration_exits_2_naming_the_variable() {
     for (variable, value) in [
@@ -1192,8 +1288,8 @@ async fn a_connections_bodies_in_flight_are_capped() {
 }
 
 /// 2,000 answers of 100 KB under a byte cap of 20 MB: the store keeps within it (the oldest
-/// finished answers go first), and the process's memory shows it. (Before: bounded by count
-/// only, 10,000 answers of 1 MB were 10 GB.)
+/// finished answers go first), and the process's memory shows it: bounded by count alone,
+/// 10,000 answers of 1 MB would be 10 GB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idempotent_answers_are_bounded_by_bytes() {
     let _turn = HEAVY.lock().await;

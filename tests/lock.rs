@@ -1,4 +1,4 @@
-//! The tools lockfile and its semver check (issue #14): every row of the change table in both
+//! The tools lockfile and its semver check: every row of the change table in both
 //! directions, at the top, two objects deep, in array items and in tagged enums; removal;
 //! description-only changes; 0.y.z tools; the file's bytes; and `<bin> lock` as a real process
 //! against a fixture crate built in two variants.
@@ -74,7 +74,7 @@ impl Place {
     }
 }
 
-/// `(row, old, new, input class, output class)`: the issue's table, a case or more per row.
+/// `(row, old, new, input class, output class)`: the change table, a case or more per row.
 fn rows() -> Vec<(&'static str, Value, Value, Class, Class)> {
     use Class::{Additive as A, Breaking as B};
     let int = json!({"type": "integer"});

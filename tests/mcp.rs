@@ -46,9 +46,15 @@ fn photo(
     use oxp_runtime::content::{Content, Contents};
     Contents::new([
         Content::text("a point"),
-        Content::image(b"PNG", "image/png"),
+        Content::image(b"PNG", "image/png").expect("an image type"),
     ])
     .with_structured(Point { x, y: 0 })
+}
+
+/// The forecast for a region, which MCP clients mirror into the `Mcp-Param-Region` header.
+#[tool(toolkit = "Weather", version = "1.0.0")]
+async fn forecast(#[mcp_header("Region")] region: String) -> String {
+    format!("sunny in {region}")
 }
 
 fn pipeline() -> Pipeline {
@@ -56,6 +62,7 @@ fn pipeline() -> Pipeline {
         oxp_tests::all_tools()
             .tool(point::TOOL)
             .tool(photo::TOOL)
+            .tool(forecast::TOOL)
             .build()
             .unwrap(),
     )
@@ -263,11 +270,11 @@ async fn the_python_mcp_client_over_http_and_stdio() {
     assert!(stdout.contains("mcp client: ok"), "{stdout}");
 }
 
-/// Issue #13: over HTTP, an MCP caller is itself. A server started with the operator's user and
+/// Over HTTP, an MCP caller is itself. A server started with the operator's user and
 /// Google token (what `OXP_USER_ID` and `OXP_TOKEN_GOOGLE` give `serve()`) does not let a remote
 /// caller act as the operator: the user is the caller's JWT `sub`, and the operator's token is
-/// not used. Only the single-tenant switch brings the operator's back. (Before: every HTTP
-/// caller read the operator's Gmail.)
+/// not used, else every HTTP caller would read the operator's Gmail. Only the single-tenant
+/// switch brings the operator's back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_mcp_callers_are_themselves_not_the_operator() {
     use oxp_runtime::protocol::AuthorizationToken;
@@ -616,5 +623,143 @@ async fn a_confirmed_call_replayed_at_another_replica_runs_once() {
     for replica in [&replicas[0], &replicas[1]] {
         let replay = call_asking(&replica.base, "b3", last.clone()).await;
         assert_eq!(replay["result"], done["result"], "{replay}");
+    }
+}
+
+/// One `tools/call` of `name` with `arguments` to `/mcp`, at `version` (none: no
+/// `MCP-Protocol-Version` header, as a 2025-03-26 client sends), with `headers` besides; the
+/// tool's text when it ran, else the error.
+async fn call_with_headers(
+    oxp: &Oxp,
+    version: Option<&str>,
+    name: &str,
+    arguments: Value,
+    headers: &[(&str, &str)],
+) -> Result<String, Value> {
+    let mut request = oxp
+        .request(reqwest::Method::POST, "/mcp")
+        .header("accept", "application/json, text/event-stream");
+    let mut params = json!({"name": name, "arguments": arguments});
+    if let Some(version) = version {
+        request = request.header("mcp-protocol-version", version);
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+    }
+    for (header, value) in headers {
+        request = request.header(*header, *value);
+    }
+    let reply = request
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}))
+        .send()
+        .await
+        .unwrap();
+    let kind = reply.headers()["content-type"].to_str().unwrap().to_owned();
+    let messages = harness::mcp_messages(&kind, &reply.text().await.unwrap());
+    let last = messages.last().unwrap().clone();
+    match last["result"]["content"][0]["text"].as_str() {
+        Some(text) if last["result"]["isError"] == false => Ok(text.to_owned()),
+        _ => Err(last),
+    }
+}
+
+/// A gateway routes on `Mcp-Name` and `Mcp-Param-*` (SEP-2243) without reading the body: a
+/// header that disagrees with the body is refused whatever revision the request names (or with
+/// none), before the tool runs; the headers a revision does not know are not required of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routing_headers_that_disagree_with_the_body_are_refused_at_every_revision() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let add = json!({"a": 2, "b": 3});
+    for version in [
+        None,
+        Some("2025-06-18"),
+        Some("2025-11-25"),
+        Some("2026-07-28"),
+    ] {
+        let newest = version == Some("2026-07-28");
+        let method = [("mcp-method", "tools/call")];
+        let standard: &[(&str, &str)] = if newest { &method } else { &[] };
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut all = standard.to_vec();
+            all.extend_from_slice(extra);
+            all
+        };
+        // Agreeing headers, and (before 2026-07-28) none at all, are served.
+        let named = with(&[("mcp-name", "Calculator_Add")]);
+        let sum = call_with_headers(&oxp, version, "Calculator_Add", add.clone(), &named).await;
+        assert_eq!(sum, Ok("5.0".to_owned()), "{version:?}");
+        let region = with(&[("mcp-name", "Weather_Forecast"), ("mcp-param-region", "eu")]);
+        let eu = json!({"region": "eu"});
+        let sunny = call_with_headers(&oxp, version, "Weather_Forecast", eu.clone(), &region).await;
+        assert_eq!(sunny, Ok("sunny in eu".to_owned()), "{version:?}");
+        if !newest {
+            let bare = call_with_headers(&oxp, version, "Weather_Forecast", eu.clone(), &[]).await;
+            assert_eq!(bare, Ok("sunny in eu".to_owned()), "{version:?}");
+        }
+
+        // The body calls one tool, the header names another.
+        let other = with(&[("mcp-name", "Geometry_Point")]);
+        let refused = call_with_headers(&oxp, version, "Calculator_Add", add.clone(), &other).await;
+        assert!(refused.is_err(), "{version:?}: {refused:?}");
+        // The body says eu, the header us.
+        let us = with(&[("mcp-name", "Weather_Forecast"), ("mcp-param-region", "us")]);
+        let refused = call_with_headers(&oxp, version, "Weather_Forecast", eu.clone(), &us).await;
+        assert!(refused.is_err(), "{version:?}: {refused:?}");
+        // A header for a parameter the body does not carry.
+        let absent = with(&[("mcp-name", "Weather_Forecast"), ("mcp-param-region", "us")]);
+        let refused =
+            call_with_headers(&oxp, version, "Weather_Forecast", json!({}), &absent).await;
+        let message = refused.expect_err("refused").to_string();
+        assert!(!message.contains("sunny"), "{version:?}: {message}");
+        // The method header names another method.
+        let listed = [("mcp-method", "tools/list"), ("mcp-name", "Calculator_Add")];
+        let refused =
+            call_with_headers(&oxp, version, "Calculator_Add", add.clone(), &listed).await;
+        assert!(refused.is_err(), "{version:?}: {refused:?}");
+    }
+}
+
+/// The names a call may use are the names `tools/list` shows, and no others: a rule written
+/// against a listed name (a gateway's deny list on `Weather_Forecast`, the header checks) covers
+/// every call. The latest version is not reachable by its versioned spelling, nor a version by
+/// another spelling of its number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_listed_names_resolve() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let list = harness::mcp_2026(&oxp, "tools/list", json!({})).await;
+    let listed: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    let version = Some("2026-07-28");
+    for (name, which) in [
+        ("Math_Which", "1.10.0"),
+        ("Math_Which__v1_0_0", "1.0.0"),
+        ("Math_Which__v0_9_0", "0.9.0"),
+    ] {
+        assert!(listed.contains(&name), "{listed:?}");
+        let headers = [("mcp-method", "tools/call"), ("mcp-name", name)];
+        let answer = call_with_headers(&oxp, version, name, json!({}), &headers).await;
+        assert_eq!(answer, Ok(which.to_owned()), "{name}");
+    }
+    for name in [
+        "Weather_Forecast__v1_0_0",
+        "Math_Which__v1_10_0",
+        "Math_Which__v01_0_0",
+        "Math_Which__v1_0",
+    ] {
+        assert!(!listed.contains(&name));
+        let headers = [
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+            ("mcp-param-region", "us"),
+        ];
+        let refused =
+            call_with_headers(&oxp, version, name, json!({"region": "eu"}), &headers).await;
+        let error = refused.expect_err(name);
+        assert!(error.to_string().contains("not found"), "{name}: {error}");
     }
 }

@@ -85,13 +85,13 @@ const RED_PIXEL: &[u8] = &[
 
 /// Returns an image.
 #[tool(toolkit = "test", name = "image_content", version = "1.0.0")]
-fn image_content() -> Contents {
-    Contents::new([Content::image(RED_PIXEL, "image/png")])
+fn image_content() -> Result<Contents, ToolError> {
+    Ok(Contents::new([Content::image(RED_PIXEL, "image/png")?]))
 }
 
 /// Returns a sound: a WAV file with no samples.
 #[tool(toolkit = "test", name = "audio_content", version = "1.0.0")]
-fn audio_content() -> Contents {
+fn audio_content() -> Result<Contents, ToolError> {
     let mut wav = Vec::new();
     wav.extend_from_slice(b"RIFF");
     wav.extend_from_slice(&36u32.to_le_bytes());
@@ -101,31 +101,31 @@ fn audio_content() -> Contents {
     }
     wav.extend_from_slice(b"data");
     wav.extend_from_slice(&0u32.to_le_bytes());
-    Contents::new([Content::audio(wav, "audio/wav")])
+    Ok(Contents::new([Content::audio(wav, "audio/wav")?]))
 }
 
 /// Returns an embedded resource.
 #[tool(toolkit = "test", name = "embedded_resource", version = "1.0.0")]
-fn embedded_resource() -> Contents {
-    Contents::new([Content::text_resource(
+fn embedded_resource() -> Result<Contents, ToolError> {
+    Ok(Contents::new([Content::text_resource(
         "test://embedded-resource",
         "text/plain",
         "This is an embedded resource content.",
-    )])
+    )?]))
 }
 
 /// Returns text, an image and a resource.
 #[tool(toolkit = "test", name = "multiple_content_types", version = "1.0.0")]
-fn multiple_content_types() -> Contents {
-    Contents::new([
+fn multiple_content_types() -> Result<Contents, ToolError> {
+    Ok(Contents::new([
         Content::text("Multiple content types test:"),
-        Content::image(RED_PIXEL, "image/png"),
+        Content::image(RED_PIXEL, "image/png")?,
         Content::text_resource(
             "test://mixed-content-resource",
             "application/json",
             r#"{"test":"data","value":123}"#,
-        ),
-    ])
+        )?,
+    ]))
 }
 
 /// Echoes a region, which clients also send in the `Mcp-Param-Region` header.

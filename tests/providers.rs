@@ -661,7 +661,7 @@ fn every_provider_exports_through_one_shape() {
     );
 }
 
-/// Issue #13: a model's call id is an idempotency key, but only within one dispatcher (one
+/// A model's call id is an idempotency key, but only within one dispatcher (one
 /// conversation): two conversations that reuse `toolu_1` each get the answer to their own call,
 /// and one conversation that reuses it for another request is told so instead of being handed
 /// the first answer.
@@ -772,9 +772,9 @@ fn draw() -> oxp_runtime::content::Contents<serde_json::Value> {
     use oxp_runtime::content::{Content, Contents};
     Contents::new([
         Content::text("Sales rose."),
-        Content::image(b"PNGDATA", "image/png"),
-        Content::audio(b"WAVDATA", "audio/wav"),
-        Content::link("https://example.com/q3.pdf", "Q3 report"),
+        Content::image(b"PNGDATA", "image/png").expect("an image type"),
+        Content::audio(b"WAVDATA", "audio/wav").expect("an audio type"),
+        Content::link("https://example.com/q3.pdf", "Q3 report").expect("an https link"),
     ])
     .with_structured(json!({"rise": 12}))
 }
@@ -854,6 +854,60 @@ async fn media_results_take_each_provider_s_own_shape() {
             {"inlineData": {"mimeType": "audio/wav", "data": wav}},
         ])
     );
+}
+
+/// Photograph the warehouse: three photos of 40,000 bytes each.
+#[tool(toolkit = "Chart", name = "Photos", version = "1.0.0")]
+fn photos() -> oxp_runtime::content::Contents {
+    use oxp_runtime::content::{Content, Contents};
+    let photo = || Content::image(vec![7u8; 40_000], "image/jpeg").expect("an image type");
+    Contents::new([
+        Content::text("Three photos."),
+        photo(),
+        photo(),
+        Content::audio(vec![9u8; 40_000], "audio/wav").expect("an audio type"),
+    ])
+}
+
+/// The result cap (64 KB by default) counts a result's images and audio with its text: a result
+/// of 160 KB of base64 media reaches each provider within the cap, the blocks that did not fit
+/// left out and said to be, never sent uncapped.
+#[tokio::test]
+async fn the_result_cap_counts_images_and_audio() {
+    let registry = Registry::builder().tool(photos::TOOL).build().unwrap();
+    let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    let cap = 64 * 1024;
+    // What a provider message adds around the result: ids, types, the data URL's prefix.
+    let envelope = 1024;
+    let within = |what: &str, reply: &Value| {
+        let size = reply.to_string().len();
+        assert!(size <= cap + envelope, "{what}: {size} bytes");
+        let text = reply.to_string();
+        assert!(
+            text.contains("left out"),
+            "{what} says what was left out: {text:.300}"
+        );
+    };
+    let message = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Chart_Photos", "input": {}}]});
+    let reply = anthropic::dispatch(&dispatcher, &message)
+        .await
+        .unwrap()
+        .unwrap();
+    within("anthropic", &reply);
+    let responses = json!({"output": [{"type": "function_call", "call_id": "call_1",
+        "name": "Chart_Photos", "arguments": "{}"}]});
+    let items = openai::dispatch_responses(&dispatcher, &responses)
+        .await
+        .unwrap();
+    within("openai responses", &Value::Array(items));
+    let gemini_response = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "Chart_Photos", "args": {}}}]}}]});
+    let reply = gemini::dispatch(&dispatcher, &gemini_response)
+        .await
+        .unwrap()
+        .unwrap();
+    within("gemini", &reply);
 }
 
 static SENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

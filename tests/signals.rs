@@ -1,4 +1,4 @@
-//! Progress and cancellation (issue #15): `ctx.progress` reaches an MCP client that sent a
+//! Progress and cancellation: `ctx.progress` reaches an MCP client that sent a
 //! progress token as `notifications/progress`; `notifications/cancelled` stops a run before its
 //! side effect; a dropped provider dispatch cancels its calls; OXP keeps its rule (a hang-up
 //! cancels nothing).

@@ -11,19 +11,20 @@
 //!
 //! ```
 //! use oxp_runtime::content::{Content, Contents};
-//! use oxp_runtime::tool;
+//! use oxp_runtime::{tool, ToolError};
 //!
 //! /// Render a chart of the week's sales.
 //! #[tool(toolkit = "Sales", version = "1.0.0")]
-//! fn chart() -> Contents {
+//! fn chart() -> Result<Contents, ToolError> {
 //!     let png: &[u8] = b"\x89PNG\r\n\x1a\n"; // the rendered chart
-//!     Contents::new([
+//!     Ok(Contents::new([
 //!         Content::text("Sales rose 12% this week."),
-//!         Content::image(png, "image/png"),
-//!     ])
+//!         // Checked: an image's media type is `image/…` (a `ContentError` otherwise).
+//!         Content::image(png, "image/png")?,
+//!     ]))
 //! }
 //!
-//! let contents = chart();
+//! let contents = chart().unwrap();
 //! assert_eq!(contents.content.len(), 2);
 //! let value = serde_json::to_value(&contents).unwrap();
 //! assert_eq!(value["content"][1]["type"], "image");
@@ -34,7 +35,7 @@
 //!
 //! ```
 //! use oxp_runtime::content::{Content, Contents};
-//! use oxp_runtime::{__private::schemars, tool};
+//! use oxp_runtime::{__private::schemars, tool, ToolError};
 //!
 //! #[derive(serde::Serialize, schemars::JsonSchema)]
 //! # #[schemars(crate = "oxp_runtime::__private::schemars")]
@@ -42,10 +43,11 @@
 //!
 //! /// The week's totals, with a chart.
 //! #[tool(toolkit = "Sales", version = "1.0.0")]
-//! fn totals() -> Contents<Totals> {
-//!     Contents::new([Content::image(b"...", "image/png")]).with_structured(Totals { units: 42 })
+//! fn totals() -> Result<Contents<Totals>, ToolError> {
+//!     let chart = Content::image(b"...", "image/png")?;
+//!     Ok(Contents::new([chart]).with_structured(Totals { units: 42 }))
 //! }
-//! # assert_eq!(totals().structured.unwrap().units, 42);
+//! # assert_eq!(totals().unwrap().structured.unwrap().units, 42);
 //! ```
 
 use base64::Engine as _;
@@ -61,7 +63,7 @@ pub(crate) const CONTENTS_MARK: &str = "x-oxp-contents";
 ///
 /// ```
 /// use oxp_runtime::content::Content;
-/// let block = Content::image(b"GIF89a", "image/gif");
+/// let block = Content::image(b"GIF89a", "image/gif").unwrap();
 /// assert!(matches!(block, Content::Image { ref mime_type, .. } if mime_type == "image/gif"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -77,24 +79,30 @@ pub enum Content {
         text: String,
     },
     /// An image.
+    #[non_exhaustive]
     Image {
         /// The image's bytes, base64.
+        #[serde(deserialize_with = "checked::base64")]
         data: String,
         /// Its media type (`image/png`).
-        #[serde(rename = "mimeType")]
+        #[serde(rename = "mimeType", deserialize_with = "checked::image_type")]
         mime_type: String,
     },
     /// A sound.
+    #[non_exhaustive]
     Audio {
         /// The sound's bytes, base64.
+        #[serde(deserialize_with = "checked::base64")]
         data: String,
         /// Its media type (`audio/wav`).
-        #[serde(rename = "mimeType")]
+        #[serde(rename = "mimeType", deserialize_with = "checked::audio_type")]
         mime_type: String,
     },
     /// A link to a resource the client may fetch.
+    #[non_exhaustive]
     ResourceLink {
         /// Where it is.
+        #[serde(deserialize_with = "checked::link")]
         uri: String,
         /// Its name.
         name: String,
@@ -102,10 +110,16 @@ pub enum Content {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
         /// Its media type.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "mimeType",
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "checked::some_media_type"
+        )]
         mime_type: Option<String>,
     },
     /// A resource, carried whole.
+    #[non_exhaustive]
     Resource {
         /// The resource.
         resource: Resource,
@@ -116,7 +130,8 @@ pub enum Content {
 ///
 /// ```
 /// use oxp_runtime::content::{Content, Resource};
-/// let Content::Resource { resource } = Content::text_resource("file:///a.md", "text/markdown", "# A")
+/// let Content::Resource { resource, .. } =
+///     Content::text_resource("file:///a.md", "text/markdown", "# A").unwrap()
 /// else { unreachable!() };
 /// assert!(matches!(resource, Resource::Text { ref text, .. } if text == "# A"));
 /// ```
@@ -125,29 +140,181 @@ pub enum Content {
 #[non_exhaustive]
 pub enum Resource {
     /// A text resource.
+    #[non_exhaustive]
     Text {
         /// Its URI.
         uri: String,
         /// Its media type.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "mimeType",
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "checked::some_media_type"
+        )]
         mime_type: Option<String>,
         /// Its text.
         text: String,
     },
     /// A binary resource.
+    #[non_exhaustive]
     Blob {
         /// Its URI.
         uri: String,
         /// Its media type.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "mimeType",
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "checked::some_media_type"
+        )]
         mime_type: Option<String>,
         /// Its bytes, base64.
+        #[serde(deserialize_with = "checked::base64")]
         blob: String,
     },
 }
 
 fn base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Why a block cannot be made: a media type that is not one, or not of the block's kind; data
+/// that is not base64; a link a host cannot open.
+///
+/// ```
+/// use oxp_runtime::content::Content;
+/// let error = Content::image(b"<svg/>", "text/html").unwrap_err();
+/// assert_eq!(error.to_string(), "an image's media type must be image/…, not `text/html`");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentError(String);
+
+impl std::fmt::Display for ContentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ContentError {}
+
+/// The schemes a resource link may use: those a host can open for its user.
+///
+/// ```
+/// use oxp_runtime::content::{Content, LINK_SCHEMES};
+/// assert!(LINK_SCHEMES.contains(&"https"));
+/// assert!(Content::link("mailto:a@example.com", "mail").is_err());
+/// ```
+pub const LINK_SCHEMES: [&str; 3] = ["https", "http", "file"];
+
+/// The rules every block keeps, whether made by a constructor or read from JSON: one place, so
+/// that what reaches a client (a data URL built from a media type, a link a host opens) was
+/// checked on every path.
+mod checked {
+    use super::ContentError;
+    use serde::{Deserialize, Deserializer};
+
+    /// A media type, `type/subtype` with RFC 6838's restricted names and no parameters, of
+    /// `kind` when one is given (`image`).
+    pub(super) fn media_type(value: &str, kind: Option<&str>) -> Result<(), ContentError> {
+        let name = |part: &str| {
+            let mut chars = part.chars();
+            part.len() <= 127
+                && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+                && chars.all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+        };
+        let well_formed = value
+            .split_once('/')
+            .is_some_and(|(top, sub)| name(top) && name(sub));
+        let problem = match kind {
+            _ if !well_formed => format!("`{value}` is not a media type (type/subtype)"),
+            Some(kind)
+                if !value
+                    .split_once('/')
+                    .is_some_and(|(top, _)| top.eq_ignore_ascii_case(kind)) =>
+            {
+                let article = if kind == "image" {
+                    "an image"
+                } else {
+                    "a sound"
+                };
+                format!("{article}'s media type must be {kind}/…, not `{value}`")
+            }
+            _ => return Ok(()),
+        };
+        Err(ContentError(problem))
+    }
+
+    /// Standard base64, padded.
+    pub(super) fn base64_text(value: &str) -> Result<(), ContentError> {
+        use base64::Engine as _;
+        let mut buffer = [0u8; 768];
+        // In pieces (4 characters make 3 bytes), so that checking allocates nothing.
+        let pieces = value.as_bytes().chunks(1024);
+        let count = pieces.len();
+        for (i, piece) in pieces.enumerate() {
+            let whole = piece.len() % 4 == 0 || i + 1 == count;
+            let decoded =
+                base64::engine::general_purpose::STANDARD.decode_slice(piece, &mut buffer);
+            if !whole || decoded.is_err() || (i + 1 < count && piece.contains(&b'=')) {
+                return Err(ContentError("the data is not base64".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A URI of one of [`LINK_SCHEMES`](super::LINK_SCHEMES), with no spaces or control
+    /// characters.
+    pub(super) fn link_uri(value: &str) -> Result<(), ContentError> {
+        let scheme = value.split_once(':').map(|(scheme, _)| scheme);
+        let known = scheme.is_some_and(|scheme| {
+            super::LINK_SCHEMES
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(scheme))
+        });
+        if !known {
+            return Err(ContentError(format!(
+                "a resource link must be {} (a host can open it), not `{value}`",
+                super::LINK_SCHEMES.join(", ")
+            )));
+        }
+        if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ContentError(format!(
+                "a resource link has no spaces or control characters: `{value}`"
+            )));
+        }
+        Ok(())
+    }
+
+    fn read<'de, D: Deserializer<'de>>(
+        deserializer: D,
+        check: impl FnOnce(&str) -> Result<(), ContentError>,
+    ) -> Result<String, D::Error> {
+        let value = String::deserialize(deserializer)?;
+        check(&value).map_err(serde::de::Error::custom)?;
+        Ok(value)
+    }
+
+    pub(super) fn base64<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        read(d, base64_text)
+    }
+
+    pub(super) fn image_type<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        read(d, |value| media_type(value, Some("image")))
+    }
+
+    pub(super) fn audio_type<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        read(d, |value| media_type(value, Some("audio")))
+    }
+
+    pub(super) fn link<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        read(d, link_uri)
+    }
+
+    pub(super) fn some_media_type<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<String>, D::Error> {
+        read(d, |value| media_type(value, None)).map(Some)
+    }
 }
 
 impl Content {
@@ -161,84 +328,141 @@ impl Content {
         Content::Text { text: text.into() }
     }
 
-    /// An image from its bytes.
+    /// An image from its bytes; its media type must be `image/…` (a data URL is built from it).
     ///
     /// ```
-    /// let image = oxp_runtime::content::Content::image(b"GIF89a", "image/gif");
+    /// use oxp_runtime::content::Content;
+    /// let image = Content::image(b"GIF89a", "image/gif").unwrap();
     /// assert_eq!(serde_json::to_value(image).unwrap()["data"], "R0lGODlh");
+    /// assert!(Content::image(b"GIF89a", "image/gif;base64,AAAA").is_err());
     /// ```
-    pub fn image(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
-        Content::Image {
+    pub fn image(
+        bytes: impl AsRef<[u8]>,
+        mime_type: impl Into<String>,
+    ) -> Result<Self, ContentError> {
+        let mime_type = mime_type.into();
+        checked::media_type(&mime_type, Some("image"))?;
+        Ok(Content::Image {
             data: base64(bytes.as_ref()),
-            mime_type: mime_type.into(),
-        }
+            mime_type,
+        })
     }
 
-    /// A sound from its bytes.
+    /// A sound from its bytes; its media type must be `audio/…`.
     ///
     /// ```
-    /// let audio = oxp_runtime::content::Content::audio(b"RIFF", "audio/wav");
+    /// use oxp_runtime::content::Content;
+    /// let audio = Content::audio(b"RIFF", "audio/wav").unwrap();
     /// assert_eq!(serde_json::to_value(audio).unwrap()["mimeType"], "audio/wav");
+    /// assert!(Content::audio(b"RIFF", "image/png").is_err());
     /// ```
-    pub fn audio(bytes: impl AsRef<[u8]>, mime_type: impl Into<String>) -> Self {
-        Content::Audio {
+    pub fn audio(
+        bytes: impl AsRef<[u8]>,
+        mime_type: impl Into<String>,
+    ) -> Result<Self, ContentError> {
+        let mime_type = mime_type.into();
+        checked::media_type(&mime_type, Some("audio"))?;
+        Ok(Content::Audio {
             data: base64(bytes.as_ref()),
-            mime_type: mime_type.into(),
-        }
+            mime_type,
+        })
     }
 
-    /// A link to a resource.
+    /// A link to a resource, which a host may open for its user: its URI must be one of
+    /// [`LINK_SCHEMES`] (`https`, `http`, `file`) — not `javascript:`, not `data:`, not a
+    /// scheme only this server could resolve (it serves no resources).
     ///
     /// ```
-    /// let link = oxp_runtime::content::Content::link("file:///reports/q3.pdf", "Q3 report");
+    /// use oxp_runtime::content::Content;
+    /// let link = Content::link("file:///reports/q3.pdf", "Q3 report").unwrap();
     /// assert_eq!(serde_json::to_value(link).unwrap()["type"], "resource_link");
+    /// assert!(Content::link("javascript:alert(1)", "Q3 report").is_err());
     /// ```
-    pub fn link(uri: impl Into<String>, name: impl Into<String>) -> Self {
-        Content::ResourceLink {
-            uri: uri.into(),
+    pub fn link(uri: impl Into<String>, name: impl Into<String>) -> Result<Self, ContentError> {
+        let uri = uri.into();
+        checked::link_uri(&uri)?;
+        Ok(Content::ResourceLink {
+            uri,
             name: name.into(),
             description: None,
             mime_type: None,
-        }
+        })
     }
 
     /// A text resource, carried whole.
     ///
     /// ```
-    /// let notes = oxp_runtime::content::Content::text_resource("file:///notes.md", "text/markdown", "# Notes");
+    /// use oxp_runtime::content::Content;
+    /// let notes = Content::text_resource("file:///notes.md", "text/markdown", "# Notes").unwrap();
     /// assert_eq!(serde_json::to_value(notes).unwrap()["resource"]["text"], "# Notes");
     /// ```
     pub fn text_resource(
         uri: impl Into<String>,
         mime_type: impl Into<String>,
         text: impl Into<String>,
-    ) -> Self {
-        Content::Resource {
+    ) -> Result<Self, ContentError> {
+        let mime_type = mime_type.into();
+        checked::media_type(&mime_type, None)?;
+        Ok(Content::Resource {
             resource: Resource::Text {
                 uri: uri.into(),
-                mime_type: Some(mime_type.into()),
+                mime_type: Some(mime_type),
                 text: text.into(),
             },
-        }
+        })
     }
 
     /// A binary resource from its bytes, carried whole.
     ///
     /// ```
-    /// let pdf = oxp_runtime::content::Content::blob_resource("file:///q3.pdf", "application/pdf", b"%PDF");
+    /// use oxp_runtime::content::Content;
+    /// let pdf = Content::blob_resource("file:///q3.pdf", "application/pdf", b"%PDF").unwrap();
     /// assert_eq!(serde_json::to_value(pdf).unwrap()["resource"]["blob"], "JVBERg==");
     /// ```
     pub fn blob_resource(
         uri: impl Into<String>,
         mime_type: impl Into<String>,
         bytes: impl AsRef<[u8]>,
-    ) -> Self {
-        Content::Resource {
+    ) -> Result<Self, ContentError> {
+        let mime_type = mime_type.into();
+        checked::media_type(&mime_type, None)?;
+        Ok(Content::Resource {
             resource: Resource::Blob {
                 uri: uri.into(),
-                mime_type: Some(mime_type.into()),
+                mime_type: Some(mime_type),
                 blob: base64(bytes.as_ref()),
             },
+        })
+    }
+
+    /// The bytes this block takes in a result sent on (base64 as it is): what a result cap
+    /// counts.
+    pub(crate) fn weight(&self) -> usize {
+        let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+        match self {
+            Content::Text { text } => text.len(),
+            Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+                data.len() + mime_type.len()
+            }
+            Content::ResourceLink {
+                uri,
+                name,
+                description,
+                mime_type,
+            } => uri.len() + name.len() + optional(description) + optional(mime_type),
+            Content::Resource {
+                resource:
+                    Resource::Text {
+                        uri,
+                        mime_type,
+                        text: data,
+                    }
+                    | Resource::Blob {
+                        uri,
+                        mime_type,
+                        blob: data,
+                    },
+            } => uri.len() + optional(mime_type) + data.len(),
         }
     }
 
@@ -247,7 +471,7 @@ impl Content {
     ///
     /// ```
     /// use oxp_runtime::content::Content;
-    /// assert_eq!(Content::image(b"...", "image/png").notice(), "[image/png image]");
+    /// assert_eq!(Content::image(b"...", "image/png").unwrap().notice(), "[image/png image]");
     /// assert_eq!(Content::text("hi").notice(), "hi");
     /// ```
     pub fn notice(&self) -> String {
@@ -350,11 +574,11 @@ mod tests {
     fn blocks_are_in_mcp_s_shape() {
         let contents = Contents::new([
             Content::text("a"),
-            Content::image([1, 2, 3], "image/png"),
-            Content::audio([4], "audio/wav"),
-            Content::link("https://example.com/r", "r"),
-            Content::text_resource("file:///a.txt", "text/plain", "hello"),
-            Content::blob_resource("file:///b.bin", "application/octet-stream", [0xff]),
+            Content::image([1, 2, 3], "image/png").unwrap(),
+            Content::audio([4], "audio/wav").unwrap(),
+            Content::link("https://example.com/r", "r").unwrap(),
+            Content::text_resource("file:///a.txt", "text/plain", "hello").unwrap(),
+            Content::blob_resource("file:///b.bin", "application/octet-stream", [0xff]).unwrap(),
         ]);
         let value = serde_json::to_value(&contents).unwrap();
         assert_eq!(
@@ -370,6 +594,36 @@ mod tests {
         );
         let back: Contents = serde_json::from_value(value).unwrap();
         assert_eq!(back, contents);
+    }
+
+    /// A block read from JSON keeps the constructors' rules: what a client is sent (a data URL
+    /// built from the media type, a link it opens) was checked on every path.
+    #[test]
+    fn blocks_read_from_json_are_checked_like_constructed_ones() {
+        use serde_json::json;
+        let read = |block: serde_json::Value| serde_json::from_value::<Content>(block);
+        assert!(read(json!({"type": "image", "data": "AQID", "mimeType": "image/png"})).is_ok());
+        for bad in [
+            json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+            json!({"type": "image", "data": "AQI", "mimeType": "image/png"}),
+            json!({"type": "image", "data": "AQ==AQID", "mimeType": "image/png"}),
+            json!({"type": "image", "data": "AQID", "mimeType": "text/html"}),
+            json!({"type": "image", "data": "AQID", "mimeType": "image/png;base64,AAAA"}),
+            json!({"type": "image", "data": "AQID", "mimeType": "image/png\"><script>"}),
+            json!({"type": "audio", "data": "AQID", "mimeType": "image/png"}),
+            json!({"type": "resource_link", "uri": "javascript:alert(1)", "name": "x"}),
+            json!({"type": "resource_link", "uri": "data:text/html,hi", "name": "x"}),
+            json!({"type": "resource_link", "uri": "https://a b", "name": "x"}),
+            json!({"type": "resource", "resource": {"uri": "file:///b", "blob": "%%%%"}}),
+            json!({"type": "resource", "resource": {"uri": "file:///b", "mimeType": "x", "text": ""}}),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad}");
+        }
+        // Base64 long enough to be checked in several pieces.
+        let long = base64(&[5u8; 3000]);
+        assert!(read(json!({"type": "image", "data": long, "mimeType": "image/png"})).is_ok());
+        let broken = format!("{}!{}", &long[..2000], &long[2001..]);
+        assert!(read(json!({"type": "image", "data": broken, "mimeType": "image/png"})).is_err());
     }
 
     #[test]

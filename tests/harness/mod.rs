@@ -302,13 +302,16 @@ pub fn start_server(binary: &str, env: &[(&str, &str)]) -> Example {
 }
 
 /// The log of this test process, captured at TRACE from the first call on: a test that says
-/// something "stays in the log" reads it here.
+/// something "stays in the log" reads it here, and one that waits for something the server
+/// logs waits on it here.
 #[derive(Clone, Default)]
-pub struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+pub struct Log(std::sync::Arc<(std::sync::Mutex<Vec<u8>>, std::sync::Condvar)>);
 
 impl std::io::Write for Log {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
+        let (text, written) = &*self.0;
+        text.lock().unwrap().extend_from_slice(bytes);
+        written.notify_all();
         Ok(bytes.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -335,7 +338,39 @@ impl Log {
 
     /// Everything logged so far.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        String::from_utf8_lossy(&self.0.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (on a blocking thread) until the log holds `marker`: woken by each write, with
+    /// no clock. `false` if a minute passes first, so that a test whose event never comes
+    /// fails instead of hanging.
+    #[allow(dead_code)] // not every test binary waits on its log
+    pub async fn wait_for(&'static self, marker: String) -> bool {
+        tokio::task::spawn_blocking(move || {
+            let (text, written) = &*self.0;
+            let mut searched = 0usize;
+            let mut guard = text.lock().unwrap();
+            loop {
+                // Only what came since the last look (and a marker's length before it).
+                let from = searched.saturating_sub(marker.len());
+                if guard[from..]
+                    .windows(marker.len())
+                    .any(|window| window == marker.as_bytes())
+                {
+                    return true;
+                }
+                searched = guard.len();
+                let (next, timeout) = written
+                    .wait_timeout(guard, std::time::Duration::from_secs(60))
+                    .unwrap();
+                if timeout.timed_out() {
+                    return false;
+                }
+                guard = next;
+            }
+        })
+        .await
+        .unwrap()
     }
 }
 

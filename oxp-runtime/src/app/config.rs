@@ -50,7 +50,7 @@ pub enum LogFormat {
 /// | `OXP_TOOLS` | every tool | which tools to expose on every front: `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `-` to exclude, comma-separated |
 /// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
 /// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
-/// | `OXP_ALLOWED_HOSTS` | – | host names a loopback server answers to besides `localhost`, `127.0.0.1`, `[::1]` |
+/// | `OXP_ALLOWED_HOSTS` | – | host names the server answers to besides its listening addresses, the loopback names on loopback and `OXP_PUBLIC_URL`'s host |
 /// | `OXP_MAX_CONCURRENT_CALLS` | 512 per core | tool runs at once (a run outlives its client's hang-up); over it, "temporarily unavailable"; `0`: no limit |
 /// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
 /// | `OXP_MAX_CONNECTIONS` | under the file limit, ≤ 10000 | open connections; one over it is closed at once |
@@ -350,8 +350,8 @@ impl ServerConfig {
                 problem: "is the same address as OXP_ADDR: pick another port".into(),
             });
         }
-        // MCP keeps no sessions (any replica answers any request): their limits are gone, and
-        // a setting that would do nothing is a mistake to report.
+        // MCP keeps no sessions (any replica answers any request), so these have nothing to
+        // limit, and a setting that would do nothing is a mistake to report.
         for variable in ["OXP_MCP_MAX_SESSIONS", "OXP_MCP_SESSION_IDLE_MS"] {
             if get(variable).is_some() {
                 return Err(ConfigError {

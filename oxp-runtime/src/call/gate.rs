@@ -128,12 +128,20 @@ impl Gate {
     /// check sees this call. Checking first and counting after would let a call in after the
     /// drain had found the server idle.
     pub(crate) fn admit(self: &Arc<Self>) -> Result<Admission, Refusal> {
+        self.admit_between(|| ())
+    }
+
+    /// [`admit`](Self::admit), running `between` after the call is counted and before
+    /// `draining` is read: where a drain on another thread may come, which a test puts there.
+    #[inline(always)]
+    fn admit_between(self: &Arc<Self>, between: impl FnOnce()) -> Result<Admission, Refusal> {
         self.active.fetch_add(1, Ordering::SeqCst);
         // From here on, dropping the admission takes every count back.
         let mut admission = Admission {
             gate: self.clone(),
             place: false,
         };
+        between();
         if self.draining.load(Ordering::SeqCst) {
             return Err(Refusal::Draining);
         }
@@ -241,44 +249,21 @@ mod tests {
     use super::*;
 
     /// Shutdown's promise: once a drain has found the gate idle, no call is in, and none gets
-    /// in after. Admissions race the drain on other threads, many rounds; an admission that
-    /// succeeds after the drain declared idleness is the bug.
+    /// in after. The one interleaving that could break it, a drain that comes while a call is
+    /// being admitted, put there on purpose: the drain must see the call (not idle), and the
+    /// call must see the drain (refused). Reading `draining` before counting the call would
+    /// find the gate idle here and then admit the call.
     #[test]
-    fn a_drain_never_finds_idle_with_a_call_in() {
-        use std::sync::atomic::AtomicBool;
-        for round in 0..10_000 {
-            let gate = Arc::new(Gate::new(None, 1));
-            let declared_idle = AtomicBool::new(false);
-            let admitted_after = AtomicBool::new(false);
-            std::thread::scope(|scope| {
-                for _ in 0..2 {
-                    scope.spawn(|| {
-                        for _ in 0..200 {
-                            if let Ok(admission) = gate.admit() {
-                                if declared_idle.load(Ordering::SeqCst) {
-                                    admitted_after.store(true, Ordering::SeqCst);
-                                }
-                                drop(admission);
-                            }
-                        }
-                    });
-                }
-                scope.spawn(|| {
-                    // Drains at a different point of the admitters' loops each round.
-                    (0..round % 64).for_each(|_| std::hint::spin_loop());
-                    gate.drain();
-                    while !gate.is_idle() {
-                        std::hint::spin_loop();
-                    }
-                    declared_idle.store(true, Ordering::SeqCst);
-                });
-            });
-            assert!(
-                !admitted_after.load(Ordering::SeqCst),
-                "round {round}: a call was admitted after the drain found the gate idle"
-            );
-            assert_eq!(gate.stats().active, 0);
-        }
+    fn a_drain_during_an_admission_sees_the_call_and_the_call_sees_the_drain() {
+        let gate = Arc::new(Gate::new(None, 1));
+        let mut idle_at_drain = None;
+        let admitted = gate.admit_between(|| {
+            gate.drain();
+            idle_at_drain = Some(gate.is_idle());
+        });
+        assert_eq!(idle_at_drain, Some(false), "the drain found the gate idle");
+        assert!(matches!(admitted, Err(Refusal::Draining)));
+        assert!(gate.is_idle(), "the refused call's count was taken back");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!
 //! **Names and versions.** `tools/list` shows each tool's latest version under its wire name
 //! (`Calculator_Add`), and every older version under `<wire name>__v<x>_<y>_<z>`
-//! (`Calculator_Add__v1_0_0`), since MCP tool names carry no version.
+//! (`Calculator_Add__v1_0_0`), since MCP tool names carry no version. A call resolves those
+//! names and no others.
 //!
 //! **Requirements MCP cannot carry.** MCP has no place for secrets, authorization tokens or a
 //! user id, so they come from the server side: [`McpServer::with_context`] (`serve()` fills it
@@ -40,6 +41,7 @@
 
 mod asking;
 mod fallback;
+mod headers;
 mod logging;
 
 use std::sync::{Arc, OnceLock};
@@ -378,19 +380,39 @@ impl McpServer {
         Ok(())
     }
 
-    /// The tool an MCP name names: a wire name's latest version, or the version its suffix
-    /// names.
+    /// The tool an MCP name names: a wire name's latest version, or an older version under the
+    /// name `tools/list` shows it by. No other spelling resolves (not the latest version's
+    /// versioned name, not `__v01_0_0`), so a rule written against a listed name — a gateway's
+    /// deny list, the header checks — covers every call that reaches the tool.
     fn resolve(&self, name: &str) -> Option<&RegisteredTool> {
         let registry = self.pipeline.registry();
         if let Some(tool) = registry.resolve_wire_name(name) {
             return Some(tool);
         }
         let (wire_name, version) = name.rsplit_once(VERSION_MARK)?;
+        let latest = registry.resolve_wire_name(wire_name)?;
         let version: ToolVersion = version.replace('_', ".").parse().ok()?;
-        let descriptor = registry.resolve_wire_name(wire_name)?.descriptor();
+        let descriptor = latest.descriptor();
         let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
-        registry.resolve(&id).ok()
+        let tool = registry.resolve(&id).ok()?;
+        (tool.id() != latest.id() && listed_name(tool, false) == name).then_some(tool)
     }
+}
+
+/// The name `tools/list` shows a tool by: its wire name for the latest version, with the
+/// version as a suffix for an older one.
+fn listed_name(tool: &RegisteredTool, latest: bool) -> String {
+    if latest {
+        return tool.name().to_owned();
+    }
+    let v = tool.version();
+    format!(
+        "{}{VERSION_MARK}{}_{}_{}",
+        tool.name(),
+        v.major,
+        v.minor,
+        v.patch
+    )
 }
 
 /// Every tool: the latest version under its wire name, older ones with a version suffix.
@@ -400,19 +422,7 @@ fn tools(registry: &Registry, any_output: bool, cannot_ask: crate::ask::CannotAs
         .enumerate()
         .map(|(i, tool)| {
             let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
-            let name = if latest {
-                tool.name().to_owned()
-            } else {
-                let v = tool.version();
-                format!(
-                    "{}{VERSION_MARK}{}_{}_{}",
-                    tool.name(),
-                    v.major,
-                    v.minor,
-                    v.patch
-                )
-            };
-            let mut listed = mcp_tool(tool, name, any_output);
+            let mut listed = mcp_tool(tool, listed_name(tool, latest), any_output);
             if fallback::policy(tool, cannot_ask) == crate::ask::CannotAsk::Relay {
                 fallback::add_confirmation_argument(Arc::make_mut(&mut listed.input_schema));
             }
@@ -663,6 +673,15 @@ impl ServerHandler for McpServer {
                 None,
             ));
         };
+        if let Some(parts) = http {
+            let input_schema = &tool.definition().input_schema;
+            headers::check(
+                &parts.headers,
+                &request.name,
+                request.arguments.as_ref(),
+                input_schema,
+            )?;
+        }
         let tool_id = tool.id().to_owned();
         let contents = tool
             .definition()

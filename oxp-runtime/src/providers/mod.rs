@@ -981,9 +981,7 @@ impl Dispatcher {
                 error(format!("{} You may retry this call.", busy.message))
             }
         };
-        if truncate(&mut result.content, self.limits.max_result_bytes) {
-            result.value = None;
-        }
+        cap(&mut result, self.limits.max_result_bytes);
         result
     }
 }
@@ -1036,18 +1034,57 @@ fn blocks_result(call: &ToolCall, contents: crate::content::Contents<Value>) -> 
     }
 }
 
+/// Seed 003 §8.3 over the whole result: its text and its media (images and audio are base64, and
+/// count as sent) fit in `max_bytes` together. The text comes first; media are kept in order
+/// while they fit beside it, and those that do not are left out, the text saying so; then the
+/// text is cut to the room left.
+fn cap(result: &mut ToolResult, max_bytes: usize) {
+    let text = result.content.len().min(max_bytes);
+    let (mut media, mut left_out) = (0, 0);
+    result.media.retain(|block| {
+        let weight = block.weight();
+        let fits = text + media + weight <= max_bytes;
+        if fits {
+            media += weight;
+        } else {
+            left_out += 1;
+        }
+        fits
+    });
+    let notice = (left_out > 0).then(|| {
+        format!(
+            "\n[{left_out} media block(s) left out: the result exceeded the {} limit]",
+            limit_name(max_bytes)
+        )
+    });
+    let room = max_bytes.saturating_sub(media + notice.as_ref().map_or(0, String::len));
+    if truncate(&mut result.content, room) {
+        result.value = None;
+    }
+    if let Some(notice) = notice {
+        result.content.push_str(&notice);
+    }
+}
+
+/// A limit as the model is told it: `64KB`, or bytes when not a whole number of KB.
+fn limit_name(max_bytes: usize) -> String {
+    if max_bytes % 1024 == 0 {
+        format!("{}KB", max_bytes / 1024)
+    } else {
+        format!("{max_bytes} bytes")
+    }
+}
+
 /// Seed 003 §8.3, option 1: cut at a character boundary and say so, naming the limit in force;
 /// `true` if it cut. The result, notice included, fits in `max_bytes`.
 fn truncate(content: &mut String, max_bytes: usize) -> bool {
     if content.len() <= max_bytes {
         return false;
     }
-    let limit = if max_bytes % 1024 == 0 {
-        format!("{}KB", max_bytes / 1024)
-    } else {
-        format!("{max_bytes} bytes")
-    };
-    let notice = format!("\n\n[Truncated: Result exceeded {limit} limit]");
+    let notice = format!(
+        "\n\n[Truncated: Result exceeded {} limit]",
+        limit_name(max_bytes)
+    );
     let mut cut = max_bytes.saturating_sub(notice.len());
     while !content.is_char_boundary(cut) {
         cut -= 1;

@@ -360,7 +360,9 @@ pub async fn dispatch_responses(
         .into_iter()
         .map(|r| {
             // The Responses API takes images in a function's output (`input_image`); Chat
-            // Completions' tool messages take text only, so there media are their notices.
+            // Completions' tool messages take text only, so there media are their notices. The
+            // data URL is made of a checked block: an `image/…` type of restricted characters
+            // (no `;` or `,` to end it early) and base64 data (`content::Content`'s rules).
             let id = r.id.clone();
             let output = r.with_images(
                 |text| json!({"type": "input_text", "text": text}),

@@ -67,11 +67,10 @@ impl Browsers {
         }
     }
 
-    /// The origins a page served by this listener has: `http://` and each address it answers
-    /// on (every interface's when it binds all of them; on loopback, the loopback names too),
-    /// with its port (none besides for port 80, which browsers leave out).
-    pub(crate) fn listener_origins(addr: std::net::SocketAddr) -> Vec<String> {
-        let port = addr.port();
+    /// The names a listener on `addr` answers to, as a `Host` header names them (lowercase,
+    /// without port): its address (every interface's when it binds all of them), and on
+    /// loopback or every interface the loopback names.
+    pub(crate) fn listener_hosts(addr: std::net::SocketAddr) -> Vec<String> {
         let mut hosts: Vec<String> = Vec::new();
         let name = |ip: std::net::IpAddr| match ip {
             std::net::IpAddr::V4(v4) => v4.to_string(),
@@ -97,6 +96,15 @@ impl Browsers {
         }
         hosts.sort();
         hosts.dedup();
+        hosts
+    }
+
+    /// The origins a page served by this listener has: `http://` and each of its
+    /// [`listener_hosts`](Self::listener_hosts), with its port (none besides for port 80,
+    /// which browsers leave out).
+    pub(crate) fn listener_origins(addr: std::net::SocketAddr) -> Vec<String> {
+        let port = addr.port();
+        let hosts = Self::listener_hosts(addr);
         let mut origins = Vec::with_capacity(hosts.len() * 2);
         for host in hosts {
             origins.push(format!("http://{host}:{port}"));
@@ -105,6 +113,13 @@ impl Browsers {
             }
         }
         origins
+    }
+
+    /// The host name of a URL (`tools.example.com` of `https://Tools.example.com:8443/oxp`).
+    pub(crate) fn host_of(url: &str) -> String {
+        let origin = Self::origin_of(url);
+        let authority = origin.split_once("://").map_or(origin.as_str(), |(_, a)| a);
+        host_name(authority).to_owned()
     }
 }
 
@@ -208,5 +223,10 @@ mod tests {
             Browsers::origin_of("HTTPS://Tools.Example.com:8443/oxp/"),
             "https://tools.example.com:8443"
         );
+        assert_eq!(
+            Browsers::host_of("HTTPS://Tools.Example.com:8443/oxp/"),
+            "tools.example.com"
+        );
+        assert_eq!(Browsers::host_of("http://[::1]:8000"), "[::1]");
     }
 }

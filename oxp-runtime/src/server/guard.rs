@@ -163,7 +163,8 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
             ),
             Refused::Host => (
                 "Requests for this host are not allowed.",
-                "a loopback server answers only to localhost, 127.0.0.1 and [::1] (and OXP_ALLOWED_HOSTS)",
+                "the server answers only to its own names: the addresses it listens on (localhost \
+                 too on loopback), OXP_PUBLIC_URL's host and OXP_ALLOWED_HOSTS",
             ),
         };
         tracing::info!(

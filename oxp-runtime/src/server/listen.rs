@@ -6,8 +6,8 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -35,8 +35,10 @@ use tokio::sync::Semaphore;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConnectionLimits {
-    /// Open connections at most (`OXP_MAX_CONNECTIONS`); one over it is closed at once. `None`:
-    /// chosen at start from the process's file limit, leaving headroom (at most 10,000).
+    /// Open connections at most (`OXP_MAX_CONNECTIONS`), over every listener of the server and
+    /// its clones (a metrics listener holds at most an eighth of them); one over it is closed at
+    /// once. `None`: chosen at start from the process's file limit, leaving headroom (at most
+    /// 10,000).
     pub max_connections: Option<usize>,
     /// How long a request's head may take to arrive, and how long an HTTP/1 connection may
     /// sit idle between requests (`OXP_HEADER_TIMEOUT_MS`, 10 s).
@@ -131,6 +133,58 @@ impl ConnectionLimits {
     }
 }
 
+/// The connections one process holds open, over all its listeners: one budget, since they all
+/// draw on one file limit (two listeners each capped near it would together exhaust it, and the
+/// main port would fail to accept `/health`). The main listener draws on the budget alone; a
+/// listener beside it (`/metrics` on a port of its own) holds at most an eighth of it, so however
+/// many connections that one is sent, the main port keeps the rest. Clones share the budget.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectionBudget(Arc<OnceLock<(Arc<Semaphore>, usize)>>);
+
+/// What a listener takes a connection's places from.
+pub(crate) struct Places {
+    shared: Arc<Semaphore>,
+    /// A side listener's own cap, within the shared budget.
+    own: Option<Arc<Semaphore>>,
+}
+
+/// A connection's places, given back when it closes (dropped).
+struct Place {
+    _shared: tokio::sync::OwnedSemaphorePermit,
+    _own: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl ConnectionBudget {
+    /// The places of the main listener (`side` false) or of one beside it, the budget sized by
+    /// `limits` when first drawn on.
+    pub(crate) fn places(&self, limits: &ConnectionLimits, side: bool) -> Places {
+        let (shared, total) = self.0.get_or_init(|| {
+            let total = limits.max_connections();
+            (Arc::new(Semaphore::new(total)), total)
+        });
+        let own = side.then(|| Arc::new(Semaphore::new((total / 8).max(1))));
+        Places {
+            shared: shared.clone(),
+            own,
+        }
+    }
+}
+
+impl Places {
+    /// A place for one more connection, or none when the listener or the process is full.
+    fn take(&self) -> Option<Place> {
+        let own = match &self.own {
+            Some(own) => Some(own.clone().try_acquire_owned().ok()?),
+            None => None,
+        };
+        let shared = self.shared.clone().try_acquire_owned().ok()?;
+        Some(Place {
+            _shared: shared,
+            _own: own,
+        })
+    }
+}
+
 /// The soft limit on open files, if the platform says.
 fn open_file_limit() -> Option<usize> {
     #[cfg(unix)]
@@ -148,16 +202,16 @@ fn open_file_limit() -> Option<usize> {
 }
 
 /// Serves `router` on `listener` until `stop` completes, then closes connections gracefully
-/// within `close`.
+/// within `close`; each connection holds one of `places` while open.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     limits: &ConnectionLimits,
+    places: Places,
     stop: impl Future<Output = ()>,
     close: Duration,
 ) {
     let builder = Arc::new(limits.builder());
-    let places = Arc::new(Semaphore::new(limits.max_connections()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let (write_timeout, header_timeout) = (limits.write_timeout, limits.header_timeout);
     let mut stop = std::pin::pin!(stop);
@@ -175,7 +229,7 @@ pub(crate) async fn serve(
             () = &mut stop => break,
         };
         // Over the cap: closed at once, so the backlog does not fill with waiting sockets.
-        let Ok(place) = places.clone().try_acquire_owned() else {
+        let Some(place) = places.take() else {
             tracing::debug!("closed a connection over the connection cap");
             continue;
         };
@@ -324,10 +378,19 @@ impl WriteDeadline {
             .waiting
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match waiting.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the client did not read its answer in time",
-            )),
+            Poll::Ready(()) => {
+                // At debug: a client decides how often this happens.
+                if let Ok(peer) = self.stream.peer_addr() {
+                    tracing::debug!(
+                        "the write deadline closed the connection of {peer} (its answer was \
+                         not read in time)"
+                    );
+                }
+                Poll::Ready(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not read its answer in time",
+                ))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

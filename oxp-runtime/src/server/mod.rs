@@ -108,6 +108,8 @@ pub struct Server {
     browsers: Browsers,
     body_timeout: Duration,
     connections: ConnectionLimits,
+    /// The open connections of every listener this server (and its clones) serves.
+    budget: listen::ConnectionBudget,
     /// Routers nested under paths, behind the same guard and authentication (MCP at `/mcp`).
     nested: Vec<(String, Router)>,
     /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
@@ -160,6 +162,7 @@ impl Server {
             browsers: Browsers::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
             connections: ConnectionLimits::default(),
+            budget: listen::ConnectionBudget::default(),
             nested: Vec::new(),
             metrics_route: true,
         }
@@ -215,7 +218,8 @@ impl Server {
     }
 
     /// Serves [`metrics_router`](Self::metrics_router) on a listener of its own, with the
-    /// connection limits, timeouts and guard of the main port, until `stop` completes. Does
+    /// timeouts and guard of the main port, until `stop` completes; its connections come from
+    /// the same budget as those of [`serve`](Self::serve) (at most an eighth of it). Does
     /// nothing when the pipeline keeps no metrics.
     ///
     /// ```no_run
@@ -237,10 +241,12 @@ impl Server {
         let Some(router) = server.metrics_router() else {
             return Ok(());
         };
+        let places = server.budget.places(&server.connections, true);
         listen::serve(
             listener,
             router,
             &server.connections,
+            places,
             stop,
             Duration::from_millis(500),
         )
@@ -249,14 +255,18 @@ impl Server {
     }
 
     /// The server as a listener on `addr` serves it: pages of the listener's own origins may
-    /// call it, and a loopback listener answers only to loopback names (DNS rebinding).
+    /// call it, and it answers only to its own names — the listener's addresses, the loopback
+    /// names where it listens on loopback, its public URL's host and the hosts allowed — so a
+    /// page on another name that resolves to one of its addresses (DNS rebinding) can neither
+    /// call it nor read it.
     fn for_listener(mut self, addr: std::net::SocketAddr) -> Self {
-        if self.browsers.hosts.is_none() && addr.ip().is_loopback() {
-            self = self.allowed_hosts(std::iter::empty::<&str>());
-        }
+        let names = Browsers::listener_hosts(addr);
         self.browsers
             .origins
             .extend(Browsers::listener_origins(addr));
+        let hosts = self.browsers.hosts.get_or_insert_with(Vec::new);
+        hosts.extend(names);
+        hosts.extend(self.public_url.as_deref().map(Browsers::host_of));
         self
     }
 
@@ -302,6 +312,7 @@ impl Server {
     #[must_use]
     pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
         self.connections = limits;
+        self.budget = listen::ConnectionBudget::default();
         self
     }
 
@@ -337,8 +348,10 @@ impl Server {
 
     /// Answers only requests whose `Host` is `localhost`, `127.0.0.1`, `[::1]` or one of
     /// `hosts` (any port); others get a `403`. This is what keeps a page on a name that
-    /// resolves to 127.0.0.1 (DNS rebinding) out of a server on a developer's machine, and
-    /// [`serve`](Self::serve) turns it on by itself for a loopback listener.
+    /// resolves to the server's address (DNS rebinding) from calling or reading it.
+    /// [`serve`](Self::serve) turns it on by itself, adding its listener's addresses (every
+    /// interface's for `0.0.0.0`) and the host of [`public_url`](Self::public_url): a server
+    /// reached by another name (behind a proxy that keeps the client's `Host`) lists it here.
     ///
     /// ```
     /// use oxp_runtime::{server::Server, Registry};
@@ -539,6 +552,7 @@ impl Server {
         let server = self.for_listener(listener.local_addr()?);
         let pipeline = server.pipeline.clone();
         let limits = server.connections.clone();
+        let places = server.budget.places(&limits, false);
         let router = server.router();
         let outcome = std::sync::OnceLock::new();
         let stop = async {
@@ -556,7 +570,15 @@ impl Server {
         };
         // Every call is answered once drained: connections get a moment to flush and close,
         // but a client that holds one open is not waited for.
-        listen::serve(listener, router, &limits, stop, Duration::from_millis(500)).await;
+        listen::serve(
+            listener,
+            router,
+            &limits,
+            places,
+            stop,
+            Duration::from_millis(500),
+        )
+        .await;
         Ok(outcome.get().copied().unwrap_or(Shutdown::Drained))
     }
 

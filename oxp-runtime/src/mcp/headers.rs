@@ -1,0 +1,162 @@
+//! The standard headers of a `tools/call` (SEP-2243: `Mcp-Method`, `Mcp-Name`, and an
+//! `Mcp-Param-<Name>` for each parameter marked `#[mcp_header("Name")]`), checked against its
+//! body.
+//!
+//! A gateway routes, rate-limits and denies on these headers without reading the body, so a
+//! header that disagrees with the body would let a call past a rule written for another. A
+//! header sent is therefore checked whatever revision the request names, or with none; only a
+//! 2026-07-28 request, whose revision defines them, must send them all. (rmcp checks 2026-07-28
+//! requests too, before dispatch; this check is the one that holds at every revision.)
+
+use axum::http::HeaderMap;
+use rmcp::ErrorData as McpError;
+use rmcp::model::JsonObject;
+use serde_json::Value;
+
+/// The first revision whose requests carry the standard headers.
+const STANDARD_HEADERS: &str = "2026-07-28";
+
+/// A header value that could not travel as a bare header is sent as `=?base64?<b64>?=`.
+const BASE64_PREFIX: &str = "=?base64?";
+const BASE64_SUFFIX: &str = "?=";
+
+/// Checks a `tools/call` of the tool listed as `name`, with these `arguments` and this input
+/// schema, against the request's headers; a mismatch is MCP's header-mismatch error (-32020,
+/// HTTP 400 from 2026-07-28) and nothing runs.
+pub(super) fn check(
+    headers: &HeaderMap,
+    name: &str,
+    arguments: Option<&JsonObject>,
+    input_schema: &Value,
+) -> Result<(), McpError> {
+    let required = headers
+        .get("mcp-protocol-version")
+        .and_then(|version| version.to_str().ok())
+        .is_some_and(|version| version >= STANDARD_HEADERS);
+    let mismatch = |reason: String| Err(McpError::header_mismatch(reason, None));
+    match single(headers, "mcp-method")? {
+        Some(method) if method != "tools/call" => {
+            return mismatch(format!(
+                "Mcp-Method header `{method}` does not match body method `tools/call`"
+            ));
+        }
+        None if required => return mismatch("missing required Mcp-Method header".into()),
+        _ => {}
+    }
+    match single(headers, "mcp-name")? {
+        Some(header) if header != name => {
+            return mismatch(format!(
+                "Mcp-Name header `{header}` does not match body value `{name}`"
+            ));
+        }
+        None if required => {
+            return mismatch("missing required Mcp-Name header for `tools/call`".into());
+        }
+        _ => {}
+    }
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (parameter, schema) in properties {
+        let Some(header) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let full = format!("Mcp-Param-{header}");
+        let body = arguments
+            .and_then(|arguments| arguments.get(parameter))
+            .and_then(primitive);
+        match (single(headers, &full)?, body) {
+            (Some(header), Some(body)) if header != body => {
+                return mismatch(format!(
+                    "{full} header `{header}` does not match body value `{body}`"
+                ));
+            }
+            (Some(_), None) => {
+                return mismatch(format!(
+                    "unexpected {full} header for absent or null `{parameter}`"
+                ));
+            }
+            (None, Some(_)) if required => {
+                return mismatch(format!("missing {full} header for `{parameter}`"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The one value of a header, decoded; two values are refused, since an intermediary may pick
+/// the other one.
+fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpError> {
+    let mismatch = |reason: String| McpError::header_mismatch(reason, None);
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(mismatch(format!("duplicate {name} header")));
+    }
+    let value = value
+        .to_str()
+        .map_err(|_| mismatch(format!("{name} header contains invalid characters")))?;
+    let Some(encoded) = value
+        .strip_prefix(BASE64_PREFIX)
+        .and_then(|inner| inner.strip_suffix(BASE64_SUFFIX))
+    else {
+        return Ok(Some(value.to_owned()));
+    };
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .map(Some)
+        .ok_or_else(|| mismatch(format!("{name} header is not valid Base64")))
+}
+
+/// A parameter's value as its header carries it; none for null or a value no header carries.
+fn primitive(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    fn arguments(value: Value) -> JsonObject {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_base64_wrapped_value_is_compared_decoded() {
+        let schema = json!({"properties": {"city": {"type": "string", "x-mcp-header": "City"}}});
+        // "Zürich" cannot travel bare.
+        let wrapped = headers(&[("mcp-param-city", "=?base64?WsO8cmljaA==?=")]);
+        let zurich = arguments(json!({"city": "Zürich"}));
+        assert!(check(&wrapped, "T", Some(&zurich), &schema).is_ok());
+        let bern = arguments(json!({"city": "Bern"}));
+        assert!(check(&wrapped, "T", Some(&bern), &schema).is_err());
+        let broken = headers(&[("mcp-param-city", "=?base64?%%%?=")]);
+        assert!(check(&broken, "T", Some(&zurich), &schema).is_err());
+    }
+
+    #[test]
+    fn a_repeated_header_is_refused_even_when_one_value_agrees() {
+        let twice = headers(&[("mcp-name", "T"), ("mcp-name", "U")]);
+        assert!(check(&twice, "T", None, &json!({})).is_err());
+    }
+}
