@@ -571,12 +571,25 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let any_output = takes_any_output(&context);
+        // Over HTTP, the caller's scopes (left by the OXP server's authentication) filter the
+        // list: a tool is shown only to whom may call it.
+        let grant = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::principal::Grant>())
+            .cloned()
+            .unwrap_or_default();
+        let tools: Vec<Tool> = self
+            .tools_for(any_output)
+            .iter()
+            .zip(self.pipeline.registry().tools())
+            .filter(|(_, registered)| grant.allows(registered.descriptor().scopes))
+            .map(|(tool, _)| tool.clone())
+            .collect();
         // Private: once scopes filter the list, it is the caller's own.
-        Ok(
-            ListToolsResult::with_all_items(self.tools_for(any_output).to_vec())
-                .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
-                .with_cache_scope(CacheScope::Private),
-        )
+        Ok(ListToolsResult::with_all_items(tools)
+            .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+            .with_cache_scope(CacheScope::Private))
     }
 
     /// The tool a `tools/call` names, for rmcp's check of the request's standard and
