@@ -12,11 +12,14 @@ use sha2::{Digest, Sha256};
 /// ```
 /// use axum::http::{HeaderMap, HeaderValue};
 /// use oxp_runtime::server::{Principal, ServerAuth};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let key = "k_0123456789abcdef0123456789abcdef";
 /// let auth = ServerAuth::default().api_key(key);
 /// let mut headers = HeaderMap::new();
 /// headers.insert("x-api-key", HeaderValue::from_static(key));
-/// assert_eq!(auth.authenticate(&headers).unwrap(), Principal::api_key(key));
+/// let caller = auth.authenticate(&headers).await.unwrap();
+/// assert_eq!(caller.principal, Principal::api_key(key));
+/// # });
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Principal {

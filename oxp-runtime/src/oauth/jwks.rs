@@ -178,3 +178,43 @@ impl Found {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Lookups that wait while another fetches do not fetch again once it is done: with no
+    /// interval between refetches, a hundred misses at once make one fetch.
+    #[tokio::test]
+    async fn one_fetch_at_a_time_and_waiters_use_its_result() {
+        static FETCHES: AtomicUsize = AtomicUsize::new(0);
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(|| async {
+                FETCHES.fetch_add(1, Ordering::SeqCst);
+                r#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                    "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let tuning = crate::oauth::OAuth::new("https://h")
+            .key_refetch_interval(Duration::ZERO)
+            .tuning;
+        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16);
+        let set = KeySet::new(url, Arc::new(|_| {}));
+        // Polled together on one task: the first lookup is waiting on the network when the
+        // others start, so each of them finds the fetch under way and waits for it.
+        let lookups = (0..100).map(|_| set.find(Some("unknown"), &fetcher, &tuning));
+        let found = futures_util::future::join_all(lookups).await;
+        assert!(found.iter().all(|f| matches!(f, Found::Unknown)));
+        assert_eq!(FETCHES.load(Ordering::SeqCst), 1);
+        assert!(matches!(
+            set.find(Some("k"), &fetcher, &tuning).await,
+            Found::Key(_)
+        ));
+    }
+}

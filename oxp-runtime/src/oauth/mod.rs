@@ -32,7 +32,7 @@ mod fetch;
 mod jwks;
 mod keys;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -210,7 +210,8 @@ impl OAuth {
     /// ```
     #[must_use]
     pub fn key_refetch_interval(mut self, interval: Duration) -> Self {
-        self.tuning.refetch_interval = interval;
+        // At most a day: keys a provider rotated in must be found again some day.
+        self.tuning.refetch_interval = interval.min(Duration::from_secs(24 * 3600));
         self
     }
 
@@ -402,7 +403,15 @@ pub(crate) struct Verifier {
     discovering: tokio::sync::Mutex<()>,
     /// Why discovery last failed, and when it may be tried again.
     discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
-    pub(crate) metrics: Arc<OnceLock<crate::metrics::Metrics>>,
+    /// Where key-set fetches are counted: the server's metrics once it has attached them, and
+    /// until then here (start-up fetches come before the server exists).
+    fetch_counts: Arc<Mutex<FetchCounts>>,
+}
+
+#[derive(Default)]
+struct FetchCounts {
+    metrics: Option<crate::metrics::Metrics>,
+    before: [u64; 2],
 }
 
 impl std::fmt::Debug for Verifier {
@@ -423,7 +432,7 @@ impl Verifier {
             sets: Mutex::new(None),
             discovering: tokio::sync::Mutex::new(()),
             discovery_failure: Mutex::new(None),
-            metrics: Arc::new(OnceLock::new()),
+            fetch_counts: Arc::default(),
         }
     }
 
@@ -449,11 +458,27 @@ impl Verifier {
         Ok(())
     }
 
-    fn on_fetch(&self) -> Arc<dyn Fn(bool) + Send + Sync> {
-        let metrics = self.metrics.clone();
-        Arc::new(move |ok| {
-            if let Some(metrics) = metrics.get() {
+    /// Counts key-set fetches in `metrics` from now on, with those made before.
+    pub(crate) fn attach_metrics(&self, metrics: &crate::metrics::Metrics) {
+        let mut counts = self.fetch_counts.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.metrics.is_some() {
+            return;
+        }
+        for (i, ok) in [true, false].into_iter().enumerate() {
+            for _ in 0..counts.before[i] {
                 metrics.key_set_fetched(ok);
+            }
+        }
+        counts.metrics = Some(metrics.clone());
+    }
+
+    fn on_fetch(&self) -> Arc<dyn Fn(bool) + Send + Sync> {
+        let counts = self.fetch_counts.clone();
+        Arc::new(move |ok| {
+            let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+            match &counts.metrics {
+                Some(metrics) => metrics.key_set_fetched(ok),
+                None => counts.before[usize::from(!ok)] += 1,
             }
         })
     }

@@ -369,8 +369,9 @@ pub(super) async fn whole_body(
     // The guard's limit applies as the body is read; this reads no further than it.
     match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => {
+            let mount = parts.extensions.get::<Mount>().map_or("", |m| m.0.as_str());
             if let Some(grant) = parts.extensions.get::<Grant>()
-                && let Some(refused) = mcp_scopes(&state, grant, &bytes, parts.uri.path())
+                && let Some(refused) = mcp_scopes(&state, grant, &bytes, mount)
             {
                 return refused;
             }
@@ -380,6 +381,10 @@ pub(super) async fn whole_body(
         Err(error) => super::respond::body_failure(&error, state.max_body_bytes),
     }
 }
+
+/// The path a nested front is served under (`/mcp`), which its own routes no longer see.
+#[derive(Clone)]
+pub(super) struct Mount(pub(super) String);
 
 /// MCP's `tools/call` of a tool the caller's scopes do not reach: the `403` here, at the HTTP
 /// level where MCP's authorization spec puts it, before the front reads the request.

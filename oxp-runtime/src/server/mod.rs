@@ -598,10 +598,12 @@ impl Server {
         let protected = nested
             .into_iter()
             .fold(protected, |routes, (path, router)| {
-                let router = router.layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    handlers::whole_body,
-                ));
+                let router = router
+                    .layer(middleware::from_fn_with_state(
+                        state.clone(),
+                        handlers::whole_body,
+                    ))
+                    .layer(axum::Extension(handlers::Mount(path.clone())));
                 routes.nest_service(&path, router)
             });
         let protected = protected
@@ -663,7 +665,7 @@ impl Server {
                 }
             }
             if let Some(metrics) = self.pipeline.metrics_handle() {
-                let _ = oauth.metrics.set(metrics.clone());
+                oauth.attach_metrics(metrics);
             }
             let json = |path| {
                 axum::body::Bytes::from(
