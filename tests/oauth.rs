@@ -26,8 +26,9 @@ use serde_json::{Value, json};
 // ---------------------------------------------------------------------------------------------
 // Tools
 
-/// How many times `write` ran: a refused call must leave it alone.
-static WRITES: AtomicUsize = AtomicUsize::new(0);
+/// The paths `write` was called with: a refused call must not be among them (tests run at
+/// once, so each looks for its own path).
+static WRITES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Write a file.
 #[tool(toolkit = "Files", version = "1.0.0", scopes = ["files:write"])]
@@ -35,7 +36,7 @@ async fn write(
     /// Where.
     path: String,
 ) -> String {
-    WRITES.fetch_add(1, Ordering::SeqCst);
+    WRITES.lock().unwrap().push(path.clone());
     path
 }
 
@@ -310,12 +311,16 @@ impl Oxp {
     }
 
     async fn call(&self, token: &str, tool: &str) -> Reply {
+        self.call_at(token, tool, "/tmp/x").await
+    }
+
+    async fn call_at(&self, token: &str, tool: &str, path: &str) -> Reply {
         self.send(
             self.client
                 .post(format!("{}/tools/call", self.base))
                 .header("oxp-version", "1.0")
                 .bearer_auth(token)
-                .json(&json!({"tool_id": tool, "input": {"path": "/tmp/x"}})),
+                .json(&json!({"tool_id": tool, "input": {"path": path}})),
         )
         .await
     }
@@ -592,8 +597,8 @@ async fn every_bad_token_is_a_401_with_a_challenge() {
     assert_eq!(oxp.list(&rsa.token(&good)).await.status, 200);
 }
 
-/// A request with no token is a 401 pointing to the metadata (no `error`, RFC 6750 §3.1), at
-/// `/mcp` to its own; a token in the URL, or two credentials, are refused; the scheme's case
+/// A request with no token is a 401 pointing to the metadata and naming the scope every request
+/// needs (no `error`, RFC 6750 §3.1), at `/mcp` to its own; a token in the URL, or two credentials, are refused; the scheme's case
 /// does not matter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn challenges_and_where_tokens_may_come() {
@@ -608,7 +613,7 @@ async fn challenges_and_where_tokens_may_come() {
         none.challenge.as_deref(),
         Some(
             format!(
-                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\", scope=\"tools\"",
                 oxp.base
             )
             .as_str()
@@ -626,7 +631,7 @@ async fn challenges_and_where_tokens_may_come() {
         mcp.challenge.as_deref(),
         Some(
             format!(
-                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"tools\"",
                 oxp.base
             )
             .as_str()
@@ -697,6 +702,19 @@ async fn protected_resource_metadata_is_public_and_names_what_aud_is_checked_aga
         ));
         assert_eq!(oxp.list(&token).await.status, 200, "{resource}");
     }
+    // Scheme and host without case (MCP: SHOULD accept uppercase), the path exactly.
+    let upper = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(format!("{}/mcp", oxp.base.to_uppercase())),
+    ));
+    assert_eq!(oxp.list(&upper).await.status, 200);
+    let upper_path = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(format!("{}/MCP", oxp.base)),
+    ));
+    assert_eq!(oxp.list(&upper_path).await.status, 401);
     // The documented trailing-slash policy: a host-only resource with or without one.
     let slashed = key.token(&with(
         claims(&provider, &oxp, "tools"),
@@ -753,13 +771,12 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         .collect();
     assert_eq!(names, ["Files_Read"]);
 
-    let before = WRITES.load(Ordering::SeqCst);
-    let oxp_call = oxp.call(&reader, "Files.Write").await;
+    let oxp_call = oxp.call_at(&reader, "Files.Write", "/refused/oxp").await;
     let mcp_call = oxp
         .mcp(
             &reader,
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                   "params": {"name": "Files_Write", "arguments": {"path": "/tmp/x"}}}),
+                   "params": {"name": "Files_Write", "arguments": {"path": "/refused/mcp"}}}),
         )
         .await;
     for (front, reply, metadata) in [
@@ -780,7 +797,11 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
             "{front}: {challenge}"
         );
     }
-    assert_eq!(WRITES.load(Ordering::SeqCst), before, "a refused call ran");
+    let written = WRITES.lock().unwrap().clone();
+    assert!(
+        !written.iter().any(|p| p.starts_with("/refused/")),
+        "a refused call ran: {written:?}"
+    );
     // Without the scope every request needs, nothing is served: 403 naming it.
     let no_tools = oxp
         .list(&key.token(&with(base, "scope", json!("files:write"))))

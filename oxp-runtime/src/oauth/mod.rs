@@ -779,20 +779,31 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
     Ok(alg)
 }
 
-/// Whether an `aud` names our resource: equal, or, for a host-only URL, equal but for one
-/// trailing slash (`https://h` and `https://h/` name the same resource; `https://h/mcp/` is
-/// not `https://h/mcp`).
+/// Whether an `aud` names our resource: the same URL, the scheme and host compared without
+/// case (MCP: "SHOULD accept uppercase scheme and host components"), the path exactly; a
+/// host-only URL is the same with or without one trailing slash (`https://h` and `https://h/`;
+/// but `https://h/mcp/` is not `https://h/mcp`). Anything that is not a URL (a client id,
+/// Entra's `api://…`) is compared exactly.
 fn same_resource(aud: &str, ours: &str) -> bool {
     if aud == ours {
         return true;
     }
-    let host_only = |url: &str| {
-        url.split_once("://")
-            .is_some_and(|(_, rest)| !rest.trim_end_matches('/').contains('/'))
-    };
-    host_only(aud)
-        && host_only(ours)
-        && aud.strip_suffix('/').unwrap_or(aud) == ours.strip_suffix('/').unwrap_or(ours)
+    fn parts(url: &str) -> Option<(String, &str)> {
+        let (scheme, rest) = url.split_once("://")?;
+        if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+            return None;
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let path = if path == "/" { "" } else { path };
+        Some((format!("{scheme}://{authority}").to_ascii_lowercase(), path))
+    }
+    match (parts(aud), parts(ours)) {
+        (Some(a), Some(o)) => a == o,
+        _ => false,
+    }
 }
 
 /// `https://h/p` → `https://h/.well-known/{name}/p`.
@@ -851,6 +862,19 @@ mod tests {
         assert!(!same_resource("https://h/mcp/", "https://h/mcp"));
         assert!(!same_resource("https://h.evil", "https://h"));
         assert!(!same_resource("account", "https://h"));
+        assert!(same_resource(
+            "HTTPS://H.example:8443/mcp",
+            "https://h.example:8443/mcp"
+        ));
+        assert!(!same_resource(
+            "https://h.example/MCP",
+            "https://h.example/mcp"
+        ));
+        assert!(!same_resource(
+            "https://h.example:8443",
+            "https://h.example"
+        ));
+        assert!(!same_resource("api://Tools", "api://tools"));
     }
 
     #[test]

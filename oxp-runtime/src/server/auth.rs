@@ -410,6 +410,8 @@ pub struct AuthError {
     message: Cow<'static, str>,
     /// RFC 9728 metadata of the resource, when OAuth is on.
     metadata: Option<Arc<str>>,
+    /// The scopes every request needs, named in a 401's challenge (OAuth only).
+    scopes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -430,6 +432,7 @@ impl AuthError {
             kind: Kind::Missing,
             message: Cow::Borrowed(message),
             metadata: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -438,6 +441,7 @@ impl AuthError {
             kind: Kind::Invalid,
             message: Cow::Borrowed(message),
             metadata: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -451,6 +455,7 @@ impl AuthError {
             )),
             kind: Kind::InsufficientScope(needed),
             metadata: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -467,6 +472,7 @@ impl AuthError {
                      cannot be checked; try again shortly.",
                 ),
                 metadata: None,
+                scopes: Vec::new(),
             },
         }
     }
@@ -474,6 +480,12 @@ impl AuthError {
     /// Points the challenge at the resource's RFC 9728 metadata.
     pub(crate) fn with_metadata(mut self, metadata: Option<Arc<str>>) -> Self {
         self.metadata = metadata;
+        self
+    }
+
+    /// Names the scopes every request needs in a 401's challenge.
+    pub(crate) fn with_scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = scopes;
         self
     }
 
@@ -525,6 +537,10 @@ impl AuthError {
         }
         if let Some(url) = &self.metadata {
             params.insert(0, ("resource_metadata", url.to_string()));
+            // MCP: a 401 SHOULD name the scopes to ask for (those every request needs).
+            if matches!(self.kind, Kind::Missing | Kind::Invalid) && !self.scopes.is_empty() {
+                params.push(("scope", self.scopes.join(" ")));
+            }
         }
         let mut value = String::from("Bearer");
         for (i, (name, v)) in params.iter().enumerate() {

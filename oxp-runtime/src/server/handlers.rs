@@ -74,7 +74,9 @@ pub(super) async fn authenticate(
     next: Next,
 ) -> Response {
     let refused = |error: AuthError, path: &str| {
-        let error = error.with_metadata(state.auth.metadata_url(path));
+        let error = error
+            .with_metadata(state.auth.metadata_url(path))
+            .with_scopes(state.auth.required_scopes());
         // The reason and the path only: never the credential, nor a claim of it.
         tracing::info!(path, reason = %error, status = error.status().as_u16(), "refused a request");
         error.into_response()
