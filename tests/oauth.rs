@@ -4,6 +4,13 @@
 //!
 //! Every wait is on a counter or an answer, never on time: the fetch counts are read after the
 //! requests that made them have been answered.
+//!
+//! The last test runs a real identity provider, node-oidc-provider (`tests/oidc`, installed by
+//! `.ci/run`); without Node.js or the package it prints `SKIPPED: needs …` (a failure under
+//! `OXP_REQUIRE_ALL_TESTS=1`).
+
+#[path = "harness/mod.rs"]
+mod harness;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1066,4 +1073,217 @@ async fn refusals_and_fetches_are_counted() {
         assert!(metrics.contains(line), "{line} in:\n{metrics}");
     }
     assert!(!metrics.contains("alice"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real provider: node-oidc-provider
+
+/// node-oidc-provider running `tests/oidc/provider.mjs`, killed when dropped.
+struct Oidc {
+    child: std::process::Child,
+    issuer: String,
+}
+
+impl Drop for Oidc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Oidc {
+    /// Starts the provider on `port` (0: any) with the ES256 keys `kids` (the first signs; each
+    /// kept in `keys`, so a restart publishes the same keys again) and waits for its `ready`.
+    async fn start(port: u16, keys: &std::path::Path, kids: &str) -> Oidc {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("node")
+            .arg("provider.mjs")
+            .arg(port.to_string())
+            .arg(keys)
+            .arg(kids)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/oidc"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let stdout = child.stdout.take().unwrap();
+        let issuer = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .find_map(|line| line.strip_prefix("ready ").map(str::to_owned))
+        })
+        .await
+        .unwrap()
+        .expect("the provider starts");
+        Oidc { child, issuer }
+    }
+
+    fn port(&self) -> u16 {
+        self.issuer.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+/// A client that finds everything itself, as an MCP host does: the server's RFC 9728 metadata
+/// names the resource and the provider; the provider's OpenID metadata names its token
+/// endpoint; the token is asked for that resource (RFC 8707), with the client credentials grant.
+async fn discover_and_get_token(client: &reqwest::Client, metadata_url: &str) -> String {
+    let metadata: Value = client
+        .get(metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let resource = metadata["resource"].as_str().unwrap();
+    let issuer = metadata["authorization_servers"][0].as_str().unwrap();
+    let provider: Value = client
+        .get(format!("{issuer}/.well-known/openid-configuration"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    token_for(
+        client,
+        provider["token_endpoint"].as_str().unwrap(),
+        resource,
+    )
+    .await
+}
+
+async fn token_for(client: &reqwest::Client, token_endpoint: &str, resource: &str) -> String {
+    let reply: Value = client
+        .post(token_endpoint)
+        .basic_auth("agent", Some("agent-secret-0123456789abcdef0123456789"))
+        .form(&[
+            ("grant_type", "client_credentials"),
+            ("resource", resource),
+            ("scope", "tools files:write"),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a token: {reply}"))
+        .to_owned()
+}
+
+/// node-oidc-provider, with resource indicators, against the server: discovery end to end; OXP
+/// and MCP served to its tokens; a token for another resource refused; a rotated key accepted
+/// after one fetch while the old one keeps passing; the provider stopped, a token of a key not
+/// yet seen fails closed and says so, and passes once the provider is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_oidc_provider_end_to_end() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-keys-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let port = oidc.port();
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    // No interval between refetches, so the recovery below shows at the next request.
+    let oxp = Oxp::start(&provider, |o| o.key_refetch_interval(Duration::ZERO)).await;
+    let client = reqwest::Client::new();
+    let fetches = || async {
+        let text = client
+            .get(format!("{}/metrics", oxp.base))
+            .header("x-api-key", API_KEY)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("oxp_oauth_key_set_fetches_total{result=\"ok\"} "))
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+
+    let mcp_token = discover_and_get_token(
+        &client,
+        &format!("{}/.well-known/oauth-protected-resource/mcp", oxp.base),
+    )
+    .await;
+    let listed = oxp
+        .mcp(
+            &mcp_token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 2);
+    let called = oxp
+        .mcp(
+            &mcp_token,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "Files_Write", "arguments": {"path": "/oidc/mcp"}}}),
+        )
+        .await;
+    assert_eq!(called.status, 200, "{called:?}");
+    assert_eq!(called.body["result"]["isError"], false, "{called:?}");
+    let oxp_token = discover_and_get_token(
+        &client,
+        &format!("{}/.well-known/oauth-protected-resource", oxp.base),
+    )
+    .await;
+    assert_eq!(oxp.call(&oxp_token, "Files.Write").await.status, 200);
+    let token_endpoint = format!("{}/token", oidc.issuer);
+    let foreign = token_for(&client, &token_endpoint, "http://127.0.0.1:1/other").await;
+    let refused = oxp.list(&foreign).await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert!(refused.body["message"].as_str().unwrap().contains("`aud`"));
+
+    // Rotation: the provider restarts signing with `b`, still publishing `a`.
+    drop(oidc);
+    let oidc = Oidc::start(port, &keys, "b,a").await;
+    let before = fetches().await;
+    let rotated = token_for(&client, &token_endpoint, &oxp.base).await;
+    assert_eq!(oxp.list(&rotated).await.status, 200);
+    assert_eq!(oxp.list(&rotated).await.status, 200);
+    assert_eq!(fetches().await, before + 1, "the new key is fetched once");
+    assert_eq!(
+        oxp.list(&oxp_token).await.status,
+        200,
+        "the old key still passes"
+    );
+
+    // A token of a key the server has not seen, then the provider stops.
+    drop(oidc);
+    let oidc = Oidc::start(port, &keys, "c,b,a").await;
+    let unseen = token_for(&client, &token_endpoint, &oxp.base).await;
+    drop(oidc);
+    assert_eq!(
+        oxp.list(&rotated).await.status,
+        200,
+        "known keys keep working"
+    );
+    let down = oxp.list(&unseen).await;
+    assert_eq!(down.status, 503, "{down:?}");
+    assert!(
+        down.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("keys cannot be fetched")
+    );
+    let _oidc = Oidc::start(port, &keys, "c,b,a").await;
+    assert_eq!(
+        oxp.list(&unseen).await.status,
+        200,
+        "recovered with the provider"
+    );
+    let _ = std::fs::remove_file(&keys);
 }

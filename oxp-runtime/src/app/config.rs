@@ -550,6 +550,15 @@ impl ServerConfig {
             variable: error.setting.variable(),
             problem: error.problem,
         })?;
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = self.auth.oauth_verifier() {
+            let oauth = oauth.config();
+            tracing::info!(
+                issuers = ?oauth.issuers(),
+                audiences = ?oauth.audiences(),
+                "accepting access tokens of the identity provider (OAuth)"
+            );
+        }
         // The pipeline first, whole: the fronts nested below share it as it is then.
         let store = self.idempotency_store().await?;
         let mut server = server
