@@ -180,6 +180,39 @@ struct Provider {
     down: AtomicBool,
     /// Answer the key set with a redirect to another host.
     redirect: AtomicBool,
+    /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
+    introspection: Mutex<std::collections::HashMap<String, Value>>,
+    introspections: AtomicUsize,
+}
+
+/// The client the server introspects as.
+const CLIENT: (&str, &str) = ("oxp-tools", "introspection-secret-0123456789");
+
+async fn introspect(
+    State(provider): State<Arc<Provider>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    provider.introspections.fetch_add(1, Ordering::SeqCst);
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", CLIENT.0, CLIENT.1))
+    );
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(basic.as_str()) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let token = body
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .unwrap_or_default();
+    let answer = provider
+        .introspection
+        .lock()
+        .unwrap()
+        .get(token)
+        .cloned()
+        .unwrap_or(json!({"active": false}));
+    json_response(answer).into_response()
 }
 
 fn json_response(body: Value) -> impl IntoResponse {
@@ -216,6 +249,7 @@ impl Provider {
                 axum::routing::get(metadata),
             )
             .route("/jwks", axum::routing::get(jwks))
+            .route("/introspect", axum::routing::post(introspect))
             .with_state(provider.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         *provider.issuer.lock().unwrap() = format!("http://{}", listener.local_addr().unwrap());
@@ -1036,6 +1070,18 @@ async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
             ],
             "OXP_OAUTH_SCOPES",
         ),
+        (
+            vec![
+                ("OXP_OAUTH_ISSUER", "https://id.example"),
+                ("OXP_PUBLIC_URL", "https://h"),
+                (
+                    "OXP_OAUTH_INTROSPECTION_URL",
+                    "https://id.example/introspect",
+                ),
+                ("OXP_OAUTH_CLIENT_ID", "oxp"),
+            ],
+            "OXP_OAUTH_CLIENT_SECRET",
+        ),
     ] {
         let error = config(&vars).unwrap_err();
         assert_eq!(error.variable, variable, "{vars:?}: {error}");
@@ -1073,6 +1119,77 @@ async fn refusals_and_fetches_are_counted() {
         assert!(metrics.contains(line), "{line} in:\n{metrics}");
     }
     assert!(!metrics.contains("alice"));
+}
+
+/// Opaque tokens are checked at the provider's introspection endpoint as its client: an active
+/// answer is checked like a JWT's claims and kept (one introspection for two requests), never
+/// past its `exp`; an inactive one is refused and never kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_are_introspected_and_only_active_answers_kept() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let oxp = Oxp::start(&provider, |o| o.introspection(endpoint, CLIENT.0, CLIENT.1)).await;
+    let active = |aud: &str, exp: u64| {
+        json!({"active": true, "iss": provider.issuer(), "sub": "alice", "aud": aud,
+               "exp": exp, "scope": "tools files:write"})
+    };
+    {
+        let mut answers = provider.introspection.lock().unwrap();
+        answers.insert("opaque-good".into(), active(&oxp.base, now() + 300));
+        answers.insert("opaque-ending".into(), active(&oxp.base, now()));
+        answers.insert(
+            "opaque-foreign".into(),
+            active("https://other.example", now() + 300),
+        );
+        answers.insert(
+            "opaque-other-issuer".into(),
+            with(
+                active(&oxp.base, now() + 300),
+                "iss",
+                json!("https://evil.example"),
+            ),
+        );
+    }
+    let asked = || provider.introspections.load(Ordering::SeqCst);
+    let start = asked();
+    for _ in 0..2 {
+        let reply = oxp.call("opaque-good", "Files.Write").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
+    assert_eq!(asked() - start, 1, "an active answer is kept");
+    for _ in 0..2 {
+        let reply = oxp.list("opaque-revoked").await;
+        assert_eq!(reply.status, 401, "{reply:?}");
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("not active")
+        );
+    }
+    assert_eq!(asked() - start, 3, "an inactive answer is never kept");
+    for _ in 0..2 {
+        assert_eq!(oxp.list("opaque-ending").await.status, 200);
+    }
+    assert_eq!(
+        asked() - start,
+        5,
+        "an answer is not kept past the token's exp"
+    );
+    let foreign = oxp.list("opaque-foreign").await;
+    assert_eq!(foreign.status, 401);
+    assert!(foreign.body["message"].as_str().unwrap().contains("`aud`"));
+    assert_eq!(oxp.list("opaque-other-issuer").await.status, 401);
+    // JWTs are still checked against the keys, without asking.
+    let before = asked();
+    assert_eq!(
+        oxp.list(&key.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(asked(), before);
 }
 
 // ---------------------------------------------------------------------------------------------

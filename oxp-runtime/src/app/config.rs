@@ -48,6 +48,7 @@ pub enum LogFormat {
 /// | `OXP_OAUTH_AUDIENCE` | `OXP_PUBLIC_URL` and its `/mcp` | comma-separated audiences a token's `aud` must name one of |
 /// | `OXP_OAUTH_SCOPES` | – | comma- or space-separated scopes every request needs |
 /// | `OXP_OAUTH_STRICT_TOKEN_TYPE` | `false` | accept only `typ: at+jwt` tokens (refuses plain `JWT` and ID tokens) |
+/// | `OXP_OAUTH_INTROSPECTION_URL` | – | check opaque tokens at this RFC 7662 endpoint, as `OXP_OAUTH_CLIENT_ID` with `OXP_OAUTH_CLIENT_SECRET` |
 /// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap, every route |
 /// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
 /// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
@@ -178,12 +179,15 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The `OXP_OAUTH_*` variables, each an error when it cannot be used.
-const OAUTH_VARIABLES: [&str; 5] = [
+const OAUTH_VARIABLES: [&str; 8] = [
     "OXP_OAUTH_ISSUER",
     "OXP_OAUTH_JWKS_URL",
     "OXP_OAUTH_AUDIENCE",
     "OXP_OAUTH_SCOPES",
     "OXP_OAUTH_STRICT_TOKEN_TYPE",
+    "OXP_OAUTH_INTROSPECTION_URL",
+    "OXP_OAUTH_CLIENT_ID",
+    "OXP_OAUTH_CLIENT_SECRET",
 ];
 
 /// Adds the resource server `OXP_OAUTH_*` configures, if it does.
@@ -232,6 +236,32 @@ fn oauth_from_lookup(
             });
         }
     });
+    match (
+        get("OXP_OAUTH_INTROSPECTION_URL"),
+        get("OXP_OAUTH_CLIENT_ID"),
+        get("OXP_OAUTH_CLIENT_SECRET"),
+    ) {
+        (Some(url), Some(id), Some(secret)) => oauth = oauth.introspection(url, id, secret),
+        (None, None, None) => {}
+        (None, _, _) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_INTROSPECTION_URL",
+                problem: "must be set with OXP_OAUTH_CLIENT_ID and OXP_OAUTH_CLIENT_SECRET: they are the client it introspects as".into(),
+            });
+        }
+        (Some(_), None, _) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_CLIENT_ID",
+                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the client the server introspects tokens as".into(),
+            });
+        }
+        (Some(_), _, None) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_CLIENT_SECRET",
+                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the secret of the client the server introspects tokens as".into(),
+            });
+        }
+    }
     oauth.check().map_err(|error| ConfigError {
         variable: error.setting.variable(),
         problem: error.problem,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{Request, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -16,7 +16,7 @@ type Https = hyper_rustls::HttpsConnector<HttpConnector>;
 /// One client per verifier: connections to the provider are kept and reused.
 #[derive(Clone)]
 pub(crate) struct Fetcher {
-    client: Client<Https, Empty<Bytes>>,
+    client: Client<Https, Full<Bytes>>,
     timeout: Duration,
     max_bytes: usize,
 }
@@ -46,12 +46,44 @@ impl Fetcher {
     /// GETs `url` and reads its body as JSON. The error says what went wrong in words an
     /// operator can act on, naming the URL (configuration, never a secret).
     pub(crate) async fn get_json(&self, url: &str) -> Result<Fetched, String> {
-        let uri = check_url(url)?;
-        let request = Request::get(uri)
+        let request = Request::get(check_url(url)?)
             .header(header::ACCEPT, "application/json")
             .header(header::USER_AGENT, "oxp-runtime")
-            .body(Empty::new())
+            .body(Full::default())
             .map_err(|e| format!("{url}: {e}"))?;
+        self.exchange(url, request).await
+    }
+
+    /// POSTs a form to `url` with HTTP Basic client authentication (RFC 6749 §2.3.1: each part
+    /// form-encoded first) and reads the answer as JSON: RFC 7662 introspection.
+    pub(crate) async fn post_form_json(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        client: (&str, &str),
+    ) -> Result<Fetched, String> {
+        use base64::Engine;
+        let body = form
+            .iter()
+            .map(|(name, value)| format!("{}={}", form_encode(name), form_encode(value)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            form_encode(client.0),
+            form_encode(client.1)
+        ));
+        let request = Request::post(check_url(url)?)
+            .header(header::ACCEPT, "application/json")
+            .header(header::USER_AGENT, "oxp-runtime")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::AUTHORIZATION, format!("Basic {basic}"))
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("{url}: {e}"))?;
+        self.exchange(url, request).await
+    }
+
+    async fn exchange(&self, url: &str, request: Request<Full<Bytes>>) -> Result<Fetched, String> {
         let exchange = async {
             let response = self
                 .client
@@ -97,6 +129,19 @@ impl Fetcher {
             )),
         }
     }
+}
+
+/// `application/x-www-form-urlencoded`: every byte but the unreserved ones as `%XX`.
+fn form_encode(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }
 
 /// The URL as a request target, if it may be fetched: `https`, or `http` to a loopback host.
@@ -169,6 +214,12 @@ mod tests {
         assert!(check_url("http://127.0.0.1.evil.example/jwks").is_err());
         assert!(check_url("ftp://id.example.com/jwks").is_err());
         assert!(check_url("/jwks").is_err());
+    }
+
+    #[test]
+    fn form_encoding() {
+        assert_eq!(form_encode("a b+c/=é"), "a%20b%2Bc%2F%3D%C3%A9");
+        assert_eq!(form_encode("token-1.x_y~z"), "token-1.x_y~z");
     }
 
     #[test]

@@ -76,8 +76,23 @@ pub struct OAuth {
     audiences: Vec<String>,
     scopes: Vec<String>,
     strict_typ: bool,
+    introspection: Option<Introspection>,
     tuning: Tuning,
 }
+
+/// Where opaque tokens are checked (RFC 7662), and as which client.
+#[derive(Clone, Debug)]
+struct Introspection {
+    url: String,
+    client_id: String,
+    client_secret: crate::protocol::Sensitive,
+}
+
+/// The longest a positive introspection answer is kept (never beyond the token's own `exp`):
+/// a token revoked at the provider is refused here at most this much later.
+const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// The most introspection answers kept.
+const INTROSPECTION_CACHE_ENTRIES: usize = 10_000;
 
 #[derive(Clone, Debug)]
 pub(crate) struct Tuning {
@@ -109,6 +124,7 @@ impl OAuth {
             audiences: Vec::new(),
             scopes: Vec::new(),
             strict_typ: false,
+            introspection: None,
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -185,6 +201,34 @@ impl OAuth {
     #[must_use]
     pub fn strict_token_type(mut self, on: bool) -> Self {
         self.strict_typ = on;
+        self
+    }
+
+    /// Checks tokens that are not JWTs (opaque ones) at the provider's RFC 7662 introspection
+    /// endpoint (`OXP_OAUTH_INTROSPECTION_URL`, `OXP_OAUTH_CLIENT_ID`, `OXP_OAUTH_CLIENT_SECRET`),
+    /// authenticated as this client with HTTP Basic. The answer is checked as a JWT's claims are
+    /// (`iss` if it names one, `aud`, `exp`, `nbf`, `sub`, the scopes); an active token's answer is
+    /// kept for at most a minute and never past its `exp`, keyed by a digest of the token; an
+    /// inactive one is never kept. JWTs are still checked against the key set.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://login.example.com")
+    ///     .introspection("https://login.example.com/oauth2/introspect", "oxp-tools", "s3cr3t");
+    /// assert!(!format!("{oauth:?}").contains("s3cr3t"));
+    /// ```
+    #[must_use]
+    pub fn introspection(
+        mut self,
+        url: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        self.introspection = Some(Introspection {
+            url: url.into(),
+            client_id: client_id.into(),
+            client_secret: crate::protocol::Sensitive::new(client_secret),
+        });
         self
     }
 
@@ -292,6 +336,18 @@ impl OAuth {
         {
             return bad(Setting::JwksUrl, problem);
         }
+        if let Some(introspection) = &self.introspection {
+            if let Err(problem) = fetch::check_url(&introspection.url) {
+                return bad(Setting::Introspection, problem);
+            }
+            if introspection.client_id.is_empty() || introspection.client_secret.expose().is_empty()
+            {
+                return bad(
+                    Setting::Introspection,
+                    "needs the client id and secret the server introspects as (OXP_OAUTH_CLIENT_ID, OXP_OAUTH_CLIENT_SECRET)".into(),
+                );
+            }
+        }
         for scope in &self.scopes {
             if let Some(problem) = crate::rules::scope_problem(scope) {
                 return bad(Setting::Scopes, problem);
@@ -322,6 +378,8 @@ pub enum Setting {
     JwksUrl,
     /// The scopes (`OXP_OAUTH_SCOPES`).
     Scopes,
+    /// Token introspection (`OXP_OAUTH_INTROSPECTION_URL` and its client).
+    Introspection,
 }
 
 impl Setting {
@@ -336,6 +394,7 @@ impl Setting {
             Setting::Issuer => "OXP_OAUTH_ISSUER",
             Setting::JwksUrl => "OXP_OAUTH_JWKS_URL",
             Setting::Scopes => "OXP_OAUTH_SCOPES",
+            Setting::Introspection => "OXP_OAUTH_INTROSPECTION_URL",
         }
     }
 }
@@ -386,7 +445,7 @@ impl Refusal {
 }
 
 /// A verified token's caller and what it may do.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Verified {
     pub(crate) principal: Principal,
     pub(crate) scopes: Vec<String>,
@@ -403,6 +462,8 @@ pub(crate) struct Verifier {
     discovering: tokio::sync::Mutex<()>,
     /// Why discovery last failed, and when it may be tried again.
     discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
+    /// Active introspection answers by a digest of their token, until when each may be used.
+    introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
     /// Where key-set fetches are counted: the server's metrics once it has attached them, and
     /// until then here (start-up fetches come before the server exists).
     fetch_counts: Arc<Mutex<FetchCounts>>,
@@ -433,6 +494,7 @@ impl Verifier {
             discovering: tokio::sync::Mutex::new(()),
             discovery_failure: Mutex::new(None),
             fetch_counts: Arc::default(),
+            introspected: Mutex::default(),
         }
     }
 
@@ -568,14 +630,21 @@ impl Verifier {
             return Err(Refusal::invalid("The token is too large."));
         }
         let mut parts = token.split('.');
-        let (Some(header_part), Some(payload_part), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(header), Some(payload), Some(signature), None) => decode_object(header)
+                .ok()
+                .map(|header| (header, payload, signature)),
+            _ => None,
+        };
+        let Some((header, payload_part, signature)) = jws else {
+            if self.config.introspection.is_some() {
+                return self.introspect(token).await;
+            }
             return Err(Refusal::invalid(
                 "The token is not a signed JWT (three base64url parts).",
             ));
         };
-        let header = decode_object(header_part)?;
+        let header_part = token.split('.').next().unwrap_or_default();
         let alg = check_header(&header, self.config.strict_typ)?;
         let claims = decode_object(payload_part)?;
         // The issuer picks the key set; it is trusted only once the signature is.
@@ -609,10 +678,82 @@ impl Verifier {
         self.check_claims(&claims, &self.config.issuers[place])
     }
 
+    /// Checks an opaque token at the introspection endpoint, or in the answers kept.
+    async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
+        use sha2::{Digest, Sha256};
+        let Some(introspection) = &self.config.introspection else {
+            return Err(Refusal::invalid("The token is not a JWT."));
+        };
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = std::time::Instant::now();
+        {
+            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+            match kept.get(&digest) {
+                Some((verified, until)) if *until > now => return Ok(verified.clone()),
+                Some(_) => {
+                    kept.remove(&digest);
+                }
+                None => {}
+            }
+        }
+        let answer = self
+            .fetcher
+            .post_form_json(
+                &introspection.url,
+                &[("token", token), ("token_type_hint", "access_token")],
+                (
+                    &introspection.client_id,
+                    introspection.client_secret.expose(),
+                ),
+            )
+            .await
+            .map_err(|why| {
+                tracing::warn!(error = %why, "the token could not be introspected");
+                Refusal::Unavailable(why)
+            })?
+            .json;
+        let Value::Object(claims) = answer else {
+            return Err(Refusal::Unavailable(
+                "the introspection answer is not a JSON object".into(),
+            ));
+        };
+        // RFC 7662 §2.2: `active` is the answer; an inactive token is never kept, so that one
+        // that becomes valid (or a mistake corrected) is asked about again.
+        if claims.get("active") != Some(&Value::Bool(true)) {
+            return Err(Refusal::invalid("The token is not active."));
+        }
+        // The endpoint is the issuer's; an answer that names another issuer is not trusted.
+        let issuer = match claims.get("iss") {
+            None => self.config.issuers[0].as_str(),
+            Some(Value::String(iss)) => self
+                .config
+                .issuers
+                .iter()
+                .find(|i| *i == iss)
+                .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?,
+            Some(_) => return Err(Refusal::invalid("The token's issuer is not trusted here.")),
+        };
+        let verified = self.check_claims(&claims, issuer)?;
+        let exp = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        let left = exp.saturating_sub(unix_now());
+        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
+        if !keep.is_zero() {
+            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
+                kept.retain(|_, (_, until)| *until > now);
+            }
+            if kept.len() < INTROSPECTION_CACHE_ENTRIES {
+                kept.insert(digest, (verified.clone(), now + keep));
+            }
+        }
+        Ok(verified)
+    }
+
     fn check_claims(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = unix_now();
         let leeway = self.config.tuning.leeway.as_secs();
         let time = |name: &str| -> Result<Option<u64>, Refusal> {
             match claims.get(name) {
@@ -722,6 +863,12 @@ impl Verifier {
         let resource = format!("{}{path}", self.config.resource);
         insert_well_known(&resource, "oauth-protected-resource")
     }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
