@@ -90,3 +90,29 @@ fn oxp_alone_links_no_mcp_sdk() {
         );
     }
 }
+
+/// The `oauth` feature verifies signatures with ring and fetches keys with hyper-util's client
+/// over rustls on the same ring: no RustCrypto RSA (RUSTSEC-2023-0071, no fixed version), no
+/// second crypto library (aws-lc-rs is a C build of its own), no reqwest and what it brings.
+#[test]
+fn oauth_links_ring_and_rustls_but_no_rsa_crate_no_aws_lc_and_no_reqwest() {
+    let (crates, tree) = linked(&["--features", "oauth"]);
+    for present in ["ring", "rustls", "hyper-rustls", "webpki-roots"] {
+        assert!(crates.contains(present), "{present} is not linked:\n{tree}");
+    }
+    for absent in [
+        "rsa",
+        "aws-lc-rs",
+        "aws-lc-sys",
+        "reqwest",
+        "url",
+        "idna",
+        "p256",
+        "ed25519-dalek",
+    ] {
+        assert!(
+            !crates.contains(absent),
+            "{absent} is linked with oauth:\n{tree}"
+        );
+    }
+}

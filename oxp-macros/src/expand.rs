@@ -212,6 +212,7 @@ fn glue(
         let (id, scopes) = (&a.id, &a.scopes);
         quote!(#oxp::AuthorizationSpec { id: #id, scopes: &[#(#scopes),*] })
     });
+    let scopes = args.scopes.iter();
     let timeout_ms = match timeout_ms {
         Some(ms) => quote!(::core::option::Option::Some(#ms)),
         None => quote!(::core::option::Option::None),
@@ -241,6 +242,7 @@ fn glue(
                 secrets: &[#(#secrets),*],
                 authorization: &[#(#authorization),*],
                 timeout_ms: #timeout_ms,
+                scopes: &[#(#scopes),*],
                 hints: #hints,
                 input_schema: #input_schema,
                 output_schema: #output_schema,

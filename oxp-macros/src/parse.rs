@@ -25,6 +25,7 @@ pub const KEYS: &[&str] = &[
     "user_id",
     "secret",
     "authorization",
+    "scopes",
     "timeout_ms",
     "title",
     "read_only",
@@ -49,6 +50,8 @@ pub struct Args {
     pub user_id: bool,
     pub secrets: Vec<LitStr>,
     pub authorization: Vec<Authorization>,
+    /// `scopes = ["files:write"]`: what a caller's OAuth token must grant.
+    pub scopes: Vec<LitStr>,
     pub timeout_ms: Option<LitInt>,
     /// `crate = "path"`: where `oxp_runtime` is, for a crate that renamed the dependency.
     pub krate: Option<syn::Path>,
@@ -152,7 +155,12 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "destructive" => args.destructive = flag(&meta, &key, errors)?,
             "idempotent" => args.idempotent = flag(&meta, &key, errors)?,
             "open_world" => args.open_world = flag(&meta, &key, errors)?,
-            "tags" => args.tags = tags(&meta, errors)?,
+            "tags" => {
+                args.tags = string_list(&meta, "tags", "`tags = [\"math\", \"billing\"]`", errors)?
+            }
+            "scopes" => {
+                args.scopes = string_list(&meta, "scopes", "`scopes = [\"files:write\"]`", errors)?;
+            }
             "crate" => {
                 if let Some(path) = string(&meta, &key, "\"my_oxp\"", errors)? {
                     match path.parse::<syn::Path>() {
@@ -234,13 +242,17 @@ fn flag(meta: &ParseNestedMeta, key: &str, errors: &mut Errors) -> syn::Result<O
     Ok(None)
 }
 
-/// `tags = ["math", "billing"]`: each a label `OXP_TOOLS=tag:NAME` can select.
-fn tags(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Vec<LitStr>> {
-    let example = "`tags = [\"math\", \"billing\"]`";
+/// `tags = ["math", "billing"]`, `scopes = ["files:write"]`: a list of strings.
+fn string_list(
+    meta: &ParseNestedMeta,
+    key: &str,
+    example: &str,
+    errors: &mut Errors,
+) -> syn::Result<Vec<LitStr>> {
     if !meta.input.peek(Token![=]) {
         errors.spanned(
             &meta.path,
-            format!("`tags` takes a list of strings: write {example}"),
+            format!("`{key}` takes a list of strings: write {example}"),
         );
         skip_value(meta)?;
         return Ok(Vec::new());
@@ -250,7 +262,7 @@ fn tags(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Vec<LitStr>>
         let expr: syn::Expr = value.parse()?;
         errors.spanned(
             expr,
-            format!("`tags` takes a list of strings: write {example}"),
+            format!("`{key}` takes a list of strings: write {example}"),
         );
         return Ok(Vec::new());
     }

@@ -81,6 +81,21 @@ pub fn description_problem(description: &str) -> Option<String> {
     }
 }
 
+/// The OAuth scope `value`, unless it is a scope token (RFC 6749 §3.3): one or more printable
+/// ASCII characters other than space, `"` and `\`, so that a `403` challenge can name it as it is.
+pub fn scope_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        return Some("a scope cannot be empty: write the scope the identity provider grants, e.g. `scopes = [\"files:write\"]`".to_owned());
+    }
+    let bad = value
+        .chars()
+        .find(|c| !matches!(*c, '\x21' | '\x23'..='\x5B' | '\x5D'..='\x7E'))?;
+    Some(format!(
+        "the scope `{}` holds {bad:?}: a scope is printable ASCII without spaces, `\"` or `\\` (RFC 6749 §3.3); list several as several strings, e.g. `scopes = [\"files:read\", \"files:write\"]`",
+        value.escape_debug()
+    ))
+}
+
 /// `get_emails` → `GetEmails`, `my-crate` → `MyCrate`: the default name of a fn or a crate.
 pub fn pascal_case(s: &str) -> String {
     s.split(['_', '-']).map(capitalized).collect()

@@ -201,6 +201,16 @@ fn check_hints(args: &Args, errors: &mut Errors) {
         }
         seen.push(value);
     }
+    let mut seen: Vec<String> = Vec::new();
+    for scope in &args.scopes {
+        let value = scope.value();
+        if let Some(problem) = crate::rules::scope_problem(&value) {
+            errors.error(scope.span(), problem);
+        } else if seen.contains(&value) {
+            errors.error(scope.span(), format!("the scope `{value}` is listed twice"));
+        }
+        seen.push(value);
+    }
     for example in &args.examples {
         match serde_json::from_str::<serde_json::Value>(&example.value()) {
             Err(error) => errors.error(

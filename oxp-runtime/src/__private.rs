@@ -355,6 +355,7 @@ pub const FALLBACK: ToolDescriptor = ToolDescriptor {
     secrets: &[],
     authorization: &[],
     timeout_ms: None,
+    scopes: &[],
     hints: ToolHints::NONE,
     input_schema: fallback_schema,
     output_schema: None,

@@ -150,6 +150,10 @@ pub struct ToolDescriptor {
     pub authorization: &'static [AuthorizationSpec],
     /// The tool's own timeout, overriding the server's default.
     pub timeout_ms: Option<u64>,
+    /// OAuth scopes a caller's access token must grant to see and call the tool
+    /// (`scopes = ["files:write"]`): callers without them get neither in `tools/list` nor
+    /// `GET /tools`, and a call is answered `403 insufficient_scope`.
+    pub scopes: &'static [&'static str],
     /// What the tool tells hosts about itself: title, behaviour, tags, examples, deprecation.
     pub hints: ToolHints,
     /// The input schema, before the schema policy runs.

@@ -46,6 +46,8 @@ pub mod lock;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod metrics;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod outcome;

@@ -118,10 +118,16 @@ pub(crate) enum Refusal {
     InvalidIds,
     /// A `call_id` sent again with another request.
     ReusedCallId,
+    /// An OAuth access token that is not valid (`401 invalid_token`; other 401s are `auth`).
+    InvalidToken,
+    /// A caller whose token lacks a scope the request needs (`403 insufficient_scope`).
+    InsufficientScope,
+    /// A token that could not be checked: the identity provider's keys could not be had (`503`).
+    KeysUnavailable,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    const ALL: [Refusal; 10] = [
         Refusal::ConcurrencyLimit,
         Refusal::Draining,
         Refusal::Auth,
@@ -129,6 +135,9 @@ impl Refusal {
         Refusal::Origin,
         Refusal::InvalidIds,
         Refusal::ReusedCallId,
+        Refusal::InvalidToken,
+        Refusal::InsufficientScope,
+        Refusal::KeysUnavailable,
     ];
 
     fn as_str(self) -> &'static str {
@@ -140,6 +149,9 @@ impl Refusal {
             Refusal::Origin => "origin",
             Refusal::InvalidIds => "invalid_ids",
             Refusal::ReusedCallId => "reused_call_id",
+            Refusal::InvalidToken => "invalid_token",
+            Refusal::InsufficientScope => "insufficient_scope",
+            Refusal::KeysUnavailable => "jwks_unavailable",
         }
     }
 }
@@ -240,6 +252,8 @@ struct Table {
     asks: [Striped; Capability::ALL.len() * AskOutcome::ALL.len()],
     /// Request states refused: `[invalid, expired]`.
     refused_states: [Striped; 3],
+    /// Fetches of an identity provider's key set: `[ok, error]`.
+    key_set_fetches: [Striped; 2],
 }
 
 impl std::fmt::Debug for Table {
@@ -361,6 +375,18 @@ impl Collector for Table {
             std::array::from_fn::<_, 3, _>(|at| {
                 (crate::seal::BadState::REASONS[at], &self.refused_states[at])
             }),
+        )?;
+        counters(
+            &mut encoder,
+            (
+                "oxp_oauth_key_set_fetches",
+                "Fetches of an identity provider's key set (JWKS), by result",
+            ),
+            "result",
+            [
+                ("ok", &self.key_set_fetches[0]),
+                ("error", &self.key_set_fetches[1]),
+            ],
         )
     }
 }
@@ -423,6 +449,7 @@ impl Metrics {
             idempotency: Default::default(),
             asks: Default::default(),
             refused_states: Default::default(),
+            key_set_fetches: Default::default(),
         });
         let mut families = Families::default();
         families.register_collector(Box::new(table.clone()));
@@ -493,6 +520,12 @@ impl Metrics {
                 .unwrap_or(0);
             self.inner.table.asks[k * AskOutcome::ALL.len() + o].add(1);
         }
+    }
+
+    /// A fetch of an identity provider's key set, and whether it brought usable keys.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) fn key_set_fetched(&self, ok: bool) {
+        self.inner.table.key_set_fetches[usize::from(!ok)].add(1);
     }
 
     /// A request state refused, for the reason its label names.

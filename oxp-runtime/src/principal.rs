@@ -4,34 +4,178 @@
 
 use std::fmt;
 
-/// Who made a request, once authenticated: scopes idempotency and shows in logs (never the
-/// credential itself).
+use sha2::{Digest, Sha256};
+
+/// Who made a request, once authenticated: scopes idempotency and sealed request states, and
+/// shows in logs (never the credential itself).
 ///
 /// ```
 /// use axum::http::{HeaderMap, HeaderValue};
 /// use oxp_runtime::server::{Principal, ServerAuth};
-/// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let key = "k_0123456789abcdef0123456789abcdef";
+/// let auth = ServerAuth::default().api_key(key);
 /// let mut headers = HeaderMap::new();
-/// headers.insert("x-api-key", HeaderValue::from_static("k_0123456789abcdef0123456789abcdef"));
-/// assert_eq!(auth.authenticate(&headers).unwrap(), Principal::ApiKey(0));
+/// headers.insert("x-api-key", HeaderValue::from_static(key));
+/// let caller = auth.authenticate(&headers).await.unwrap();
+/// assert_eq!(caller.principal, Principal::api_key(key));
+/// # });
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Principal {
     /// Authentication is off.
     Anonymous,
-    /// A JWT's `sub` (a token without a string `sub` is refused).
+    /// An HS256 JWT's `sub` (a token without a string `sub` is refused).
     Jwt(String),
-    /// The index of the API key that matched.
-    ApiKey(usize),
+    /// The API key that matched, by its identity ([`Principal::api_key`]): a digest, so the
+    /// same key is the same caller whatever its place in the configured list.
+    ApiKey(String),
+    /// An OAuth access token's issuer and `sub` (the `oauth` feature): a subject is unique only
+    /// within its issuer, so both name the caller.
+    OAuth {
+        /// The `iss` claim, one of the configured issuers.
+        issuer: String,
+        /// The `sub` claim.
+        subject: String,
+    },
+}
+
+impl Principal {
+    /// The principal of an API key: 32 hex digits of a SHA-256 of the key under a label of its
+    /// own, stable across restarts and reorderings of `OXP_API_KEYS`, and no use to someone
+    /// who reads it in a log (a key is random; the digest cannot be turned back into it).
+    ///
+    /// ```
+    /// use oxp_runtime::server::Principal;
+    /// let one = Principal::api_key("k_0123456789abcdef0123456789abcdef");
+    /// assert_eq!(one, Principal::api_key("k_0123456789abcdef0123456789abcdef"));
+    /// assert_ne!(one, Principal::api_key("k_another_key_0123456789abcdef0123"));
+    /// assert!(!one.to_string().contains("0123456789abcdef0123456789abcdef"));
+    /// ```
+    pub fn api_key(key: impl AsRef<[u8]>) -> Self {
+        Principal::ApiKey(digest_hex(&[b"oxp api key identity v1", key.as_ref()]))
+    }
+
+    /// The subject's digest, for logs: who it is stays out of them, which caller it was can
+    /// still be followed. `None` for [`Principal::Anonymous`].
+    ///
+    /// ```
+    /// use oxp_runtime::server::Principal;
+    /// let caller = Principal::OAuth { issuer: "https://id.example".into(), subject: "alice".into() };
+    /// let hash = caller.subject_hash().unwrap();
+    /// assert_eq!(hash.len(), 32);
+    /// assert!(!hash.contains("alice"));
+    /// ```
+    pub fn subject_hash(&self) -> Option<String> {
+        match self {
+            Principal::Anonymous => None,
+            Principal::Jwt(subject) => Some(digest_hex(&[b"jwt", subject.as_bytes()])),
+            Principal::ApiKey(id) => Some(id.clone()),
+            Principal::OAuth { issuer, subject } => Some(digest_hex(&[
+                b"oauth",
+                issuer.as_bytes(),
+                subject.as_bytes(),
+            ])),
+        }
+    }
+}
+
+/// Lowercase hex of the first 16 bytes of SHA-256 over `parts`, each preceded by its length so
+/// that no two lists of parts hash alike.
+fn digest_hex(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(32);
+    for byte in &digest[..16] {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex
 }
 
 impl fmt::Display for Principal {
-    /// The form idempotency keys and logs use: `anonymous`, `jwt:<sub>`, `key:<index>`.
+    /// The form idempotency keys, sealed states and logs use: `anonymous`, `jwt:<sub>`,
+    /// `key:<identity>`, `oauth:<digest of issuer and sub>`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Principal::Anonymous => f.write_str("anonymous"),
             Principal::Jwt(subject) => write!(f, "jwt:{subject}"),
-            Principal::ApiKey(index) => write!(f, "key:{index}"),
+            Principal::ApiKey(id) => write!(f, "key:{id}"),
+            Principal::OAuth { .. } => {
+                write!(f, "oauth:{}", self.subject_hash().unwrap_or_default())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_named_by_what_it_is_not_where_it_is_listed() {
+        let key = "k_0123456789abcdef0123456789abcdef";
+        let id = Principal::api_key(key).to_string();
+        // Pinned (an independent computation: SHA-256 over each part's big-endian u64 length and
+        // bytes): a change of the digest would orphan every stored answer and sealed state.
+        assert_eq!(id, "key:e4458b389c1b005c628cc80c4c8c9f94");
+        assert_eq!(id.len(), 4 + 32);
+        assert!(!id.contains(key));
+        // Two callers of different issuers with one `sub` are two principals.
+        let a = Principal::OAuth {
+            issuer: "https://a".into(),
+            subject: "x".into(),
+        };
+        let b = Principal::OAuth {
+            issuer: "https://b".into(),
+            subject: "x".into(),
+        };
+        assert_ne!(a.to_string(), b.to_string());
+    }
+}
+
+/// What a caller may use by scopes: OAuth callers what their token's scopes grant; every other
+/// caller (API keys and HS256 tokens are the operator's own credentials, and with
+/// authentication off there is no one to tell apart) every tool.
+///
+/// ```
+/// use oxp_runtime::server::Grant;
+/// let grant = Grant::scopes(["files:read"]);
+/// assert!(grant.allows(&["files:read"]));
+/// assert!(!grant.allows(&["files:read", "files:write"]));
+/// assert!(Grant::All.allows(&["files:write"]));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Grant {
+    /// No scope limits the caller.
+    #[default]
+    All,
+    /// The scopes of the caller's token.
+    Scopes(std::sync::Arc<[String]>),
+}
+
+impl Grant {
+    /// A grant of these scopes.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::server::Grant::scopes(["a"]).allows(&["a"]));
+    /// ```
+    pub fn scopes<S: Into<String>>(scopes: impl IntoIterator<Item = S>) -> Self {
+        Grant::Scopes(scopes.into_iter().map(Into::into).collect())
+    }
+
+    /// Whether every one of `needed` is granted.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::server::Grant::scopes(["a", "b"]).allows(&["b"]));
+    /// ```
+    pub fn allows(&self, needed: &[&str]) -> bool {
+        match self {
+            Grant::All => true,
+            Grant::Scopes(granted) => needed.iter().all(|n| granted.iter().any(|g| g == n)),
         }
     }
 }

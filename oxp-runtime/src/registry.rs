@@ -712,6 +712,9 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     ))?;
     check(rules::version_problem(descriptor.version))?;
     check(rules::description_problem(descriptor.description))?;
+    for scope in descriptor.scopes {
+        check(rules::scope_problem(scope))?;
+    }
     let version: ToolVersion = descriptor
         .version
         .parse()

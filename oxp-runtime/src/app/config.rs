@@ -43,6 +43,12 @@ pub enum LogFormat {
 /// | `OXP_JWT_SECRET` | – | accept HS256 JWT bearer tokens signed with this secret |
 /// | `OXP_JWT_AUDIENCE` | – | comma-separated audiences a token's `aud` may name |
 /// | `OXP_API_KEYS` | – | comma-separated API keys |
+/// | `OXP_OAUTH_ISSUER` | – | accept access tokens of these identity providers (comma-separated issuer URLs; cargo feature `oauth`; needs `OXP_PUBLIC_URL`) |
+/// | `OXP_OAUTH_JWKS_URL` | from each issuer's metadata | the key set's URL, instead of discovering it |
+/// | `OXP_OAUTH_AUDIENCE` | `OXP_PUBLIC_URL` and its `/mcp` | comma-separated audiences a token's `aud` must name one of |
+/// | `OXP_OAUTH_SCOPES` | – | comma- or space-separated scopes every request needs |
+/// | `OXP_OAUTH_STRICT_TOKEN_TYPE` | `false` | accept only `typ: at+jwt` tokens (refuses plain `JWT` and ID tokens) |
+/// | `OXP_OAUTH_INTROSPECTION_URL` | – | check opaque tokens at this RFC 7662 endpoint, as `OXP_OAUTH_CLIENT_ID` with `OXP_OAUTH_CLIENT_SECRET` |
 /// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap, every route |
 /// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
 /// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
@@ -92,7 +98,7 @@ pub enum LogFormat {
 pub struct ServerConfig {
     /// `OXP_ADDR`.
     pub addr: SocketAddr,
-    /// `OXP_JWT_SECRET`, `OXP_JWT_AUDIENCE`, `OXP_API_KEYS`.
+    /// `OXP_JWT_SECRET`, `OXP_JWT_AUDIENCE`, `OXP_API_KEYS`, `OXP_OAUTH_*`.
     pub auth: ServerAuth,
     /// `OXP_MAX_BODY_BYTES`.
     pub max_body_bytes: usize,
@@ -175,6 +181,114 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The `OXP_OAUTH_*` variables, each an error when it cannot be used.
+const OAUTH_VARIABLES: [&str; 8] = [
+    "OXP_OAUTH_ISSUER",
+    "OXP_OAUTH_JWKS_URL",
+    "OXP_OAUTH_AUDIENCE",
+    "OXP_OAUTH_SCOPES",
+    "OXP_OAUTH_STRICT_TOKEN_TYPE",
+    "OXP_OAUTH_INTROSPECTION_URL",
+    "OXP_OAUTH_CLIENT_ID",
+    "OXP_OAUTH_CLIENT_SECRET",
+];
+
+/// Adds the resource server `OXP_OAUTH_*` configures, if it does.
+#[cfg(feature = "oauth")]
+fn oauth_from_lookup(
+    auth: ServerAuth,
+    get: &dyn Fn(&str) -> Option<String>,
+    list: &dyn Fn(&str) -> Vec<String>,
+) -> Result<ServerAuth, ConfigError> {
+    use crate::oauth::OAuth;
+    let issuers = list("OXP_OAUTH_ISSUER");
+    if issuers.is_empty() {
+        return match OAUTH_VARIABLES[1..].iter().find(|v| get(v).is_some()) {
+            Some(variable) => Err(ConfigError {
+                variable,
+                problem:
+                    "is set but OXP_OAUTH_ISSUER is not: name the identity provider's issuer URL"
+                        .into(),
+            }),
+            None => Ok(auth),
+        };
+    }
+    let Some(resource) = get("OXP_PUBLIC_URL") else {
+        return Err(ConfigError {
+            variable: "OXP_PUBLIC_URL",
+            problem: "must be set with OXP_OAUTH_ISSUER: it is the URL clients reach this server at, which tokens must be issued for (`https://tools.example.com`)".into(),
+        });
+    };
+    let mut oauth = OAuth::new(resource).audience(list("OXP_OAUTH_AUDIENCE"));
+    for issuer in issuers {
+        oauth = oauth.issuer(issuer);
+    }
+    if let Some(url) = get("OXP_OAUTH_JWKS_URL") {
+        oauth = oauth.jwks_url(url);
+    }
+    // Providers and docs write scope lists with spaces (the claim's own form) or commas.
+    let scopes = get("OXP_OAUTH_SCOPES").unwrap_or_default();
+    oauth = oauth.scopes(scopes.split([',', ' ']).filter(|s| !s.is_empty()));
+    oauth = oauth.strict_token_type(match get("OXP_OAUTH_STRICT_TOKEN_TYPE").as_deref() {
+        None | Some("false" | "0") => false,
+        Some("true" | "1") => true,
+        Some(_) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_STRICT_TOKEN_TYPE",
+                problem: "must be `true` or `false`".into(),
+            });
+        }
+    });
+    match (
+        get("OXP_OAUTH_INTROSPECTION_URL"),
+        get("OXP_OAUTH_CLIENT_ID"),
+        get("OXP_OAUTH_CLIENT_SECRET"),
+    ) {
+        (Some(url), Some(id), Some(secret)) => oauth = oauth.introspection(url, id, secret),
+        (None, None, None) => {}
+        (None, _, _) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_INTROSPECTION_URL",
+                problem: "must be set with OXP_OAUTH_CLIENT_ID and OXP_OAUTH_CLIENT_SECRET: they are the client it introspects as".into(),
+            });
+        }
+        (Some(_), None, _) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_CLIENT_ID",
+                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the client the server introspects tokens as".into(),
+            });
+        }
+        (Some(_), _, None) => {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_CLIENT_SECRET",
+                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the secret of the client the server introspects tokens as".into(),
+            });
+        }
+    }
+    oauth.check().map_err(|error| ConfigError {
+        variable: error.setting.variable(),
+        problem: error.problem,
+    })?;
+    Ok(auth.oauth(oauth))
+}
+
+/// Without the `oauth` feature, an `OXP_OAUTH_*` variable is a mistake to say, not to ignore:
+/// the server would otherwise run without the authentication its operator asked for.
+#[cfg(not(feature = "oauth"))]
+fn oauth_from_lookup(
+    auth: ServerAuth,
+    get: &dyn Fn(&str) -> Option<String>,
+    _list: &dyn Fn(&str) -> Vec<String>,
+) -> Result<ServerAuth, ConfigError> {
+    match OAUTH_VARIABLES.iter().find(|v| get(v).is_some()) {
+        Some(variable) => Err(ConfigError {
+            variable,
+            problem: "needs the `oauth` cargo feature: `oxp-runtime = { version = \"0.1\", features = [\"oauth\"] }`".into(),
+        }),
+        None => Ok(auth),
+    }
+}
+
 impl ServerConfig {
     /// Reads the process environment.
     ///
@@ -249,6 +363,7 @@ impl ServerConfig {
         for key in list("OXP_API_KEYS") {
             auth = auth.api_key(key);
         }
+        auth = oauth_from_lookup(auth, &get, &list)?;
 
         let log = get("OXP_LOG").unwrap_or_else(|| "info".to_owned());
         if let Err(error) = tracing_subscriber::EnvFilter::try_new(&log) {
@@ -485,6 +600,21 @@ impl ServerConfig {
     /// # });
     /// ```
     pub async fn apply(&self, server: Server) -> Result<Server, ConfigError> {
+        // The identity provider first: unreachable or misconfigured, the server does not start.
+        #[cfg(feature = "oauth")]
+        self.auth.ready().await.map_err(|error| ConfigError {
+            variable: error.setting.variable(),
+            problem: error.problem,
+        })?;
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = self.auth.oauth_verifier() {
+            let oauth = oauth.config();
+            tracing::info!(
+                issuers = ?oauth.issuers(),
+                audiences = ?oauth.audiences(),
+                "accepting access tokens of the identity provider (OAuth)"
+            );
+        }
         // The pipeline first, whole: the fronts nested below share it as it is then.
         let store = self.idempotency_store().await?;
         let mut server = server

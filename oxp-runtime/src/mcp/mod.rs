@@ -617,17 +617,29 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let any_output = takes_any_output(&context);
-        // A caller that cannot answer does not see the tools that would ask it and hide.
+        // Over HTTP, the caller's scopes (left by the OXP server's authentication) filter the
+        // list: a tool is shown only to whom may call it. A caller that cannot answer does not
+        // see the tools that would ask it and hide.
+        let grant = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::principal::Grant>())
+            .cloned()
+            .unwrap_or_default();
         let answers = self.caller_can_answer(&context);
-        let registry = self.pipeline.registry().tools();
-        let listed = (self.tools_for(any_output).iter().zip(registry))
-            .filter(|(_, tool)| {
-                answers || fallback::policy(tool, self.cannot_ask) != crate::ask::CannotAsk::Hide
+        let tools: Vec<Tool> = self
+            .tools_for(any_output)
+            .iter()
+            .zip(self.pipeline.registry().tools())
+            .filter(|(_, registered)| grant.allows(registered.descriptor().scopes))
+            .filter(|(_, registered)| {
+                answers
+                    || fallback::policy(registered, self.cannot_ask) != crate::ask::CannotAsk::Hide
             })
-            .map(|(listed, _)| listed.clone())
+            .map(|(tool, _)| tool.clone())
             .collect();
         // Private: once scopes filter the list, it is the caller's own.
-        Ok(ListToolsResult::with_all_items(listed)
+        Ok(ListToolsResult::with_all_items(tools)
             .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
             .with_cache_scope(CacheScope::Private))
     }

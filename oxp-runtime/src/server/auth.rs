@@ -1,16 +1,19 @@
-//! Server authentication (oxp-notes §1 A, §3.7, §3.31, §3.32): HS256 JWT bearer tokens and API
-//! keys, off unless configured. `/health` never reaches this.
+//! Server authentication (oxp-notes §1 A, §3.7, §3.31, §3.32): HS256 JWT bearer tokens, API
+//! keys and (cargo feature `oauth`) an identity provider's access tokens, off unless configured.
+//! `/health` and the RFC 9728 metadata never reach this.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ctutils::CtEq;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-pub use crate::principal::Principal;
+pub use crate::principal::{Grant, Principal};
 
 /// The headers an API key may come in: the current name first, then the OTC and RFC ones.
 const API_KEY_HEADERS: [&str; 3] = ["oxp-api-key", "otc-api-key", "x-api-key"];
@@ -32,7 +35,10 @@ const LEEWAY_SECONDS: u64 = 60;
 #[derive(Clone, Default)]
 pub struct ServerAuth {
     jwt: Option<Jwt>,
-    api_keys: Vec<Vec<u8>>,
+    /// Each key and the principal it authenticates (its identity, not its place in the list).
+    api_keys: Vec<(Vec<u8>, Principal)>,
+    #[cfg(feature = "oauth")]
+    oauth: Option<Arc<crate::oauth::Verifier>>,
 }
 
 #[derive(Clone)]
@@ -41,16 +47,37 @@ struct Jwt {
     audiences: Vec<String>,
 }
 
+/// Who a request is from, and what scopes let it use.
+///
+/// ```
+/// use axum::http::HeaderMap;
+/// use oxp_runtime::server::{Caller, Grant, Principal, ServerAuth};
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let caller = ServerAuth::default().authenticate(&HeaderMap::new()).await.unwrap();
+/// assert_eq!(caller, Caller { principal: Principal::Anonymous, grant: Grant::All });
+/// # });
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// Who.
+    pub principal: Principal,
+    /// What scopes allow.
+    pub grant: Grant,
+}
+
 impl fmt::Debug for ServerAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerAuth")
+        let mut debug = f.debug_struct("ServerAuth");
+        debug
             .field("jwt", &self.jwt.is_some())
             .field(
                 "jwt_audiences",
                 &self.jwt.as_ref().map(|j| j.audiences.clone()),
             )
-            .field("api_keys", &self.api_keys.len())
-            .finish()
+            .field("api_keys", &self.api_keys.len());
+        #[cfg(feature = "oauth")]
+        debug.field("oauth", &self.oauth.as_ref().map(|o| o.config()));
+        debug.finish()
     }
 }
 
@@ -95,6 +122,8 @@ impl ServerAuth {
     }
 
     /// Accepts this API key, in `OXP-API-Key`, `OTC-API-Key`, `X-API-Key` or as a bearer token.
+    /// Its caller is [`Principal::api_key`]: the same key is the same caller wherever it is
+    /// listed.
     ///
     /// ```
     /// let auth = oxp_runtime::server::ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef").api_key("k_second_key_also_32_characters_long");
@@ -104,9 +133,49 @@ impl ServerAuth {
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
         if !key.is_empty() {
-            self.api_keys.push(key.into_bytes());
+            let principal = Principal::api_key(&key);
+            self.api_keys.push((key.into_bytes(), principal));
         }
         self
+    }
+
+    /// Accepts access tokens of an identity provider, checked as [`OAuth`](crate::oauth::OAuth)
+    /// says (cargo feature `oauth`). Call [`ready`](Self::ready) at start-up to find its keys
+    /// before the first request (and to fail then, rather than on every request, if they
+    /// cannot be had).
+    ///
+    /// ```
+    /// use oxp_runtime::{oauth::OAuth, server::ServerAuth};
+    /// let auth = ServerAuth::default()
+    ///     .api_key("k_0123456789abcdef0123456789abcdef")
+    ///     .oauth(OAuth::new("https://tools.example.com").issuer("https://login.example.com"));
+    /// assert!(auth.is_enabled());
+    /// ```
+    #[cfg(feature = "oauth")]
+    #[must_use]
+    pub fn oauth(mut self, config: crate::oauth::OAuth) -> Self {
+        self.oauth = Some(Arc::new(crate::oauth::Verifier::new(config)));
+        self
+    }
+
+    /// Checks the OAuth configuration, discovers each issuer's key set and fetches it: the
+    /// start-up check, naming the setting at fault. Does nothing without
+    /// [`oauth`](Self::oauth).
+    ///
+    /// ```
+    /// use oxp_runtime::{oauth::{OAuth, Setting}, server::ServerAuth};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert!(ServerAuth::default().ready().await.is_ok());
+    /// let plain = ServerAuth::default().oauth(OAuth::new("https://h").issuer("https://id").jwks_url("http://keys.example"));
+    /// assert_eq!(plain.ready().await.unwrap_err().setting, Setting::JwksUrl);
+    /// # });
+    /// ```
+    #[cfg(feature = "oauth")]
+    pub async fn ready(&self) -> Result<(), crate::oauth::OAuthError> {
+        match &self.oauth {
+            Some(oauth) => oauth.ready().await,
+            None => Ok(()),
+        }
     }
 
     /// Whether an API key is shorter than the 32 bytes the spec recommends (A.60).
@@ -115,7 +184,7 @@ impl ServerAuth {
     /// assert!(oxp_runtime::server::ServerAuth::default().api_key("short").has_short_api_key());
     /// ```
     pub fn has_short_api_key(&self) -> bool {
-        self.api_keys.iter().any(|k| k.len() < 32)
+        self.api_keys.iter().any(|(k, _)| k.len() < 32)
     }
 
     /// Whether any method is configured.
@@ -124,7 +193,45 @@ impl ServerAuth {
     /// assert!(!oxp_runtime::server::ServerAuth::default().is_enabled());
     /// ```
     pub fn is_enabled(&self) -> bool {
-        self.jwt.is_some() || !self.api_keys.is_empty()
+        self.jwt.is_some() || !self.api_keys.is_empty() || self.has_oauth()
+    }
+
+    /// Whether OAuth access tokens are accepted (and challenges point to RFC 9728 metadata).
+    pub(crate) fn has_oauth(&self) -> bool {
+        #[cfg(feature = "oauth")]
+        return self.oauth.is_some();
+        #[cfg(not(feature = "oauth"))]
+        false
+    }
+
+    #[cfg(feature = "oauth")]
+    pub(crate) fn oauth_verifier(&self) -> Option<&Arc<crate::oauth::Verifier>> {
+        self.oauth.as_ref()
+    }
+
+    /// The scopes every request needs (OAuth's; none without it).
+    pub(crate) fn required_scopes(&self) -> Vec<String> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            return oauth.config().required_scopes().to_vec();
+        }
+        Vec::new()
+    }
+
+    /// Where 401 and 403 answers for `path` send clients to learn how to get a token: the
+    /// RFC 9728 metadata of `/mcp` for MCP's paths, of the server otherwise.
+    pub(crate) fn metadata_url(&self, path: &str) -> Option<Arc<str>> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            let resource = if path == "/mcp" || path.starts_with("/mcp/") {
+                "/mcp"
+            } else {
+                ""
+            };
+            return Some(oauth.metadata_url(resource).into());
+        }
+        let _ = path;
+        None
     }
 
     /// Checks a request's headers. With authentication off, every request is
@@ -133,14 +240,20 @@ impl ServerAuth {
     /// ```
     /// use axum::http::{HeaderMap, HeaderValue};
     /// use oxp_runtime::server::{Principal, ServerAuth};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
     /// let mut headers = HeaderMap::new();
     /// headers.insert("authorization", HeaderValue::from_static("Bearer wrong"));
-    /// assert!(auth.authenticate(&headers).is_err());
+    /// assert!(auth.authenticate(&headers).await.is_err());
+    /// # });
     /// ```
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
+        let all = |principal| Caller {
+            principal,
+            grant: Grant::All,
+        };
         if !self.is_enabled() {
-            return Ok(Principal::Anonymous);
+            return Ok(all(Principal::Anonymous));
         }
         // One credential per request: with two, which one counts would be a proxy's or a
         // parser's guess, and one of them could be smuggled past the other.
@@ -150,7 +263,7 @@ impl ServerAuth {
             .map(|name| headers.get_all(*name).iter().count())
             .sum::<usize>();
         if credentials > 1 {
-            return Err(AuthError(
+            return Err(AuthError::invalid(
                 "Send one credential: a single Authorization or API key header.",
             ));
         }
@@ -158,45 +271,65 @@ impl ServerAuth {
             if let Some(value) = headers.get(name) {
                 return self
                     .match_api_key(value.as_bytes())
-                    .map(Principal::ApiKey)
-                    .ok_or(AuthError("The API key is not valid."));
+                    .map(all)
+                    .ok_or(AuthError::invalid("The API key is not valid."));
             }
         }
         let Some(authorization) = headers.get(AUTHORIZATION) else {
-            return Err(AuthError(
+            return Err(AuthError::missing(
                 "Authentication is required: send a bearer token or an API key.",
             ));
         };
+        // RFC 9110 §11.1: the scheme is case-insensitive.
         let token = authorization
             .to_str()
             .ok()
-            .and_then(|v| {
-                v.strip_prefix("Bearer ")
-                    .or_else(|| v.strip_prefix("bearer "))
-            })
-            .map(str::trim)
-            .ok_or(AuthError(
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| !token.is_empty())
+            .ok_or(AuthError::invalid(
                 "The Authorization header must be `Bearer <token>`.",
             ))?;
-        if let Some(index) = self.match_api_key(token.as_bytes()) {
-            return Ok(Principal::ApiKey(index));
+        if let Some(principal) = self.match_api_key(token.as_bytes()) {
+            return Ok(all(principal));
+        }
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            // An HS256 token goes to the shared secret, when there is one; every other token
+            // to the identity provider's keys, which refuse HS* themselves.
+            if self.jwt.is_none() || !is_hs256(token) {
+                return match oauth.verify(token).await {
+                    Ok(verified) => Ok(Caller {
+                        principal: verified.principal,
+                        grant: Grant::Scopes(verified.scopes.into()),
+                    }),
+                    Err(refusal) => Err(AuthError::from_refusal(refusal)),
+                };
+            }
         }
         match &self.jwt {
-            Some(jwt) => jwt.verify(token),
-            None => Err(AuthError("The API key is not valid.")),
+            Some(jwt) => jwt.verify(token).map(all),
+            None => Err(AuthError::invalid("The API key is not valid.")),
         }
     }
 
-    fn match_api_key(&self, candidate: &[u8]) -> Option<usize> {
+    fn match_api_key(&self, candidate: &[u8]) -> Option<Principal> {
         // Compare against every key, in constant time each, so timing tells nothing.
         let mut found = None;
-        for (i, key) in self.api_keys.iter().enumerate() {
+        for (key, principal) in &self.api_keys {
             if key.as_slice().ct_eq(candidate).to_bool() {
-                found = Some(i);
+                found = Some(principal);
             }
         }
-        found
+        found.cloned()
     }
+}
+
+/// Whether a JWT's header says HS256 (read unverified, to pick who checks it).
+#[cfg(feature = "oauth")]
+fn is_hs256(token: &str) -> bool {
+    jsonwebtoken::decode_header(token).is_ok_and(|h| h.alg == Algorithm::HS256)
 }
 
 impl Jwt {
@@ -212,17 +345,17 @@ impl Jwt {
             jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &self.key, &validation)
                 .map_err(|e| match e.kind() {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
-                    AuthError("The token has expired.")
+                    AuthError::invalid("The token has expired.")
                 }
                 jsonwebtoken::errors::ErrorKind::MissingRequiredClaim(_) => {
-                    AuthError("The token must have an `exp` claim.")
+                    AuthError::invalid("The token must have an `exp` claim.")
                 }
-                _ => AuthError("The token is not valid."),
+                _ => AuthError::invalid("The token is not valid."),
             })?;
         // RFC 7515 §4.1.11: a `crit` header names extensions the recipient MUST understand,
         // and this server understands none.
         if data.header.crit.is_some() {
-            return Err(AuthError(
+            return Err(AuthError::invalid(
                 "The token names critical header extensions this server does not support.",
             ));
         }
@@ -231,14 +364,14 @@ impl Jwt {
             None => Vec::new(),
             Some(Value::String(aud)) => vec![aud.as_str()],
             Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).collect(),
-            Some(_) => return Err(AuthError("The token's `aud` is not valid.")),
+            Some(_) => return Err(AuthError::invalid("The token's `aud` is not valid.")),
         };
         if claims.contains_key("aud")
             && !audiences
                 .iter()
                 .any(|aud| self.audiences.iter().any(|allowed| allowed == aud))
         {
-            return Err(AuthError("The token's audience is not allowed."));
+            return Err(AuthError::invalid("The token's audience is not allowed."));
         }
         // The subject is who the caller is: idempotency and MCP users are scoped by it, so a
         // token that names no one cannot be let in as a shared anyone.
@@ -246,29 +379,201 @@ impl Jwt {
             Some(Value::String(subject)) if !subject.is_empty() => {
                 Ok(Principal::Jwt(subject.clone()))
             }
-            _ => Err(AuthError(
+            _ => Err(AuthError::invalid(
                 "The token must have a `sub` claim naming its subject.",
             )),
         }
     }
 }
 
-/// Why a request was not authenticated: answered `401` with `{"message"}` and
-/// `WWW-Authenticate: Bearer`. The message never repeats the credential.
+/// Why a request was not let in: answered with a JSON `{"message"}` and a `WWW-Authenticate`
+/// challenge. `401` for a missing or bad credential (with `resource_metadata` pointing to the
+/// RFC 9728 metadata when OAuth is on, and `error="invalid_token"` when a token was sent), `403`
+/// `insufficient_scope` naming every scope needed, `503` when the identity provider's keys
+/// cannot be had. The message never repeats the credential.
 ///
 /// ```
-/// use axum::http::{HeaderMap, HeaderValue};
-/// use oxp_runtime::server::{Principal, ServerAuth};
+/// use axum::http::HeaderMap;
 /// use axum::response::IntoResponse;
-/// let error = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef").authenticate(&HeaderMap::new()).unwrap_err();
-/// assert_eq!(error.into_response().status(), 401);
+/// use oxp_runtime::server::ServerAuth;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+/// let error = auth.authenticate(&HeaderMap::new()).await.unwrap_err();
+/// let response = error.into_response();
+/// assert_eq!(response.status(), 401);
+/// assert_eq!(response.headers()["www-authenticate"], "Bearer");
+/// # });
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AuthError(&'static str);
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthError {
+    kind: Kind,
+    message: Cow<'static, str>,
+    /// RFC 9728 metadata of the resource, when OAuth is on.
+    metadata: Option<Arc<str>>,
+    /// The scopes every request needs, named in a 401's challenge (OAuth only).
+    scopes: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// No credential.
+    Missing,
+    /// A credential that is not valid.
+    Invalid,
+    /// The identity provider's keys cannot be had.
+    Unavailable,
+    /// Valid, but short of these scopes (all the request needs).
+    InsufficientScope(Vec<String>),
+}
+
+impl AuthError {
+    fn missing(message: &'static str) -> Self {
+        AuthError {
+            kind: Kind::Missing,
+            message: Cow::Borrowed(message),
+            metadata: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn invalid(message: &'static str) -> Self {
+        AuthError {
+            kind: Kind::Invalid,
+            message: Cow::Borrowed(message),
+            metadata: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// `403 insufficient_scope`: the caller's token lacks one of `needed`, every scope the
+    /// request needs.
+    pub(crate) fn insufficient_scope(needed: Vec<String>) -> Self {
+        AuthError {
+            message: Cow::Owned(format!(
+                "The token lacks a scope this request needs; it needs: {}.",
+                needed.join(" ")
+            )),
+            kind: Kind::InsufficientScope(needed),
+            metadata: None,
+            scopes: Vec::new(),
+        }
+    }
+
+    #[cfg(feature = "oauth")]
+    fn from_refusal(refusal: crate::oauth::Refusal) -> Self {
+        use crate::oauth::Refusal;
+        match refusal {
+            Refusal::Invalid(message) => AuthError::invalid(message),
+            Refusal::InsufficientScope(needed) => AuthError::insufficient_scope(needed),
+            Refusal::Unavailable(_) => AuthError {
+                kind: Kind::Unavailable,
+                message: Cow::Borrowed(
+                    "The identity provider's signing keys cannot be fetched now, so this token \
+                     cannot be checked; try again shortly.",
+                ),
+                metadata: None,
+                scopes: Vec::new(),
+            },
+        }
+    }
+
+    /// Points the challenge at the resource's RFC 9728 metadata.
+    pub(crate) fn with_metadata(mut self, metadata: Option<Arc<str>>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Names the scopes every request needs in a 401's challenge.
+    pub(crate) fn with_scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = scopes;
+        self
+    }
+
+    /// The status it is answered with.
+    ///
+    /// ```
+    /// use axum::http::HeaderMap;
+    /// use oxp_runtime::server::ServerAuth;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+    /// assert_eq!(auth.authenticate(&HeaderMap::new()).await.unwrap_err().status(), 401);
+    /// # });
+    /// ```
+    pub fn status(&self) -> StatusCode {
+        match self.kind {
+            Kind::Missing | Kind::Invalid => StatusCode::UNAUTHORIZED,
+            Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::InsufficientScope(_) => StatusCode::FORBIDDEN,
+        }
+    }
+
+    /// The reason label it is counted under in `oxp_refusals_total`.
+    pub(crate) fn reason(&self) -> crate::metrics::Refusal {
+        use crate::metrics::Refusal;
+        match (&self.kind, &self.metadata) {
+            (Kind::InsufficientScope(_), _) => Refusal::InsufficientScope,
+            (Kind::Unavailable, _) => Refusal::KeysUnavailable,
+            (Kind::Invalid, Some(_)) => Refusal::InvalidToken,
+            _ => Refusal::Auth,
+        }
+    }
+
+    /// The `WWW-Authenticate` value (RFC 6750 §3), every parameter quoted.
+    fn challenge(&self) -> Option<String> {
+        let mut params: Vec<(&str, String)> = Vec::new();
+        match &self.kind {
+            Kind::Missing => {}
+            Kind::Invalid if self.metadata.is_some() => {
+                params.push(("error", "invalid_token".into()));
+                params.push(("error_description", self.message.to_string()));
+            }
+            Kind::Invalid => {}
+            Kind::Unavailable => return None,
+            Kind::InsufficientScope(needed) => {
+                params.push(("error", "insufficient_scope".into()));
+                params.push(("scope", needed.join(" ")));
+                params.push(("error_description", self.message.to_string()));
+            }
+        }
+        if let Some(url) = &self.metadata {
+            params.insert(0, ("resource_metadata", url.to_string()));
+            // MCP: a 401 SHOULD name the scopes to ask for (those every request needs).
+            if matches!(self.kind, Kind::Missing | Kind::Invalid) && !self.scopes.is_empty() {
+                params.push(("scope", self.scopes.join(" ")));
+            }
+        }
+        let mut value = String::from("Bearer");
+        for (i, (name, v)) in params.iter().enumerate() {
+            value.push_str(if i == 0 { " " } else { ", " });
+            value.push_str(name);
+            value.push_str("=\"");
+            value.push_str(&quote(v));
+            value.push('"');
+        }
+        Some(value)
+    }
+}
+
+/// A quoted-string's content (RFC 9110 §5.6.4) that nothing can break out of: `"` and `\`
+/// escaped, control characters and non-ASCII dropped (so no CR/LF can end the header).
+fn quote(value: &str) -> String {
+    let mut quoted = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            ' '..='~' => quoted.push(c),
+            _ => {}
+        }
+    }
+    quoted
+}
 
 impl fmt::Display for AuthError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -277,12 +582,42 @@ impl std::error::Error for AuthError {}
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
         let mut response = super::respond::json_response(
-            StatusCode::UNAUTHORIZED,
-            &serde_json::json!({ "message": self.0 }),
+            self.status(),
+            &serde_json::json!({ "message": self.message }),
         );
+        let headers = response.headers_mut();
+        if let Some(challenge) = self.challenge()
+            && let Ok(value) = HeaderValue::from_str(&challenge)
+        {
+            headers.insert(WWW_AUTHENTICATE, value);
+        }
+        if self.kind == Kind::Unavailable {
+            headers.insert(RETRY_AFTER, HeaderValue::from_static("30"));
+        }
+        response.extensions_mut().insert(self.reason());
         response
-            .headers_mut()
-            .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn challenge_parameters_cannot_be_broken_out_of() {
+        assert_eq!(
+            quote("a\"b\\c\r\nSet-Cookie: x"),
+            "a\\\"b\\\\cSet-Cookie: x"
+        );
+        let error = AuthError::insufficient_scope(vec!["files:write".into(), "tools".into()])
+            .with_metadata(Some(
+                "https://h/.well-known/oauth-protected-resource".into(),
+            ));
+        assert_eq!(
+            error.challenge().unwrap(),
+            "Bearer resource_metadata=\"https://h/.well-known/oauth-protected-resource\", \
+             error=\"insufficient_scope\", scope=\"files:write tools\", error_description=\"The \
+             token lacks a scope this request needs; it needs: files:write tools.\""
+        );
     }
 }

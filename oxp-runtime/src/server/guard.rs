@@ -136,12 +136,17 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for Guarded<F> {
         if let Some(metrics) = this.state.pipeline.metrics_handle() {
             // Whichever layer turned the request away (this guard, authentication, a handler
             // reading the body, a nested front), its status says why.
-            let reason = match response.status() {
+            // Authentication says which refusal it is (a 403 may be a missing scope).
+            let said = response
+                .extensions()
+                .get::<crate::metrics::Refusal>()
+                .copied();
+            let reason = said.or(match response.status() {
                 StatusCode::UNAUTHORIZED => Some(crate::metrics::Refusal::Auth),
                 StatusCode::FORBIDDEN => Some(crate::metrics::Refusal::Origin),
                 StatusCode::PAYLOAD_TOO_LARGE => Some(crate::metrics::Refusal::BodySize),
                 _ => None,
-            };
+            });
             if let Some(reason) = reason {
                 metrics.refused(reason);
             }

@@ -15,24 +15,29 @@ use super::dialect::{self, DEFAULT_SCHEMA};
 use super::respond::{
     answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
 };
-use super::{AppState, LANGCHAIN_USER_AGENTS, PLAYGROUND, Principal};
+use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, PLAYGROUND, Principal};
 use crate::call::CallMeta;
 use crate::registry::Registry;
 
 /// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
 /// the list is written per request (it is asked for rarely, and only the `$schema` around it
 /// varies), not kept whole beside the registry.
-fn push_items(registry: &Registry, body: &mut String) {
-    let tools = registry.tools();
-    body.reserve(
-        tools
+fn push_items(registry: &Registry, grant: &Grant, body: &mut String) {
+    // Each caller sees only the tools its scopes let it call.
+    let tools = || {
+        registry
+            .tools()
             .iter()
+            .filter(|t| grant.allows(t.descriptor().scopes))
+    };
+    body.reserve(
+        tools()
             .map(|t| t.definition_json().len() + 1)
             .sum::<usize>()
             + 1,
     );
     body.push('[');
-    for (i, tool) in tools.iter().enumerate() {
+    for (i, tool) in tools().enumerate() {
         if i > 0 {
             body.push(',');
         }
@@ -41,20 +46,60 @@ fn push_items(registry: &Registry, body: &mut String) {
     body.push(']');
 }
 
+/// The `403 insufficient_scope` for a caller whose grant lacks some of `tool_scopes`, naming
+/// every scope the request needs: those every request needs, and the tool's.
+fn missing_scope(
+    state: &AppState,
+    grant: &Grant,
+    tool_scopes: &[&str],
+    path: &str,
+) -> Option<Response> {
+    if grant.allows(tool_scopes) {
+        return None;
+    }
+    let mut needed = state.auth.required_scopes();
+    for scope in tool_scopes {
+        if !needed.iter().any(|n| n == scope) {
+            needed.push((*scope).to_owned());
+        }
+    }
+    let error = AuthError::insufficient_scope(needed).with_metadata(state.auth.metadata_url(path));
+    tracing::info!(path, reason = %error, status = 403, "refused a call");
+    Some(error.into_response())
+}
+
 pub(super) async fn authenticate(
     State(state): State<Arc<AppState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match state.auth.authenticate(request.headers()) {
-        Ok(principal) => {
-            request.extensions_mut().insert(principal);
+    let refused = |error: AuthError, path: &str| {
+        let error = error
+            .with_metadata(state.auth.metadata_url(path))
+            .with_scopes(state.auth.required_scopes());
+        // The reason and the path only: never the credential, nor a claim of it.
+        tracing::info!(path, reason = %error, status = error.status().as_u16(), "refused a request");
+        error.into_response()
+    };
+    // A token in the URL ends up in logs and histories (RFC 6750 §2.3, OAuth 2.1 §5.1.1).
+    if state.auth.has_oauth()
+        && request
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p.starts_with("access_token=")))
+    {
+        return refused(
+            AuthError::invalid("Send the token in the Authorization header, never in the URL."),
+            request.uri().path(),
+        );
+    }
+    match state.auth.authenticate(request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller.principal);
+            request.extensions_mut().insert(caller.grant);
             next.run(request).await
         }
-        Err(error) => {
-            tracing::info!(path = ?request.uri().path(), reason = %error, "refused an unauthenticated request");
-            error.into_response()
-        }
+        Err(error) => refused(error, request.uri().path()),
     }
 }
 
@@ -116,6 +161,35 @@ pub(super) fn scrape(pipeline: &crate::call::Pipeline) -> Response {
     }
 }
 
+/// `GET /.well-known/oauth-protected-resource` (RFC 9728): public and cacheable.
+pub(super) async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
+    metadata_response(&state, 0)
+}
+
+/// `GET /.well-known/oauth-protected-resource/mcp`: the metadata of the resource at `/mcp`.
+pub(super) async fn resource_metadata_mcp(State(state): State<Arc<AppState>>) -> Response {
+    metadata_response(&state, 1)
+}
+
+fn metadata_response(state: &AppState, which: usize) -> Response {
+    let Some(documents) = &state.oauth_metadata else {
+        return not_found_response("/.well-known/oauth-protected-resource");
+    };
+    let mut response = json_bytes(StatusCode::OK, documents[which].clone());
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    response
+}
+
+fn not_found_response(path: &str) -> Response {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({ "message": format!("No route for GET {path}") }),
+    )
+}
+
 /// §1 H.11–13: 200 when ready, no authentication.
 pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
     if state.pipeline.is_draining() {
@@ -132,6 +206,7 @@ pub(super) async fn health(State(state): State<Arc<AppState>>) -> Response {
 /// (oxp-notes §3.4): a malformed body is never an error.
 pub(super) async fn list_tools(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    let grant = parts.extensions.get::<Grant>().cloned().unwrap_or_default();
     let headers = parts.headers;
     let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(body) => body,
@@ -144,17 +219,17 @@ pub(super) async fn list_tools(State(state): State<Arc<AppState>>, request: Requ
     let registry = state.pipeline.registry();
     let mut body = String::new();
     if state.langchain_compat && is_langchain(&headers) {
-        push_items(registry, &mut body);
+        push_items(registry, &grant, &mut body);
         return json_bytes(StatusCode::OK, body);
     }
     let echo = schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
     let echo = serde_json::to_string(echo).expect("a string serializes");
     body.push_str(&format!(r#"{{"$schema":{echo},"items":"#));
-    push_items(registry, &mut body);
+    push_items(registry, &grant, &mut body);
     // The OTC drafts called the list `tools`; a client that says `otc://` gets both keys.
     if schema.as_deref().is_some_and(|s| s.starts_with("otc://")) {
         body.push_str(r#","tools":"#);
-        push_items(registry, &mut body);
+        push_items(registry, &grant, &mut body);
     }
     body.push('}');
     json_bytes(StatusCode::OK, body)
@@ -190,6 +265,13 @@ pub(super) fn call_tool(
                     return answer(&dialect, StatusCode::BAD_REQUEST, &error, false);
                 }
             };
+        if let Some(grant) = parts.extensions.get::<Grant>()
+            && let Some(tool) = resolve(&state, &request.tool_id)
+            && let Some(refused) =
+                missing_scope(&state, grant, tool.descriptor().scopes, parts.uri.path())
+        {
+            return refused;
+        }
         let meta = call_meta(&state, &parts);
         let outcome = state.pipeline.call_with(request, &meta).await;
         respond(&dialect, outcome, state.langchain_compat)
@@ -289,9 +371,66 @@ pub(super) async fn whole_body(
     // The guard's limit applies as the body is read; this reads no further than it.
     match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => {
+            let mount = parts.extensions.get::<Mount>().map_or("", |m| m.0.as_str());
+            if let Some(grant) = parts.extensions.get::<Grant>()
+                && let Some(refused) = mcp_scopes(&state, grant, &bytes, mount)
+            {
+                return refused;
+            }
             next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
                 .await
         }
         Err(error) => super::respond::body_failure(&error, state.max_body_bytes),
     }
+}
+
+/// The path a nested front is served under (`/mcp`), which its own routes no longer see.
+#[derive(Clone)]
+pub(super) struct Mount(pub(super) String);
+
+/// MCP's `tools/call` of a tool the caller's scopes do not reach: the `403` here, at the HTTP
+/// level where MCP's authorization spec puts it, before the front reads the request.
+fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Option<Response> {
+    if *grant == Grant::All {
+        return None;
+    }
+    let message: Value = serde_json::from_slice(body).ok()?;
+    // A batch (2025-03-26) is refused whole for any call in it the caller may not make.
+    let messages = match &message {
+        Value::Array(batch) => batch.iter().collect(),
+        single => vec![single],
+    };
+    let mut needed: Vec<&str> = Vec::new();
+    for message in messages {
+        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+            continue;
+        }
+        let Some(name) = message.pointer("/params/name").and_then(Value::as_str) else {
+            continue;
+        };
+        // MCP names the latest version by its wire name and older ones `<wire name>__v1_0_0`;
+        // every version under the name counts, so no version is reached with fewer scopes.
+        for tool in state.pipeline.registry().tools() {
+            let named = name
+                .strip_prefix(tool.name())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
+            if named {
+                needed.extend(tool.descriptor().scopes.iter().copied());
+            }
+        }
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    missing_scope(state, grant, &needed, path)
+}
+
+/// The tool a call names, as the pipeline will resolve it.
+fn resolve<'a>(state: &'a AppState, tool_id: &str) -> Option<&'a crate::registry::RegisteredTool> {
+    let registry = state.pipeline.registry();
+    registry.resolve(tool_id).ok().or_else(|| {
+        state
+            .langchain_compat
+            .then(|| registry.resolve_wire_name(tool_id))
+            .flatten()
+    })
 }

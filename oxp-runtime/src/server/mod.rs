@@ -34,7 +34,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-pub use auth::{AuthError, Principal, ServerAuth};
+pub use auth::{AuthError, Caller, Grant, Principal, ServerAuth};
 pub use listen::ConnectionLimits;
 
 use crate::call::Pipeline;
@@ -620,10 +620,12 @@ impl Server {
         let protected = nested
             .into_iter()
             .fold(protected, |routes, (path, router)| {
-                let router = router.layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    handlers::whole_body,
-                ));
+                let router = router
+                    .layer(middleware::from_fn_with_state(
+                        state.clone(),
+                        handlers::whole_body,
+                    ))
+                    .layer(axum::Extension(handlers::Mount(path.clone())));
                 routes.nest_service(&path, router)
             });
         let protected = protected
@@ -636,6 +638,19 @@ impl Server {
             protected
         };
         let open = Router::new().route("/health", get(health));
+        // RFC 9728: public, so a client that was refused can learn where to get a token.
+        let open = if state.oauth_metadata.is_some() {
+            open.route(
+                "/.well-known/oauth-protected-resource",
+                get(handlers::resource_metadata),
+            )
+            .route(
+                "/.well-known/oauth-protected-resource/mcp",
+                get(handlers::resource_metadata_mcp),
+            )
+        } else {
+            open
+        };
         let open = if playground {
             open.route("/", get(playground_page))
         } else {
@@ -660,7 +675,31 @@ impl Server {
         } else {
             axum::body::Bytes::new()
         };
+        #[cfg(feature = "oauth")]
+        let oauth_metadata = self.auth.oauth_verifier().map(|oauth| {
+            // What a caller is told it may ask for: the scopes every call needs, and each tool's.
+            let mut scopes: Vec<String> = oauth.config().required_scopes().to_vec();
+            for tool in self.pipeline.registry().tools() {
+                for scope in tool.descriptor().scopes {
+                    if !scopes.iter().any(|s| s == scope) {
+                        scopes.push((*scope).to_owned());
+                    }
+                }
+            }
+            if let Some(metrics) = self.pipeline.metrics_handle() {
+                oauth.attach_metrics(metrics);
+            }
+            let json = |path| {
+                axum::body::Bytes::from(
+                    serde_json::to_vec(&oauth.metadata(path, &scopes)).expect("JSON serializes"),
+                )
+            };
+            [json(""), json("/mcp")]
+        });
+        #[cfg(not(feature = "oauth"))]
+        let oauth_metadata = None;
         Arc::new(AppState {
+            oauth_metadata,
             playground_hints: hints,
             pipeline: self.pipeline,
             auth: self.auth,
@@ -707,6 +746,8 @@ struct AppState {
     langchain_compat: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
+    /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
+    oauth_metadata: Option<[axum::body::Bytes; 2]>,
     /// `GET /playground/hints`'s body, made once (empty when the playground is off).
     playground_hints: axum::body::Bytes,
 }

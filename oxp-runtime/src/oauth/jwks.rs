@@ -1,0 +1,220 @@
+//! One issuer's key set, cached: fetched once at a time, kept for what `Cache-Control` says
+//! within bounds, refetched for an unknown `kid` at most once per interval, and kept when a
+//! refetch fails (known keys keep working while the provider is down; unknown ones fail closed).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::fetch::Fetcher;
+use super::keys::{Key, parse_set};
+use super::{Refusal, Tuning};
+
+/// What a lookup found.
+pub(crate) enum Found {
+    Key(Arc<Key>),
+    /// No key has this `kid` (or, without one, the set has no single usable key).
+    Unknown,
+    /// No key could be had: the set was never fetched, or the refetch an unknown `kid` needed
+    /// failed.
+    Unavailable(String),
+}
+
+#[derive(Default)]
+struct Cached {
+    keys: Vec<Arc<Key>>,
+    /// When the keys were fetched; `None` before the first fetch succeeds.
+    fetched: Option<Instant>,
+    /// How long the keys are fresh, from `fetched`.
+    ttl: Duration,
+    /// When a fetch for an unknown `kid` was last made (the interval between such fetches).
+    last_miss_fetch: Option<Instant>,
+    /// Why the last fetch failed, until one succeeds.
+    failure: Option<String>,
+    /// After a failed fetch, no other before this: a provider that is down is not asked again
+    /// by every request.
+    retry_at: Option<Instant>,
+    /// Bumped by every fetch, succeeded or not: a lookup that waited for another's fetch sees
+    /// it was made, and does not make one more.
+    generation: u64,
+}
+
+pub(crate) struct KeySet {
+    pub(crate) url: String,
+    cached: Mutex<Cached>,
+    /// Held while fetching: one fetch at a time for this set.
+    fetching: tokio::sync::Mutex<()>,
+    /// How many fetches were made, for metrics.
+    on_fetch: Arc<dyn Fn(bool) + Send + Sync>,
+}
+
+impl KeySet {
+    pub(crate) fn new(url: String, on_fetch: Arc<dyn Fn(bool) + Send + Sync>) -> Self {
+        KeySet {
+            url,
+            cached: Mutex::new(Cached::default()),
+            fetching: tokio::sync::Mutex::new(()),
+            on_fetch,
+        }
+    }
+
+    fn cached(&self) -> std::sync::MutexGuard<'_, Cached> {
+        self.cached.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fetches now (start-up), reporting the failure.
+    pub(crate) async fn load(&self, fetcher: &Fetcher, tuning: &Tuning) -> Result<(), String> {
+        let generation = self.cached().generation;
+        self.refresh(fetcher, tuning, generation, false).await;
+        match &self.cached().failure {
+            Some(failure) => Err(failure.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The key for a token's `kid` (or, without one, the set's only usable key).
+    pub(crate) async fn find(
+        &self,
+        kid: Option<&str>,
+        fetcher: &Fetcher,
+        tuning: &Tuning,
+    ) -> Found {
+        let (found, stale, may_fetch_for_miss, generation) = {
+            let cached = self.cached();
+            let now = Instant::now();
+            let stale = cached
+                .fetched
+                .is_none_or(|at| now.duration_since(at) >= cached.ttl);
+            let waiting = cached.retry_at.is_some_and(|at| now < at);
+            let may = !waiting
+                && cached
+                    .last_miss_fetch
+                    .is_none_or(|at| now.duration_since(at) >= tuning.refetch_interval);
+            (
+                pick(&cached.keys, kid),
+                stale && !waiting,
+                may,
+                cached.generation,
+            )
+        };
+        if let Some(key) = &found
+            && !stale
+        {
+            return Found::Key(key.clone());
+        }
+        // Stale keys are refreshed (and used if that fails); an unknown kid refetches only once
+        // per interval, however many tokens name one.
+        if stale || may_fetch_for_miss {
+            self.refresh(fetcher, tuning, generation, found.is_none() && !stale)
+                .await;
+        }
+        let cached = self.cached();
+        match (pick(&cached.keys, kid), &cached.failure) {
+            (Some(key), _) => Found::Key(key),
+            (None, Some(failure)) => Found::Unavailable(failure.clone()),
+            _ => Found::Unknown,
+        }
+    }
+
+    /// Fetches the set, unless another fetch ended since `seen` (this caller waited for it).
+    async fn refresh(&self, fetcher: &Fetcher, tuning: &Tuning, seen: u64, for_miss: bool) {
+        let _one_at_a_time = self.fetching.lock().await;
+        if self.cached().generation != seen {
+            return;
+        }
+        if for_miss {
+            self.cached().last_miss_fetch = Some(Instant::now());
+        }
+        let result = fetcher.get_json(&self.url).await.and_then(|fetched| {
+            let (keys, skipped) = parse_set(&fetched.json)?;
+            if keys.is_empty() {
+                return Err(format!(
+                    "the key set at {} has no usable signing key ({skipped} left out)",
+                    self.url
+                ));
+            }
+            Ok((keys, fetched.max_age))
+        });
+        (self.on_fetch)(result.is_ok());
+        let mut cached = self.cached();
+        cached.generation += 1;
+        let now = Instant::now();
+        match result {
+            Ok((keys, max_age)) => {
+                cached.keys = keys.into_iter().map(Arc::new).collect();
+                cached.fetched = Some(now);
+                cached.ttl = max_age
+                    .unwrap_or(tuning.default_ttl)
+                    .clamp(tuning.min_ttl, tuning.max_ttl);
+                cached.failure = None;
+                cached.retry_at = None;
+            }
+            Err(why) => {
+                tracing::warn!(url = %self.url, error = %why, "the identity provider's key set could not be fetched");
+                cached.failure = Some(why);
+                // Known keys stay usable meanwhile.
+                cached.retry_at = Some(now + tuning.refetch_interval);
+            }
+        }
+    }
+}
+
+/// The key a `kid` names; without a `kid`, the only key of the set (several would be a guess).
+fn pick(keys: &[Arc<Key>], kid: Option<&str>) -> Option<Arc<Key>> {
+    match kid {
+        Some(kid) => keys.iter().find(|k| k.kid.as_deref() == Some(kid)).cloned(),
+        None if keys.len() == 1 => Some(keys[0].clone()),
+        None => None,
+    }
+}
+
+impl Found {
+    pub(crate) fn into_key(self) -> Result<Arc<Key>, Refusal> {
+        match self {
+            Found::Key(key) => Ok(key),
+            Found::Unknown => Err(Refusal::invalid(
+                "The token is signed with a key the identity provider does not publish.",
+            )),
+            Found::Unavailable(why) => Err(Refusal::Unavailable(why)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Lookups that wait while another fetches do not fetch again once it is done: with no
+    /// interval between refetches, a hundred misses at once make one fetch.
+    #[tokio::test]
+    async fn one_fetch_at_a_time_and_waiters_use_its_result() {
+        static FETCHES: AtomicUsize = AtomicUsize::new(0);
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(|| async {
+                FETCHES.fetch_add(1, Ordering::SeqCst);
+                r#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                    "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let tuning = crate::oauth::OAuth::new("https://h")
+            .key_refetch_interval(Duration::ZERO)
+            .tuning;
+        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16);
+        let set = KeySet::new(url, Arc::new(|_| {}));
+        // Polled together on one task: the first lookup is waiting on the network when the
+        // others start, so each of them finds the fetch under way and waits for it.
+        let lookups = (0..100).map(|_| set.find(Some("unknown"), &fetcher, &tuning));
+        let found = futures_util::future::join_all(lookups).await;
+        assert!(found.iter().all(|f| matches!(f, Found::Unknown)));
+        assert_eq!(FETCHES.load(Ordering::SeqCst), 1);
+        assert!(matches!(
+            set.find(Some("k"), &fetcher, &tuning).await,
+            Found::Key(_)
+        ));
+    }
+}

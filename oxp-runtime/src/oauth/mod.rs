@@ -1,0 +1,1050 @@
+//! An OAuth 2.1 resource server (cargo feature `oauth`): access tokens issued by an identity
+//! provider for this server, checked as RFC 9068, RFC 8707 and the MCP authorization spec say,
+//! with the provider's keys fetched from its JWKS and rotated without a restart.
+//!
+//! [`OAuth`] is the configuration; [`ServerAuth::oauth`](crate::server::ServerAuth::oauth) puts it
+//! beside API keys and HS256 secrets (a request is accepted by whichever credential it presents),
+//! and the server then answers RFC 9728 metadata at `/.well-known/oauth-protected-resource` (and
+//! `…/mcp`) and challenges every 401 with where to find it.
+//!
+//! ```
+//! use oxp_runtime::oauth::OAuth;
+//! use oxp_runtime::server::ServerAuth;
+//!
+//! let auth = ServerAuth::default().oauth(
+//!     OAuth::new("https://tools.example.com")
+//!         .issuer("https://login.example.com/realms/acme")
+//!         .scopes(["tools"]),
+//! );
+//! assert!(auth.is_enabled());
+//! ```
+//!
+//! Signatures are verified by `ring` (RS256/384/512, PS256/384/512, ES256/384, EdDSA with
+//! Ed25519); JWKs are read by `jsonwebtoken`'s types. The checks, in order: the token's size;
+//! its header (`alg` from the list above, never `none` or `HS*`; no `crit`; `typ` `at+jwt`, or
+//! `JWT`/none unless [strict](OAuth::strict_token_type)); its `iss`, exactly one of the issuers;
+//! the key its `kid` names in that issuer's set, which must be of the `alg`'s kind (and of its
+//! own `alg`, when it declares one); the signature; then `exp` (required), `nbf`, `iat` (not in
+//! the future), each with a small leeway; `aud` (required, one of the audiences); `sub`
+//! (required); the scopes (`scope` or `scp`, a string or an array of strings).
+
+mod fetch;
+mod jwks;
+mod keys;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::Algorithm;
+use serde_json::{Map, Value};
+
+use crate::principal::Principal;
+use fetch::Fetcher;
+use jwks::KeySet;
+
+/// The longest token accepted, in bytes: real access tokens are a few kilobytes (Entra's with
+/// group claims among the largest); anything longer is refused before it is decoded.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// The most a metadata document or key set may weigh.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// The configuration of the resource server: this server's URL (what tokens must be issued
+/// for), the identity providers it trusts, and what every call needs.
+///
+/// ```
+/// use std::time::Duration;
+/// use oxp_runtime::oauth::OAuth;
+///
+/// let oauth = OAuth::new("https://tools.example.com")
+///     // Entra ID's v1 and v2 issuers of one tenant, each with its own metadata.
+///     .issuer("https://sts.windows.net/0000-tenant/")
+///     .issuer("https://login.microsoftonline.com/0000-tenant/v2.0")
+///     // Entra names the API by its application id URI rather than the URL.
+///     .audience(["api://oxp-tools"])
+///     .scopes(["tools.call"])
+///     .leeway(Duration::from_secs(30));
+/// assert_eq!(oauth.audiences(), ["api://oxp-tools"]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct OAuth {
+    resource: String,
+    issuers: Vec<String>,
+    jwks_url: Option<String>,
+    audiences: Vec<String>,
+    scopes: Vec<String>,
+    strict_typ: bool,
+    introspection: Option<Introspection>,
+    tuning: Tuning,
+}
+
+/// Where opaque tokens are checked (RFC 7662), and as which client.
+#[derive(Clone, Debug)]
+struct Introspection {
+    url: String,
+    client_id: String,
+    client_secret: crate::protocol::Sensitive,
+}
+
+/// The longest a positive introspection answer is kept (never beyond the token's own `exp`):
+/// a token revoked at the provider is refused here at most this much later.
+const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// The most introspection answers kept.
+const INTROSPECTION_CACHE_ENTRIES: usize = 10_000;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Tuning {
+    pub(crate) refetch_interval: Duration,
+    pub(crate) default_ttl: Duration,
+    pub(crate) min_ttl: Duration,
+    pub(crate) max_ttl: Duration,
+    fetch_timeout: Duration,
+    leeway: Duration,
+}
+
+impl OAuth {
+    /// A resource server at `resource`, the URL clients reach this server at
+    /// (`OXP_PUBLIC_URL`): its canonical form (no trailing slash) is what RFC 9728 metadata
+    /// names, and, unless [`audience`](Self::audience) says otherwise, tokens must name it or
+    /// its `/mcp` in `aud`. A host-only resource is matched with or without a trailing slash
+    /// (some clients add one); any other is matched exactly.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com/");
+    /// assert_eq!(oauth.resource(), "https://tools.example.com");
+    /// assert_eq!(oauth.audiences(), ["https://tools.example.com", "https://tools.example.com/mcp"]);
+    /// ```
+    pub fn new(resource: impl Into<String>) -> Self {
+        OAuth {
+            resource: resource.into().trim_end_matches('/').to_owned(),
+            issuers: Vec::new(),
+            jwks_url: None,
+            audiences: Vec::new(),
+            scopes: Vec::new(),
+            strict_typ: false,
+            introspection: None,
+            tuning: Tuning {
+                refetch_interval: Duration::from_secs(60),
+                default_ttl: Duration::from_secs(600),
+                min_ttl: Duration::from_secs(60),
+                max_ttl: Duration::from_secs(24 * 3600),
+                fetch_timeout: Duration::from_secs(5),
+                leeway: Duration::from_secs(60),
+            },
+        }
+    }
+
+    /// Trusts tokens whose `iss` is exactly `issuer` (`OXP_OAUTH_ISSUER`, comma-separated);
+    /// its keys are found through its metadata (RFC 8414 first, then OpenID Connect discovery),
+    /// whose `issuer` must be the same string. Repeat for several.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://acme.okta.com/oauth2/default");
+    /// assert_eq!(oauth.issuers(), ["https://acme.okta.com/oauth2/default"]);
+    /// ```
+    #[must_use]
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.push(issuer.into());
+        self
+    }
+
+    /// The key set's URL (`OXP_OAUTH_JWKS_URL`), instead of discovering it: one set for every
+    /// issuer.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://accounts.google.com")
+    ///     .jwks_url("https://www.googleapis.com/oauth2/v3/certs");
+    /// ```
+    #[must_use]
+    pub fn jwks_url(mut self, url: impl Into<String>) -> Self {
+        self.jwks_url = Some(url.into());
+        self
+    }
+
+    /// The audiences a token's `aud` must name one of (`OXP_OAUTH_AUDIENCE`), replacing the
+    /// default (the resource URL and its `/mcp`). Name this server only: a token for another
+    /// client or API (Keycloak's `account`) must not be let in.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com").audience(["api://tools"]);
+    /// assert_eq!(oauth.audiences(), ["api://tools"]);
+    /// ```
+    #[must_use]
+    pub fn audience<S: Into<String>>(mut self, audiences: impl IntoIterator<Item = S>) -> Self {
+        self.audiences.extend(audiences.into_iter().map(Into::into));
+        self
+    }
+
+    /// Scopes every request needs (`OXP_OAUTH_SCOPES`), besides those of the tool it calls;
+    /// a token without one is answered `403 insufficient_scope`.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com").scopes(["tools"]);
+    /// assert_eq!(oauth.required_scopes(), ["tools"]);
+    /// ```
+    #[must_use]
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Accepts only tokens whose `typ` is `at+jwt` (RFC 9068), refusing plain `JWT` and ID
+    /// tokens; off by default, as several providers (Entra ID, Google) type access tokens `JWT`.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com").strict_token_type(true);
+    /// ```
+    #[must_use]
+    pub fn strict_token_type(mut self, on: bool) -> Self {
+        self.strict_typ = on;
+        self
+    }
+
+    /// Checks tokens that are not JWTs (opaque ones) at the provider's RFC 7662 introspection
+    /// endpoint (`OXP_OAUTH_INTROSPECTION_URL`, `OXP_OAUTH_CLIENT_ID`, `OXP_OAUTH_CLIENT_SECRET`),
+    /// authenticated as this client with HTTP Basic. The answer is checked as a JWT's claims are
+    /// (`iss` if it names one, `aud`, `exp`, `nbf`, `sub`, the scopes); an active token's answer is
+    /// kept for at most a minute and never past its `exp`, keyed by a digest of the token; an
+    /// inactive one is never kept. JWTs are still checked against the key set.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://login.example.com")
+    ///     .introspection("https://login.example.com/oauth2/introspect", "oxp-tools", "s3cr3t");
+    /// assert!(!format!("{oauth:?}").contains("s3cr3t"));
+    /// ```
+    #[must_use]
+    pub fn introspection(
+        mut self,
+        url: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        self.introspection = Some(Introspection {
+            url: url.into(),
+            client_id: client_id.into(),
+            client_secret: crate::protocol::Sensitive::new(client_secret),
+        });
+        self
+    }
+
+    /// The clock skew allowed on `exp`, `nbf` and `iat` (default 60 s).
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .leeway(std::time::Duration::from_secs(10));
+    /// ```
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.tuning.leeway = leeway;
+        self
+    }
+
+    /// The least time between two fetches of a key set made because a token named a `kid`
+    /// the set lacks (default 60 s), and between retries after a failed fetch. However many
+    /// such tokens arrive, and at once, the provider is asked at most once per interval.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .key_refetch_interval(std::time::Duration::from_secs(30));
+    /// ```
+    #[must_use]
+    pub fn key_refetch_interval(mut self, interval: Duration) -> Self {
+        // At most a day: keys a provider rotated in must be found again some day.
+        self.tuning.refetch_interval = interval.min(Duration::from_secs(24 * 3600));
+        self
+    }
+
+    /// How long one fetch of metadata or keys may take, whole (default 5 s).
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .fetch_timeout(std::time::Duration::from_secs(2));
+    /// ```
+    #[must_use]
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.tuning.fetch_timeout = timeout;
+        self
+    }
+
+    /// The resource URL, canonical.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::oauth::OAuth::new("https://h/").resource(), "https://h");
+    /// ```
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The trusted issuers.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::oauth::OAuth::new("https://h").issuers().is_empty());
+    /// ```
+    pub fn issuers(&self) -> &[String] {
+        &self.issuers
+    }
+
+    /// The audiences a token must name one of: those set, or the resource and its `/mcp`.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::oauth::OAuth::new("https://h").audiences().len(), 2);
+    /// ```
+    pub fn audiences(&self) -> Vec<String> {
+        if self.audiences.is_empty() {
+            vec![self.resource.clone(), format!("{}/mcp", self.resource)]
+        } else {
+            self.audiences.clone()
+        }
+    }
+
+    /// The scopes every request needs.
+    ///
+    /// ```
+    /// assert!(oxp_runtime::oauth::OAuth::new("https://h").required_scopes().is_empty());
+    /// ```
+    pub fn required_scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// What is wrong with this configuration, if anything, and which setting it is.
+    pub(crate) fn check(&self) -> Result<(), OAuthError> {
+        let bad = |setting, problem: String| Err(OAuthError { setting, problem });
+        if !self.resource.starts_with("https://") && fetch::check_url(&self.resource).is_err() {
+            return bad(
+                Setting::Resource,
+                format!(
+                    "`{}` is not an https:// URL (plain http only on localhost)",
+                    self.resource
+                ),
+            );
+        }
+        if self.issuers.is_empty() {
+            return bad(Setting::Issuer, "names no issuer".into());
+        }
+        for issuer in &self.issuers {
+            if let Err(problem) = fetch::check_url(issuer) {
+                return bad(Setting::Issuer, problem);
+            }
+        }
+        if let Some(url) = &self.jwks_url
+            && let Err(problem) = fetch::check_url(url)
+        {
+            return bad(Setting::JwksUrl, problem);
+        }
+        if let Some(introspection) = &self.introspection {
+            if let Err(problem) = fetch::check_url(&introspection.url) {
+                return bad(Setting::Introspection, problem);
+            }
+            if introspection.client_id.is_empty() || introspection.client_secret.expose().is_empty()
+            {
+                return bad(
+                    Setting::Introspection,
+                    "needs the client id and secret the server introspects as (OXP_OAUTH_CLIENT_ID, OXP_OAUTH_CLIENT_SECRET)".into(),
+                );
+            }
+        }
+        for scope in &self.scopes {
+            if let Some(problem) = crate::rules::scope_problem(scope) {
+                return bad(Setting::Scopes, problem);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which setting an [`OAuthError`] is about.
+///
+/// ```
+/// use oxp_runtime::oauth::{OAuth, Setting};
+/// use oxp_runtime::server::ServerAuth;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let auth = ServerAuth::default().oauth(OAuth::new("https://h").issuer("http://id.example"));
+/// assert_eq!(auth.ready().await.unwrap_err().setting, Setting::Issuer);
+/// # });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Setting {
+    /// The resource URL (`OXP_PUBLIC_URL`).
+    Resource,
+    /// An issuer or its metadata (`OXP_OAUTH_ISSUER`).
+    Issuer,
+    /// The key set (`OXP_OAUTH_JWKS_URL`, or the `jwks_uri` an issuer's metadata names).
+    JwksUrl,
+    /// The scopes (`OXP_OAUTH_SCOPES`).
+    Scopes,
+    /// Token introspection (`OXP_OAUTH_INTROSPECTION_URL` and its client).
+    Introspection,
+}
+
+impl Setting {
+    /// The environment variable of this setting.
+    ///
+    /// ```
+    /// assert_eq!(oxp_runtime::oauth::Setting::Issuer.variable(), "OXP_OAUTH_ISSUER");
+    /// ```
+    pub fn variable(self) -> &'static str {
+        match self {
+            Setting::Resource => "OXP_PUBLIC_URL",
+            Setting::Issuer => "OXP_OAUTH_ISSUER",
+            Setting::JwksUrl => "OXP_OAUTH_JWKS_URL",
+            Setting::Scopes => "OXP_OAUTH_SCOPES",
+            Setting::Introspection => "OXP_OAUTH_INTROSPECTION_URL",
+        }
+    }
+}
+
+/// Why the resource server cannot start: a setting that is wrong, or a provider that cannot be
+/// reached or answers something unusable.
+///
+/// ```
+/// use oxp_runtime::oauth::OAuth;
+/// use oxp_runtime::server::ServerAuth;
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let auth = ServerAuth::default().oauth(OAuth::new("https://h"));
+/// let error = auth.ready().await.unwrap_err();
+/// assert!(error.to_string().starts_with("OXP_OAUTH_ISSUER: "));
+/// # });
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthError {
+    /// The setting.
+    pub setting: Setting,
+    /// What is wrong, naming URLs (never a token or secret).
+    pub problem: String,
+}
+
+impl std::fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.setting.variable(), self.problem)
+    }
+}
+
+impl std::error::Error for OAuthError {}
+
+/// Why a token was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// `401 invalid_token`, with what was wrong.
+    Invalid(&'static str),
+    /// `503`: the keys a token needs cannot be had (the reason is logged, not sent).
+    Unavailable(String),
+    /// `403 insufficient_scope`: every scope the request needs.
+    InsufficientScope(Vec<String>),
+}
+
+impl Refusal {
+    pub(crate) fn invalid(message: &'static str) -> Self {
+        Refusal::Invalid(message)
+    }
+}
+
+/// A verified token's caller and what it may do.
+#[derive(Clone, Debug)]
+pub(crate) struct Verified {
+    pub(crate) principal: Principal,
+    pub(crate) scopes: Vec<String>,
+}
+
+/// The configuration in use: discovered key sets, the client that fetches them, metrics.
+pub(crate) struct Verifier {
+    config: OAuth,
+    audiences: Vec<String>,
+    fetcher: Fetcher,
+    /// One key set per issuer, in `config.issuers`' order, once discovered.
+    sets: Mutex<Option<Arc<[Arc<KeySet>]>>>,
+    /// Held while discovering: once at a time.
+    discovering: tokio::sync::Mutex<()>,
+    /// Why discovery last failed, and when it may be tried again.
+    discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
+    /// Active introspection answers by a digest of their token, until when each may be used.
+    introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
+    /// Where key-set fetches are counted: the server's metrics once it has attached them, and
+    /// until then here (start-up fetches come before the server exists).
+    fetch_counts: Arc<Mutex<FetchCounts>>,
+}
+
+#[derive(Default)]
+struct FetchCounts {
+    metrics: Option<crate::metrics::Metrics>,
+    before: [u64; 2],
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Verifier {
+    pub(crate) fn new(config: OAuth) -> Self {
+        let fetcher = Fetcher::new(config.tuning.fetch_timeout, MAX_DOCUMENT_BYTES);
+        Verifier {
+            audiences: config.audiences(),
+            config,
+            fetcher,
+            sets: Mutex::new(None),
+            discovering: tokio::sync::Mutex::new(()),
+            discovery_failure: Mutex::new(None),
+            fetch_counts: Arc::default(),
+            introspected: Mutex::default(),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &OAuth {
+        &self.config
+    }
+
+    /// Checks the configuration, discovers every issuer's key set and fetches each once.
+    pub(crate) async fn ready(&self) -> Result<(), OAuthError> {
+        self.config.check()?;
+        let sets = self.key_sets().await.map_err(|problem| OAuthError {
+            setting: Setting::Issuer,
+            problem,
+        })?;
+        for set in sets.iter() {
+            set.load(&self.fetcher, &self.config.tuning)
+                .await
+                .map_err(|problem| OAuthError {
+                    setting: Setting::JwksUrl,
+                    problem,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Counts key-set fetches in `metrics` from now on, with those made before.
+    pub(crate) fn attach_metrics(&self, metrics: &crate::metrics::Metrics) {
+        let mut counts = self.fetch_counts.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.metrics.is_some() {
+            return;
+        }
+        for (i, ok) in [true, false].into_iter().enumerate() {
+            for _ in 0..counts.before[i] {
+                metrics.key_set_fetched(ok);
+            }
+        }
+        counts.metrics = Some(metrics.clone());
+    }
+
+    fn on_fetch(&self) -> Arc<dyn Fn(bool) + Send + Sync> {
+        let counts = self.fetch_counts.clone();
+        Arc::new(move |ok| {
+            let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+            match &counts.metrics {
+                Some(metrics) => metrics.key_set_fetched(ok),
+                None => counts.before[usize::from(!ok)] += 1,
+            }
+        })
+    }
+
+    /// The key sets, discovering them the first time (and again after a failure, at most once
+    /// per refetch interval).
+    async fn key_sets(&self) -> Result<Arc<[Arc<KeySet>]>, String> {
+        if let Some(sets) = &*self.sets.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Ok(sets.clone());
+        }
+        let _once = self.discovering.lock().await;
+        if let Some(sets) = &*self.sets.lock().unwrap_or_else(|e| e.into_inner()) {
+            return Ok(sets.clone());
+        }
+        if let Some((why, at)) = &*self
+            .discovery_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            && at.elapsed() < self.config.tuning.refetch_interval
+        {
+            return Err(why.clone());
+        }
+        let result = self.discover().await;
+        match &result {
+            Ok(sets) => {
+                *self.sets.lock().unwrap_or_else(|e| e.into_inner()) = Some(sets.clone());
+            }
+            Err(why) => {
+                *self
+                    .discovery_failure
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) =
+                    Some((why.clone(), std::time::Instant::now()));
+            }
+        }
+        result
+    }
+
+    async fn discover(&self) -> Result<Arc<[Arc<KeySet>]>, String> {
+        if let Some(url) = &self.config.jwks_url {
+            let set = Arc::new(KeySet::new(url.clone(), self.on_fetch()));
+            return Ok(self.config.issuers.iter().map(|_| set.clone()).collect());
+        }
+        let mut sets = Vec::new();
+        for issuer in &self.config.issuers {
+            let url = self.jwks_uri(issuer).await?;
+            sets.push(Arc::new(KeySet::new(url, self.on_fetch())));
+        }
+        Ok(sets.into())
+    }
+
+    /// The `jwks_uri` of an issuer's metadata: RFC 8414's well-known location first, then
+    /// OpenID Connect's.
+    async fn jwks_uri(&self, issuer: &str) -> Result<String, String> {
+        let mut failures = Vec::new();
+        for url in metadata_urls(issuer) {
+            match self.fetcher.get_json(&url).await {
+                Ok(fetched) => {
+                    // RFC 8414 §3.3, OIDC Discovery §4.3: the metadata is the issuer's own
+                    // only if it names the same issuer.
+                    let named = fetched.json.get("issuer").and_then(Value::as_str);
+                    if named != Some(issuer) {
+                        failures.push(format!(
+                            "{url} names issuer {named:?}, not `{issuer}` (set OXP_OAUTH_ISSUER to exactly the issuer the provider names)"
+                        ));
+                        continue;
+                    }
+                    let Some(jwks) = fetched.json.get("jwks_uri").and_then(Value::as_str) else {
+                        failures.push(format!("{url} names no `jwks_uri`"));
+                        continue;
+                    };
+                    fetch::check_url(jwks)?;
+                    return Ok(jwks.to_owned());
+                }
+                Err(why) => failures.push(why),
+            }
+        }
+        Err(format!(
+            "no metadata for issuer `{issuer}`: {}",
+            failures.join("; ")
+        ))
+    }
+
+    /// Checks an access token.
+    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, Refusal> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Refusal::invalid("The token is too large."));
+        }
+        let mut parts = token.split('.');
+        let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some(header), Some(payload), Some(signature), None) => decode_object(header)
+                .ok()
+                .map(|header| (header, payload, signature)),
+            _ => None,
+        };
+        let Some((header, payload_part, signature)) = jws else {
+            if self.config.introspection.is_some() {
+                return self.introspect(token).await;
+            }
+            return Err(Refusal::invalid(
+                "The token is not a signed JWT (three base64url parts).",
+            ));
+        };
+        let header_part = token.split('.').next().unwrap_or_default();
+        let alg = check_header(&header, self.config.strict_typ)?;
+        let claims = decode_object(payload_part)?;
+        // The issuer picks the key set; it is trusted only once the signature is.
+        let place = match claims.get("iss") {
+            Some(Value::String(iss)) => self.config.issuers.iter().position(|i| i == iss),
+            _ => None,
+        }
+        .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?;
+        let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
+        let kid = match header.get("kid") {
+            None => None,
+            Some(Value::String(kid)) => Some(kid.as_str()),
+            Some(_) => return Err(Refusal::invalid("The token's `kid` is not a string.")),
+        };
+        let key = sets[place]
+            .find(kid, &self.fetcher, &self.config.tuning)
+            .await
+            .into_key()?;
+        if !key.fits(alg) {
+            return Err(Refusal::invalid(
+                "The token's algorithm does not match its key.",
+            ));
+        }
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature)
+            .map_err(|_| Refusal::invalid("The token's signature is not base64url."))?;
+        let signed = &token.as_bytes()[..header_part.len() + 1 + payload_part.len()];
+        if !key.verify(alg, signed, &signature) {
+            return Err(Refusal::invalid("The token's signature is not valid."));
+        }
+        self.check_claims(&claims, &self.config.issuers[place])
+    }
+
+    /// Checks an opaque token at the introspection endpoint, or in the answers kept.
+    async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
+        use sha2::{Digest, Sha256};
+        let Some(introspection) = &self.config.introspection else {
+            return Err(Refusal::invalid("The token is not a JWT."));
+        };
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = std::time::Instant::now();
+        {
+            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+            match kept.get(&digest) {
+                Some((verified, until)) if *until > now => return Ok(verified.clone()),
+                Some(_) => {
+                    kept.remove(&digest);
+                }
+                None => {}
+            }
+        }
+        let answer = self
+            .fetcher
+            .post_form_json(
+                &introspection.url,
+                &[("token", token), ("token_type_hint", "access_token")],
+                (
+                    &introspection.client_id,
+                    introspection.client_secret.expose(),
+                ),
+            )
+            .await
+            .map_err(|why| {
+                tracing::warn!(error = %why, "the token could not be introspected");
+                Refusal::Unavailable(why)
+            })?
+            .json;
+        let Value::Object(claims) = answer else {
+            return Err(Refusal::Unavailable(
+                "the introspection answer is not a JSON object".into(),
+            ));
+        };
+        // RFC 7662 §2.2: `active` is the answer; an inactive token is never kept, so that one
+        // that becomes valid (or a mistake corrected) is asked about again.
+        if claims.get("active") != Some(&Value::Bool(true)) {
+            return Err(Refusal::invalid("The token is not active."));
+        }
+        // The endpoint is the issuer's; an answer that names another issuer is not trusted.
+        let issuer = match claims.get("iss") {
+            None => self.config.issuers[0].as_str(),
+            Some(Value::String(iss)) => self
+                .config
+                .issuers
+                .iter()
+                .find(|i| *i == iss)
+                .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?,
+            Some(_) => return Err(Refusal::invalid("The token's issuer is not trusted here.")),
+        };
+        let verified = self.check_claims(&claims, issuer)?;
+        let exp = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        let left = exp.saturating_sub(unix_now());
+        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
+        if !keep.is_zero() {
+            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
+                kept.retain(|_, (_, until)| *until > now);
+            }
+            if kept.len() < INTROSPECTION_CACHE_ENTRIES {
+                kept.insert(digest, (verified.clone(), now + keep));
+            }
+        }
+        Ok(verified)
+    }
+
+    fn check_claims(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
+        let now = unix_now();
+        let leeway = self.config.tuning.leeway.as_secs();
+        let time = |name: &str| -> Result<Option<u64>, Refusal> {
+            match claims.get(name) {
+                None => Ok(None),
+                Some(value) => value
+                    .as_u64()
+                    .or_else(|| value.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+                    .map(Some)
+                    .ok_or(Refusal::invalid(
+                        "A time claim of the token is not a number.",
+                    )),
+            }
+        };
+        let exp = time("exp")?.ok_or(Refusal::invalid("The token must have an `exp` claim."))?;
+        if now > exp.saturating_add(leeway) {
+            return Err(Refusal::invalid("The token has expired."));
+        }
+        if time("nbf")?.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
+            return Err(Refusal::invalid("The token is not valid yet (`nbf`)."));
+        }
+        if time("iat")?.is_some_and(|iat| iat > now.saturating_add(leeway)) {
+            return Err(Refusal::invalid(
+                "The token was issued in the future (`iat`).",
+            ));
+        }
+        let audiences: Vec<&str> = match claims.get("aud") {
+            None => {
+                return Err(Refusal::invalid(
+                    "The token must name this server in `aud`.",
+                ));
+            }
+            Some(Value::String(aud)) => vec![aud],
+            Some(Value::Array(auds)) => auds
+                .iter()
+                .map(|a| {
+                    a.as_str()
+                        .ok_or(Refusal::invalid("The token's `aud` is not valid."))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(Refusal::invalid("The token's `aud` is not valid.")),
+        };
+        if !audiences
+            .iter()
+            .any(|aud| self.audiences.iter().any(|ours| same_resource(aud, ours)))
+        {
+            return Err(Refusal::invalid(
+                "The token was not issued for this server (`aud`).",
+            ));
+        }
+        let subject = match claims.get("sub") {
+            Some(Value::String(sub)) if !sub.is_empty() => sub.clone(),
+            _ => {
+                return Err(Refusal::invalid(
+                    "The token must have a `sub` claim naming its subject.",
+                ));
+            }
+        };
+        let mut scopes = Vec::new();
+        for name in ["scope", "scp"] {
+            match claims.get(name) {
+                None => {}
+                Some(Value::String(list)) => {
+                    scopes.extend(list.split(' ').filter(|s| !s.is_empty()).map(str::to_owned));
+                }
+                Some(Value::Array(list)) => {
+                    for scope in list {
+                        let Value::String(scope) = scope else {
+                            return Err(Refusal::invalid("The token's scopes must be strings."));
+                        };
+                        scopes.push(scope.clone());
+                    }
+                }
+                Some(_) => return Err(Refusal::invalid("The token's scopes must be strings.")),
+            }
+        }
+        let missing: Vec<&String> = self
+            .config
+            .scopes
+            .iter()
+            .filter(|needed| !scopes.contains(needed))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Refusal::InsufficientScope(self.config.scopes.clone()));
+        }
+        Ok(Verified {
+            principal: Principal::OAuth {
+                issuer: issuer.to_owned(),
+                subject,
+            },
+            scopes,
+        })
+    }
+
+    /// RFC 9728 metadata for the resource at `path` (`""` or `"/mcp"`), listing `scopes`.
+    pub(crate) fn metadata(&self, path: &str, scopes: &[String]) -> Value {
+        serde_json::json!({
+            "resource": format!("{}{path}", self.config.resource),
+            "authorization_servers": self.config.issuers,
+            "scopes_supported": scopes,
+            "bearer_methods_supported": ["header"],
+        })
+    }
+
+    /// Where the metadata of the resource at `path` is (RFC 9728 §3.1: the well-known segment
+    /// goes between the host and the resource's path).
+    pub(crate) fn metadata_url(&self, path: &str) -> String {
+        let resource = format!("{}{path}", self.config.resource);
+        insert_well_known(&resource, "oauth-protected-resource")
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| Refusal::invalid("The token is not a JWT (base64url parts)."))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|_| Refusal::invalid("The token is not a JWT (JSON objects)."))
+}
+
+/// The header's algorithm, if the header may be accepted at all.
+fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorithm, Refusal> {
+    let alg = header
+        .get("alg")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if alg.eq_ignore_ascii_case("none") {
+        return Err(Refusal::invalid(
+            "Unsigned tokens (`alg: none`) are refused.",
+        ));
+    }
+    if alg.starts_with("HS") {
+        return Err(Refusal::invalid(
+            "Tokens of an identity provider must be signed with its public key, not a shared secret (`HS*`).",
+        ));
+    }
+    let alg = alg
+        .parse::<Algorithm>()
+        .ok()
+        .filter(|a| keys::ALLOWED.contains(a))
+        .ok_or(Refusal::invalid("The token's algorithm is not accepted."))?;
+    // RFC 7515 §4.1.11: extensions the recipient must understand; this server understands none.
+    if header.contains_key("crit") {
+        return Err(Refusal::invalid(
+            "The token names critical header extensions this server does not support.",
+        ));
+    }
+    let typ = match header.get("typ") {
+        None => None,
+        Some(Value::String(typ)) => Some(typ.to_ascii_lowercase()),
+        Some(_) => return Err(Refusal::invalid("The token's `typ` is not valid.")),
+    };
+    let typ = typ
+        .as_deref()
+        .map(|t| t.strip_prefix("application/").unwrap_or(t));
+    match typ {
+        Some("at+jwt") => {}
+        None | Some("jwt") if !strict_typ => {}
+        _ => {
+            return Err(Refusal::invalid(
+                "The token is not an access token (`typ` must be `at+jwt`).",
+            ));
+        }
+    }
+    Ok(alg)
+}
+
+/// Whether an `aud` names our resource: the same URL, the scheme and host compared without
+/// case (MCP: "SHOULD accept uppercase scheme and host components"), the path exactly; a
+/// host-only URL is the same with or without one trailing slash (`https://h` and `https://h/`;
+/// but `https://h/mcp/` is not `https://h/mcp`). Anything that is not a URL (a client id,
+/// Entra's `api://…`) is compared exactly.
+fn same_resource(aud: &str, ours: &str) -> bool {
+    if aud == ours {
+        return true;
+    }
+    fn parts(url: &str) -> Option<(String, &str)> {
+        let (scheme, rest) = url.split_once("://")?;
+        if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+            return None;
+        }
+        let (authority, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        let path = if path == "/" { "" } else { path };
+        Some((format!("{scheme}://{authority}").to_ascii_lowercase(), path))
+    }
+    match (parts(aud), parts(ours)) {
+        (Some(a), Some(o)) => a == o,
+        _ => false,
+    }
+}
+
+/// `https://h/p` → `https://h/.well-known/{name}/p`.
+fn insert_well_known(url: &str, name: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+        None => (rest, ""),
+    };
+    format!("{scheme}://{host}/.well-known/{name}{path}")
+}
+
+/// Where an issuer's metadata may be: RFC 8414's path-inserted location, then OpenID Connect's
+/// appended one.
+fn metadata_urls(issuer: &str) -> [String; 2] {
+    [
+        insert_well_known(issuer, "oauth-authorization-server"),
+        format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_known_locations() {
+        assert_eq!(
+            metadata_urls("https://id.example/realms/acme"),
+            [
+                "https://id.example/.well-known/oauth-authorization-server/realms/acme",
+                "https://id.example/realms/acme/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            metadata_urls("https://sts.windows.net/tid/")[1],
+            "https://sts.windows.net/tid/.well-known/openid-configuration"
+        );
+        assert_eq!(
+            insert_well_known("https://h:8443/mcp", "oauth-protected-resource"),
+            "https://h:8443/.well-known/oauth-protected-resource/mcp"
+        );
+        assert_eq!(
+            insert_well_known("https://h", "oauth-protected-resource"),
+            "https://h/.well-known/oauth-protected-resource"
+        );
+    }
+
+    #[test]
+    fn one_trailing_slash_policy() {
+        assert!(same_resource("https://h/", "https://h"));
+        assert!(same_resource("https://h", "https://h/"));
+        assert!(!same_resource("https://h/mcp/", "https://h/mcp"));
+        assert!(!same_resource("https://h.evil", "https://h"));
+        assert!(!same_resource("account", "https://h"));
+        assert!(same_resource(
+            "HTTPS://H.example:8443/mcp",
+            "https://h.example:8443/mcp"
+        ));
+        assert!(!same_resource(
+            "https://h.example/MCP",
+            "https://h.example/mcp"
+        ));
+        assert!(!same_resource(
+            "https://h.example:8443",
+            "https://h.example"
+        ));
+        assert!(!same_resource("api://Tools", "api://tools"));
+    }
+
+    #[test]
+    fn header_checks() {
+        let header = |json: Value| check_header(json.as_object().unwrap(), false);
+        use serde_json::json;
+        assert!(header(json!({"alg": "none"})).is_err());
+        assert!(header(json!({"alg": "HS256"})).is_err());
+        assert!(header(json!({"alg": "ES512"})).is_err());
+        assert!(header(json!({"alg": "RS256", "crit": ["exp"]})).is_err());
+        assert!(header(json!({"alg": "RS256", "typ": "dpop+jwt"})).is_err());
+        assert_eq!(
+            header(json!({"alg": "RS256", "typ": "JWT"})),
+            Ok(Algorithm::RS256)
+        );
+        assert_eq!(
+            header(json!({"alg": "ES256", "typ": "Application/AT+JWT"})),
+            Ok(Algorithm::ES256)
+        );
+        assert_eq!(header(json!({"alg": "EdDSA"})), Ok(Algorithm::EdDSA));
+        let strict = |json: Value| check_header(json.as_object().unwrap(), true);
+        assert!(strict(json!({"alg": "RS256", "typ": "JWT"})).is_err());
+        assert!(strict(json!({"alg": "RS256"})).is_err());
+        assert!(strict(json!({"alg": "RS256", "typ": "at+JWT"})).is_ok());
+    }
+}

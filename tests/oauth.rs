@@ -1,0 +1,1406 @@
+//! The OAuth 2.1 resource server (cargo feature `oauth`) on real sockets: an identity provider
+//! of our own on 127.0.0.1 (RFC 8414 metadata and a JWKS, counting every fetch, able to rotate
+//! keys and go down), keys made per run, and the server answering over OXP and MCP.
+//!
+//! Every wait is on a counter or an answer, never on time: the fetch counts are read after the
+//! requests that made them have been answered.
+//!
+//! The last test runs a real identity provider, node-oidc-provider (`tests/oidc`, installed by
+//! `.ci/run`); without Node.js or the package it prints `SKIPPED: needs …` (a failure under
+//! `OXP_REQUIRE_ALL_TESTS=1`).
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use oxp_runtime::call::Pipeline;
+use oxp_runtime::mcp::McpServer;
+use oxp_runtime::oauth::{OAuth, Setting};
+use oxp_runtime::server::{Server, ServerAuth};
+use oxp_runtime::{Registry, tool};
+use ring::rand::SystemRandom;
+use ring::signature::{self, KeyPair};
+use serde_json::{Value, json};
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+/// The paths `write` was called with: a refused call must not be among them (tests run at
+/// once, so each looks for its own path).
+static WRITES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Write a file.
+#[tool(toolkit = "Files", version = "1.0.0", scopes = ["files:write"])]
+async fn write(
+    /// Where.
+    path: String,
+) -> String {
+    WRITES.lock().unwrap().push(path.clone());
+    path
+}
+
+/// Read a file.
+#[tool(toolkit = "Files", version = "1.0.0")]
+async fn read(
+    /// Where.
+    path: String,
+) -> String {
+    path
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+/// Signs a token's `header.payload`.
+type Signer = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
+/// A signing key of the provider, with its public JWK.
+struct Key {
+    kid: String,
+    alg: &'static str,
+    sign: Signer,
+    jwk: Value,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// One RSA key per test binary: making one takes a while, and its kid differs per use anyway.
+fn rsa_der() -> &'static (Vec<u8>, Vec<u8>, Vec<u8>) {
+    static DER: std::sync::OnceLock<(Vec<u8>, Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
+    DER.get_or_init(|| {
+        use rsa::pkcs8::EncodePrivateKey;
+        use rsa::traits::PublicKeyParts;
+        let key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).unwrap();
+        let der = key.to_pkcs8_der().unwrap().as_bytes().to_vec();
+        (der, key.n().to_bytes_be(), key.e().to_bytes_be())
+    })
+}
+
+impl Key {
+    fn rsa(kid: &str, alg: &'static str) -> Key {
+        let (der, n, e) = rsa_der();
+        let pair = Arc::new(signature::RsaKeyPair::from_pkcs8(der).unwrap());
+        let padding: &'static dyn signature::RsaEncoding = match alg {
+            "RS256" => &signature::RSA_PKCS1_SHA256,
+            "PS256" => &signature::RSA_PSS_SHA256,
+            other => panic!("{other}"),
+        };
+        Key {
+            kid: kid.into(),
+            alg,
+            sign: Box::new(move |message| {
+                let mut out = vec![0; pair.public().modulus_len()];
+                pair.sign(padding, &SystemRandom::new(), message, &mut out)
+                    .unwrap();
+                out
+            }),
+            jwk: json!({"kty": "RSA", "kid": kid, "use": "sig", "n": b64(n), "e": b64(e)}),
+        }
+    }
+
+    fn es256(kid: &str) -> Key {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let der = signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let pair = signature::EcdsaKeyPair::from_pkcs8(alg, der.as_ref(), &rng).unwrap();
+        let point = pair.public_key().as_ref().to_vec();
+        Key {
+            kid: kid.into(),
+            alg: "ES256",
+            jwk: json!({"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+                "x": b64(&point[1..33]), "y": b64(&point[33..])}),
+            sign: Box::new(move |message| {
+                pair.sign(&SystemRandom::new(), message)
+                    .unwrap()
+                    .as_ref()
+                    .to_vec()
+            }),
+        }
+    }
+
+    fn eddsa(kid: &str) -> Key {
+        let der = signature::Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
+        let pair = signature::Ed25519KeyPair::from_pkcs8(der.as_ref()).unwrap();
+        Key {
+            kid: kid.into(),
+            alg: "EdDSA",
+            jwk: json!({"kty": "OKP", "crv": "Ed25519", "kid": kid,
+                "x": b64(pair.public_key().as_ref())}),
+            sign: Box::new(move |message| pair.sign(message).as_ref().to_vec()),
+        }
+    }
+
+    /// A token with this header (`alg` and `kid` added unless given) and claims.
+    fn token_with(&self, header: Value, claims: &Value) -> String {
+        let mut header = header.as_object().unwrap().clone();
+        header.entry("alg").or_insert(json!(self.alg));
+        header.entry("kid").or_insert(json!(self.kid));
+        // `null` leaves a member out (`"kid": null`: a token with no kid).
+        header.retain(|_, v| !v.is_null());
+        let signed = format!(
+            "{}.{}",
+            b64(Value::Object(header).to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let signature = (self.sign)(signed.as_bytes());
+        format!("{signed}.{}", b64(&signature))
+    }
+
+    fn token(&self, claims: &Value) -> String {
+        self.token_with(json!({"typ": "at+jwt"}), claims)
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The identity provider
+
+#[derive(Default)]
+struct Provider {
+    issuer: Mutex<String>,
+    jwks: Mutex<Value>,
+    /// Fetches of the key set, answered or not.
+    fetches: AtomicUsize,
+    down: AtomicBool,
+    /// Answer the key set with a redirect to another host.
+    redirect: AtomicBool,
+    /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
+    introspection: Mutex<std::collections::HashMap<String, Value>>,
+    introspections: AtomicUsize,
+}
+
+/// The client the server introspects as.
+const CLIENT: (&str, &str) = ("oxp-tools", "introspection-secret-0123456789");
+
+async fn introspect(
+    State(provider): State<Arc<Provider>>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> axum::response::Response {
+    provider.introspections.fetch_add(1, Ordering::SeqCst);
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", CLIENT.0, CLIENT.1))
+    );
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(basic.as_str()) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let token = body
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .unwrap_or_default();
+    let answer = provider
+        .introspection
+        .lock()
+        .unwrap()
+        .get(token)
+        .cloned()
+        .unwrap_or(json!({"active": false}));
+    json_response(answer).into_response()
+}
+
+fn json_response(body: Value) -> impl IntoResponse {
+    ([("content-type", "application/json")], body.to_string())
+}
+
+async fn metadata(State(provider): State<Arc<Provider>>) -> impl IntoResponse {
+    let issuer = provider.issuer.lock().unwrap().clone();
+    json_response(json!({"issuer": issuer, "jwks_uri": format!("{issuer}/jwks")}))
+}
+
+async fn jwks(State(provider): State<Arc<Provider>>) -> axum::response::Response {
+    provider.fetches.fetch_add(1, Ordering::SeqCst);
+    if provider.down.load(Ordering::SeqCst) {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    if provider.redirect.load(Ordering::SeqCst) {
+        return (
+            StatusCode::FOUND,
+            [("location", "https://keys.evil.example/jwks")],
+        )
+            .into_response();
+    }
+    json_response(provider.jwks.lock().unwrap().clone()).into_response()
+}
+
+impl Provider {
+    async fn start(keys: &[&Key]) -> Arc<Provider> {
+        let provider = Arc::new(Provider::default());
+        provider.publish(keys);
+        let app = axum::Router::new()
+            .route(
+                "/.well-known/oauth-authorization-server",
+                axum::routing::get(metadata),
+            )
+            .route("/jwks", axum::routing::get(jwks))
+            .route("/introspect", axum::routing::post(introspect))
+            .with_state(provider.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        *provider.issuer.lock().unwrap() = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        provider
+    }
+
+    fn publish(&self, keys: &[&Key]) {
+        *self.jwks.lock().unwrap() =
+            json!({"keys": keys.iter().map(|k| k.jwk.clone()).collect::<Vec<_>>()});
+    }
+
+    fn issuer(&self) -> String {
+        self.issuer.lock().unwrap().clone()
+    }
+
+    fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+struct Oxp {
+    base: String,
+    client: reqwest::Client,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Oxp {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An API key the servers below also accept.
+const API_KEY: &str = "k_0123456789abcdef0123456789abcdef";
+
+impl Oxp {
+    /// Serves OXP and MCP with `configure`'s OAuth for the provider (resource: the server's
+    /// own URL; every request needs the `tools` scope) beside an API key, after the start-up
+    /// check.
+    async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let oauth = configure(
+            OAuth::new(&base)
+                .issuer(provider.issuer())
+                .scopes(["tools"]),
+        );
+        let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
+        auth.ready().await.expect("the provider is up");
+        let registry = Registry::builder()
+            .tool(write::TOOL)
+            .tool(read::TOOL)
+            .build()
+            .unwrap();
+        let pipeline = Pipeline::new(registry);
+        let server = Server::from_pipeline(pipeline.clone())
+            .auth(auth)
+            .nest("/mcp", McpServer::new(pipeline).into_router());
+        let task = tokio::spawn(async move {
+            server
+                .serve(listener, std::future::pending(), Duration::from_secs(1))
+                .await
+                .unwrap();
+        });
+        Oxp {
+            base,
+            client: reqwest::Client::new(),
+            task,
+        }
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let challenge = response
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let headers = response.headers().clone();
+        let body = response.json::<Value>().await.unwrap_or(Value::Null);
+        Reply {
+            status,
+            challenge,
+            headers,
+            body,
+        }
+    }
+
+    async fn list(&self, token: &str) -> Reply {
+        self.send(
+            self.client
+                .get(format!("{}/tools", self.base))
+                .bearer_auth(token),
+        )
+        .await
+    }
+
+    async fn call(&self, token: &str, tool: &str) -> Reply {
+        self.call_at(token, tool, "/tmp/x").await
+    }
+
+    async fn call_at(&self, token: &str, tool: &str, path: &str) -> Reply {
+        self.send(
+            self.client
+                .post(format!("{}/tools/call", self.base))
+                .header("oxp-version", "1.0")
+                .bearer_auth(token)
+                .json(&json!({"tool_id": tool, "input": {"path": path}})),
+        )
+        .await
+    }
+
+    async fn mcp(&self, token: &str, body: Value) -> Reply {
+        self.send(
+            self.client
+                .post(format!("{}/mcp", self.base))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-06-18")
+                .bearer_auth(token)
+                .json(&body),
+        )
+        .await
+    }
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    challenge: Option<String>,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+impl Reply {
+    fn tool_ids(&self) -> Vec<String> {
+        self.body["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list: {self:?}"))
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+}
+
+/// Claims of a good token for `oxp`, with `scope`.
+fn claims(provider: &Provider, oxp: &Oxp, scope: &str) -> Value {
+    json!({
+        "iss": provider.issuer(),
+        "sub": "alice",
+        "aud": oxp.base,
+        "exp": now() + 300,
+        "iat": now(),
+        "scope": scope,
+    })
+}
+
+fn with(mut claims: Value, key: &str, value: Value) -> Value {
+    claims[key] = value;
+    claims
+}
+
+fn without(mut claims: Value, key: &str) -> Value {
+    claims.as_object_mut().unwrap().remove(key);
+    claims
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+/// Tokens signed with each kind of key the issue lists (RSA PKCS#1 and PSS, P-256, Ed25519)
+/// are accepted over OXP and MCP; so is the API key beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_of_every_key_kind_are_accepted_beside_an_api_key() {
+    let keys = [
+        Key::rsa("rsa", "RS256"),
+        Key::rsa("pss", "PS256"),
+        Key::es256("ec"),
+        Key::eddsa("ed"),
+    ];
+    let provider = Provider::start(&keys.iter().collect::<Vec<_>>()).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    for key in &keys {
+        let token = key.token(&claims(&provider, &oxp, "tools files:write"));
+        let list = oxp.list(&token).await;
+        assert_eq!(list.status, 200, "{}: {list:?}", key.alg);
+        let call = oxp.call(&token, "Files.Write").await;
+        assert_eq!(call.status, 200, "{}: {call:?}", key.alg);
+        assert_eq!(call.body["success"], true, "{call:?}");
+    }
+    let mcp = oxp
+        .mcp(
+            &keys[0].token(&claims(&provider, &oxp, "tools")),
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(mcp.status, 200, "{mcp:?}");
+    let by_key = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("x-api-key", API_KEY),
+        )
+        .await;
+    assert_eq!(by_key.status, 200);
+    // The API key is the operator's credential: scopes do not hide tools from it.
+    assert_eq!(by_key.tool_ids(), ["Files.Read@1.0.0", "Files.Write@1.0.0"]);
+}
+
+/// Each refusal of the issue's item 2 and the notes' pitfalls: a 401 whose challenge says
+/// `invalid_token` and where the metadata is, and a message that says what was wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_token_is_a_401_with_a_challenge() {
+    let rsa = Key::rsa("rsa", "RS256");
+    let ec = Key::es256("ec");
+    let provider = Provider::start(&[&rsa, &ec]).await;
+    let oxp = Oxp::start(&provider, |o| {
+        o.key_refetch_interval(Duration::from_secs(3600))
+    })
+    .await;
+    let good = claims(&provider, &oxp, "tools");
+    let (_, n, _) = rsa_der();
+    let hs256_with_public_key = {
+        // Algorithm confusion: HMAC keyed with the RSA public key's bytes.
+        let signed = format!(
+            "{}.{}",
+            b64(json!({"alg": "HS256", "kid": "rsa"}).to_string().as_bytes()),
+            b64(good.to_string().as_bytes())
+        );
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, n);
+        format!(
+            "{signed}.{}",
+            b64(ring::hmac::sign(&key, signed.as_bytes()).as_ref())
+        )
+    };
+    let unsigned = format!(
+        "{}.{}.",
+        b64(br#"{"alg":"none"}"#),
+        b64(good.to_string().as_bytes())
+    );
+    let tampered = {
+        let token = rsa.token(&good);
+        let parts: Vec<&str> = token.split('.').collect();
+        let claims = with(good.clone(), "sub", json!("mallory"));
+        format!(
+            "{}.{}.{}",
+            parts[0],
+            b64(claims.to_string().as_bytes()),
+            parts[2]
+        )
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            rsa.token(&with(good.clone(), "exp", json!(now() - 3600))),
+            "expired",
+        ),
+        ("no exp", rsa.token(&without(good.clone(), "exp")), "`exp`"),
+        (
+            "not yet valid",
+            rsa.token(&with(good.clone(), "nbf", json!(now() + 3600))),
+            "`nbf`",
+        ),
+        (
+            "issued in the future",
+            rsa.token(&with(good.clone(), "iat", json!(now() + 3600))),
+            "`iat`",
+        ),
+        (
+            "wrong issuer",
+            rsa.token(&with(good.clone(), "iss", json!("https://evil.example"))),
+            "issuer",
+        ),
+        (
+            "issuer with a trailing slash",
+            rsa.token(&with(
+                good.clone(),
+                "iss",
+                json!(format!("{}/", provider.issuer())),
+            )),
+            "issuer",
+        ),
+        ("no aud", rsa.token(&without(good.clone(), "aud")), "`aud`"),
+        (
+            "another client's aud",
+            rsa.token(&with(good.clone(), "aud", json!("other-client"))),
+            "not issued for this server",
+        ),
+        (
+            "Keycloak's account aud",
+            rsa.token(&with(good.clone(), "aud", json!(["account"]))),
+            "not issued for this server",
+        ),
+        (
+            "aud of another path",
+            rsa.token(&with(
+                good.clone(),
+                "aud",
+                json!(format!("{}/other", oxp.base)),
+            )),
+            "not issued for this server",
+        ),
+        ("no sub", rsa.token(&without(good.clone(), "sub")), "`sub`"),
+        ("alg none", unsigned, "`alg: none`"),
+        ("HS256 with the public key", hs256_with_public_key, "HS*"),
+        (
+            "alg not the key's",
+            rsa.token_with(json!({"alg": "ES256", "kid": "rsa"}), &good),
+            "does not match",
+        ),
+        (
+            "alg not the JWK's",
+            ec.token_with(json!({"alg": "ES384", "kid": "ec"}), &good),
+            "does not match",
+        ),
+        (
+            "alg outside the list",
+            ec.token_with(json!({"alg": "ES512", "kid": "ec"}), &good),
+            "not accepted",
+        ),
+        ("tampered payload", tampered, "signature"),
+        (
+            "another key's signature",
+            ec.token_with(json!({"kid": "rsa", "alg": "RS256"}), &good),
+            "signature",
+        ),
+        (
+            "unknown crit",
+            rsa.token_with(json!({"crit": ["exp"]}), &good),
+            "critical",
+        ),
+        (
+            "an ID token's typ",
+            rsa.token_with(json!({"typ": "id_token+jwt"}), &good),
+            "access token",
+        ),
+        (
+            "scope array with a number",
+            rsa.token(&with(good.clone(), "scope", json!(["tools", 7]))),
+            "strings",
+        ),
+        (
+            "scp of another type",
+            rsa.token(&with(
+                without(good.clone(), "scope"),
+                "scp",
+                json!({"a": 1}),
+            )),
+            "strings",
+        ),
+        (
+            "oversized",
+            rsa.token(&with(good.clone(), "pad", json!("x".repeat(20_000)))),
+            "too large",
+        ),
+        ("not a JWT", "abc.def".to_owned(), "JWT"),
+        (
+            "no kid, several keys",
+            rsa.token_with(json!({"kid": null}), &good),
+            "does not publish",
+        ),
+    ];
+    for (name, token, says) in cases {
+        let reply = oxp.list(&token).await;
+        assert_eq!(reply.status, 401, "{name}: {reply:?}");
+        let challenge = reply.challenge.clone().unwrap_or_default();
+        assert!(
+            challenge.starts_with(&format!(
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\", error=\"invalid_token\"",
+                oxp.base
+            )),
+            "{name}: {challenge}"
+        );
+        let message = reply.body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{name}: {message}");
+        // Nothing of the token comes back.
+        assert!(
+            !message.contains("alice") && !challenge.contains("alice"),
+            "{name}"
+        );
+    }
+    // The good token itself passes: every refusal above is the change it names.
+    assert_eq!(oxp.list(&rsa.token(&good)).await.status, 200);
+}
+
+/// A request with no token is a 401 pointing to the metadata and naming the scope every request
+/// needs (no `error`, RFC 6750 §3.1), at `/mcp` to its own; a token in the URL, or two credentials, are refused; the scheme's case
+/// does not matter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn challenges_and_where_tokens_may_come() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let none = oxp
+        .send(oxp.client.get(format!("{}/tools", oxp.base)))
+        .await;
+    assert_eq!(none.status, 401);
+    assert_eq!(
+        none.challenge.as_deref(),
+        Some(
+            format!(
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource\", scope=\"tools\"",
+                oxp.base
+            )
+            .as_str()
+        )
+    );
+    let mcp = oxp
+        .send(
+            oxp.client
+                .post(format!("{}/mcp", oxp.base))
+                .json(&json!({})),
+        )
+        .await;
+    assert_eq!(mcp.status, 401);
+    assert_eq!(
+        mcp.challenge.as_deref(),
+        Some(
+            format!(
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"tools\"",
+                oxp.base
+            )
+            .as_str()
+        )
+    );
+    let token = key.token(&claims(&provider, &oxp, "tools"));
+    let in_query = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools?access_token={token}", oxp.base))
+                .bearer_auth(&token),
+        )
+        .await;
+    assert_eq!(in_query.status, 401, "{in_query:?}");
+    let two = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .bearer_auth(&token)
+                .header("x-api-key", API_KEY),
+        )
+        .await;
+    assert_eq!(two.status, 401);
+    let lower = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("authorization", format!("bEaReR {token}")),
+        )
+        .await;
+    assert_eq!(lower.status, 200);
+}
+
+/// RFC 9728 metadata: public, cacheable, `resource` the very string `aud` is checked against,
+/// the issuer, every scope (the required one and each tool's) and the header bearer method.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_resource_metadata_is_public_and_names_what_aud_is_checked_against() {
+    let key = Key::eddsa("ed");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    for (path, resource) in [
+        ("/.well-known/oauth-protected-resource", oxp.base.clone()),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            format!("{}/mcp", oxp.base),
+        ),
+    ] {
+        let reply = oxp
+            .send(oxp.client.get(format!("{}{path}", oxp.base)))
+            .await;
+        assert_eq!(reply.status, 200, "{path}");
+        assert_eq!(
+            reply.body,
+            json!({
+                "resource": resource,
+                "authorization_servers": [provider.issuer()],
+                "scopes_supported": ["tools", "files:write"],
+                "bearer_methods_supported": ["header"],
+            }),
+            "{path}"
+        );
+        assert_eq!(reply.headers["cache-control"], "public, max-age=3600");
+        // A token naming exactly that resource passes.
+        let token = key.token(&with(
+            claims(&provider, &oxp, "tools"),
+            "aud",
+            json!(resource),
+        ));
+        assert_eq!(oxp.list(&token).await.status, 200, "{resource}");
+    }
+    // Scheme and host without case (MCP: SHOULD accept uppercase), the path exactly.
+    let upper = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(format!("{}/mcp", oxp.base.to_uppercase())),
+    ));
+    assert_eq!(oxp.list(&upper).await.status, 200);
+    let upper_path = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(format!("{}/MCP", oxp.base)),
+    ));
+    assert_eq!(oxp.list(&upper_path).await.status, 401);
+    // The documented trailing-slash policy: a host-only resource with or without one.
+    let slashed = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(format!("{}/", oxp.base)),
+    ));
+    assert_eq!(oxp.list(&slashed).await.status, 200);
+}
+
+/// Scopes in each shape providers send them grant alike; a caller sees only the tools its
+/// scopes reach, over OXP and MCP; a call outside them is a 403 naming every scope needed,
+/// over OXP and MCP, and the tool does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_filter_lists_and_refuse_calls_with_403() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let base = claims(&provider, &oxp, "");
+    let shapes = [
+        with(base.clone(), "scope", json!("tools files:write")),
+        with(base.clone(), "scope", json!(["tools", "files:write"])),
+        with(
+            without(base.clone(), "scope"),
+            "scp",
+            json!("tools files:write"),
+        ),
+        with(
+            without(base.clone(), "scope"),
+            "scp",
+            json!(["tools", "files:write"]),
+        ),
+    ];
+    for claims in &shapes {
+        let reply = oxp.list(&key.token(claims)).await;
+        assert_eq!(
+            reply.tool_ids(),
+            ["Files.Read@1.0.0", "Files.Write@1.0.0"],
+            "{claims}"
+        );
+    }
+    let reader = key.token(&with(base.clone(), "scope", json!("tools")));
+    assert_eq!(oxp.list(&reader).await.tool_ids(), ["Files.Read@1.0.0"]);
+    let mcp_list = oxp
+        .mcp(
+            &reader,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    let names: Vec<&str> = mcp_list.body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{mcp_list:?}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Files_Read"]);
+
+    let oxp_call = oxp.call_at(&reader, "Files.Write", "/refused/oxp").await;
+    let mcp_call = oxp
+        .mcp(
+            &reader,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "Files_Write", "arguments": {"path": "/refused/mcp"}}}),
+        )
+        .await;
+    for (front, reply, metadata) in [
+        ("OXP", &oxp_call, "/.well-known/oauth-protected-resource"),
+        (
+            "MCP",
+            &mcp_call,
+            "/.well-known/oauth-protected-resource/mcp",
+        ),
+    ] {
+        assert_eq!(reply.status, 403, "{front}: {reply:?}");
+        let challenge = reply.challenge.as_deref().unwrap();
+        assert!(
+            challenge.starts_with(&format!(
+                "Bearer resource_metadata=\"{}{metadata}\", error=\"insufficient_scope\", scope=\"tools files:write\"",
+                oxp.base
+            )),
+            "{front}: {challenge}"
+        );
+    }
+    let written = WRITES.lock().unwrap().clone();
+    assert!(
+        !written.iter().any(|p| p.starts_with("/refused/")),
+        "a refused call ran: {written:?}"
+    );
+    // Without the scope every request needs, nothing is served: 403 naming it.
+    let no_tools = oxp
+        .list(&key.token(&with(base, "scope", json!("files:write"))))
+        .await;
+    assert_eq!(no_tools.status, 403);
+    assert!(no_tools.challenge.unwrap().contains("scope=\"tools\""));
+}
+
+/// Keys rotate without a restart: a token of a new key is accepted after one fetch, and the
+/// old key's tokens keep passing while the set still has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_key_is_fetched_once() {
+    let old = Key::es256("2026-old");
+    let new = Key::es256("2026-new");
+    let provider = Provider::start(&[&old]).await;
+    let oxp = Oxp::start(&provider, |o| {
+        o.key_refetch_interval(Duration::from_secs(3600))
+    })
+    .await;
+    assert_eq!(provider.fetches(), 1, "start-up fetches the set once");
+    assert_eq!(
+        oxp.list(&old.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    provider.publish(&[&old, &new]);
+    for _ in 0..3 {
+        let reply = oxp
+            .list(&new.token(&claims(&provider, &oxp, "tools")))
+            .await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
+    assert_eq!(provider.fetches(), 2, "the new kid is fetched once");
+    assert_eq!(
+        oxp.list(&old.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(provider.fetches(), 2);
+}
+
+/// A thousand tokens with random kids, sent at once, make one fetch; more after it make none
+/// within the interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unknown_kids_makes_one_fetch() {
+    let key = Key::eddsa("real");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| {
+        o.key_refetch_interval(Duration::from_secs(3600))
+    })
+    .await;
+    let start = provider.fetches();
+    let good = claims(&provider, &oxp, "tools");
+    let flood = (0..1000).map(|i| {
+        let token = key.token_with(json!({"kid": format!("random-{i}")}), &good);
+        let oxp = &oxp;
+        async move { oxp.list(&token).await.status }
+    });
+    let statuses = futures_util::future::join_all(flood).await;
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+    assert_eq!(provider.fetches() - start, 1);
+    assert_eq!(
+        oxp.list(&key.token_with(json!({"kid": "another"}), &good))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(provider.fetches() - start, 1);
+}
+
+/// The provider down: known keys keep working, an unknown one fails closed with a 503 that
+/// says why; back up, the new key is fetched and accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_down_fails_closed_and_recovers() {
+    let known = Key::rsa("known", "RS256");
+    let rotated = Key::es256("rotated");
+    let provider = Provider::start(&[&known]).await;
+    // No interval between refetches, so recovery is seen at the next request (no waiting).
+    let oxp = Oxp::start(&provider, |o| o.key_refetch_interval(Duration::ZERO)).await;
+    provider.down.store(true, Ordering::SeqCst);
+    provider.publish(&[&known, &rotated]);
+    assert_eq!(
+        oxp.list(&known.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    let unknown = oxp
+        .list(&rotated.token(&claims(&provider, &oxp, "tools")))
+        .await;
+    assert_eq!(unknown.status, 503, "{unknown:?}");
+    assert!(
+        unknown.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("keys cannot be fetched"),
+        "{unknown:?}"
+    );
+    assert_eq!(unknown.headers["retry-after"], "30");
+    provider.down.store(false, Ordering::SeqCst);
+    assert_eq!(
+        oxp.list(&rotated.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+}
+
+/// One key the server cannot use (a secret, an encryption key, a curve ring does not verify,
+/// an unknown kind) does not spoil the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_keys_in_the_set_are_left_out_one_by_one() {
+    let key = Key::es256("good");
+    let provider = Provider::start(&[&key]).await;
+    let mut set = provider.jwks.lock().unwrap().clone();
+    for junk in [
+        json!({"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}),
+        json!({"kty": "RSA", "kid": "enc", "use": "enc", "n": "AQAB", "e": "AQAB"}),
+        json!({"kty": "OKP", "kid": "448", "crv": "Ed448", "x": "AAAA"}),
+        json!({"kty": "EC", "kid": "521", "crv": "P-521", "x": "AAAA", "y": "AAAA"}),
+        json!({"kty": "PQC", "kid": "future"}),
+    ] {
+        set["keys"].as_array_mut().unwrap().insert(0, junk);
+    }
+    *provider.jwks.lock().unwrap() = set;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    assert_eq!(
+        oxp.list(&key.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    // A token that names the secret key as HS256 is refused before any key is looked at.
+    let hs = key.token_with(
+        json!({"alg": "HS256", "kid": "hmac"}),
+        &claims(&provider, &oxp, "tools"),
+    );
+    assert_eq!(oxp.list(&hs).await.status, 401);
+}
+
+/// Start-up checks: an unreachable provider, a key set behind a redirect, a plain-HTTP key set
+/// off loopback, and settings that do not go together each stop the server, naming the
+/// variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
+    use oxp_runtime::app::ServerConfig;
+    let config = |vars: &[(&str, &str)]| {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        ServerConfig::from_lookup(move |name| {
+            vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+        })
+    };
+    let registry = || Registry::builder().tool(read::TOOL).build().unwrap();
+
+    // A closed port: bound, then dropped.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let down = config(&[
+        ("OXP_OAUTH_ISSUER", &closed),
+        ("OXP_PUBLIC_URL", "https://tools.example.com"),
+    ])
+    .unwrap();
+    let error = down.apply(Server::new(registry())).await.unwrap_err();
+    assert_eq!(error.variable, "OXP_OAUTH_ISSUER", "{error}");
+    assert!(error.problem.contains("could not be reached"), "{error}");
+
+    let key = Key::es256("k");
+    let provider = Provider::start(&[&key]).await;
+    provider.redirect.store(true, Ordering::SeqCst);
+    let redirected = config(&[
+        ("OXP_OAUTH_ISSUER", &provider.issuer()),
+        ("OXP_PUBLIC_URL", "https://tools.example.com"),
+    ])
+    .unwrap();
+    let error = redirected.apply(Server::new(registry())).await.unwrap_err();
+    assert_eq!(error.variable, "OXP_OAUTH_JWKS_URL", "{error}");
+    assert!(
+        error.problem.contains("redirects are not followed"),
+        "{error}"
+    );
+    provider.redirect.store(false, Ordering::SeqCst);
+    let fine = config(&[
+        ("OXP_OAUTH_ISSUER", &provider.issuer()),
+        ("OXP_PUBLIC_URL", "https://tools.example.com"),
+    ])
+    .unwrap();
+    assert!(fine.apply(Server::new(registry())).await.is_ok());
+
+    for (vars, variable) in [
+        (
+            vec![("OXP_OAUTH_ISSUER", "https://id.example")],
+            "OXP_PUBLIC_URL",
+        ),
+        (
+            vec![("OXP_OAUTH_AUDIENCE", "api://x")],
+            "OXP_OAUTH_AUDIENCE",
+        ),
+        (
+            vec![
+                ("OXP_OAUTH_ISSUER", "http://id.example"),
+                ("OXP_PUBLIC_URL", "https://h"),
+            ],
+            "OXP_OAUTH_ISSUER",
+        ),
+        (
+            vec![
+                ("OXP_OAUTH_ISSUER", "https://id.example"),
+                ("OXP_PUBLIC_URL", "https://h"),
+                ("OXP_OAUTH_JWKS_URL", "http://keys.example/jwks"),
+            ],
+            "OXP_OAUTH_JWKS_URL",
+        ),
+        (
+            vec![
+                ("OXP_OAUTH_ISSUER", "https://id.example"),
+                ("OXP_PUBLIC_URL", "https://h"),
+                ("OXP_OAUTH_SCOPES", "a\"b"),
+            ],
+            "OXP_OAUTH_SCOPES",
+        ),
+        (
+            vec![
+                ("OXP_OAUTH_ISSUER", "https://id.example"),
+                ("OXP_PUBLIC_URL", "https://h"),
+                (
+                    "OXP_OAUTH_INTROSPECTION_URL",
+                    "https://id.example/introspect",
+                ),
+                ("OXP_OAUTH_CLIENT_ID", "oxp"),
+            ],
+            "OXP_OAUTH_CLIENT_SECRET",
+        ),
+    ] {
+        let error = config(&vars).unwrap_err();
+        assert_eq!(error.variable, variable, "{vars:?}: {error}");
+    }
+    let _ = Setting::Issuer;
+}
+
+/// Refusals are counted by reason and key-set fetches by result on `/metrics`; neither the
+/// token nor its subject reaches them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_and_fetches_are_counted() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let good = claims(&provider, &oxp, "tools");
+    oxp.list(&key.token(&with(good.clone(), "exp", json!(now() - 3600))))
+        .await;
+    oxp.call(&key.token(&good), "Files.Write").await;
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "oxp_refusals_total{reason=\"invalid_token\"} 1",
+        "oxp_refusals_total{reason=\"insufficient_scope\"} 1",
+        "oxp_refusals_total{reason=\"origin\"} 0",
+        "oxp_oauth_key_set_fetches_total{result=\"ok\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
+    assert!(!metrics.contains("alice"));
+}
+
+/// Opaque tokens are checked at the provider's introspection endpoint as its client: an active
+/// answer is checked like a JWT's claims and kept (one introspection for two requests), never
+/// past its `exp`; an inactive one is refused and never kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_are_introspected_and_only_active_answers_kept() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let oxp = Oxp::start(&provider, |o| o.introspection(endpoint, CLIENT.0, CLIENT.1)).await;
+    let active = |aud: &str, exp: u64| {
+        json!({"active": true, "iss": provider.issuer(), "sub": "alice", "aud": aud,
+               "exp": exp, "scope": "tools files:write"})
+    };
+    {
+        let mut answers = provider.introspection.lock().unwrap();
+        answers.insert("opaque-good".into(), active(&oxp.base, now() + 300));
+        answers.insert("opaque-ending".into(), active(&oxp.base, now()));
+        answers.insert(
+            "opaque-foreign".into(),
+            active("https://other.example", now() + 300),
+        );
+        answers.insert(
+            "opaque-other-issuer".into(),
+            with(
+                active(&oxp.base, now() + 300),
+                "iss",
+                json!("https://evil.example"),
+            ),
+        );
+    }
+    let asked = || provider.introspections.load(Ordering::SeqCst);
+    let start = asked();
+    for _ in 0..2 {
+        let reply = oxp.call("opaque-good", "Files.Write").await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+    }
+    assert_eq!(asked() - start, 1, "an active answer is kept");
+    for _ in 0..2 {
+        let reply = oxp.list("opaque-revoked").await;
+        assert_eq!(reply.status, 401, "{reply:?}");
+        assert!(
+            reply.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("not active")
+        );
+    }
+    assert_eq!(asked() - start, 3, "an inactive answer is never kept");
+    for _ in 0..2 {
+        assert_eq!(oxp.list("opaque-ending").await.status, 200);
+    }
+    assert_eq!(
+        asked() - start,
+        5,
+        "an answer is not kept past the token's exp"
+    );
+    let foreign = oxp.list("opaque-foreign").await;
+    assert_eq!(foreign.status, 401);
+    assert!(foreign.body["message"].as_str().unwrap().contains("`aud`"));
+    assert_eq!(oxp.list("opaque-other-issuer").await.status, 401);
+    // JWTs are still checked against the keys, without asking.
+    let before = asked();
+    assert_eq!(
+        oxp.list(&key.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(asked(), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real provider: node-oidc-provider
+
+/// node-oidc-provider running `tests/oidc/provider.mjs`, killed when dropped.
+struct Oidc {
+    child: std::process::Child,
+    issuer: String,
+}
+
+impl Drop for Oidc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Oidc {
+    /// Starts the provider on `port` (0: any) with the ES256 keys `kids` (the first signs; each
+    /// kept in `keys`, so a restart publishes the same keys again) and waits for its `ready`.
+    async fn start(port: u16, keys: &std::path::Path, kids: &str) -> Oidc {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("node")
+            .arg("provider.mjs")
+            .arg(port.to_string())
+            .arg(keys)
+            .arg(kids)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/oidc"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let stdout = child.stdout.take().unwrap();
+        let issuer = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .find_map(|line| line.strip_prefix("ready ").map(str::to_owned))
+        })
+        .await
+        .unwrap()
+        .expect("the provider starts");
+        Oidc { child, issuer }
+    }
+
+    fn port(&self) -> u16 {
+        self.issuer.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+/// A client that finds everything itself, as an MCP host does: the server's RFC 9728 metadata
+/// names the resource and the provider; the provider's OpenID metadata names its token
+/// endpoint; the token is asked for that resource (RFC 8707), with the client credentials grant.
+async fn discover_and_get_token(client: &reqwest::Client, metadata_url: &str) -> String {
+    let metadata: Value = client
+        .get(metadata_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let resource = metadata["resource"].as_str().unwrap();
+    let issuer = metadata["authorization_servers"][0].as_str().unwrap();
+    let provider: Value = client
+        .get(format!("{issuer}/.well-known/openid-configuration"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    token_for(
+        client,
+        provider["token_endpoint"].as_str().unwrap(),
+        resource,
+    )
+    .await
+}
+
+async fn token_for(client: &reqwest::Client, token_endpoint: &str, resource: &str) -> String {
+    let reply: Value = client
+        .post(token_endpoint)
+        .basic_auth("agent", Some("agent-secret-0123456789abcdef0123456789"))
+        .form(&[
+            ("grant_type", "client_credentials"),
+            ("resource", resource),
+            ("scope", "tools files:write"),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a token: {reply}"))
+        .to_owned()
+}
+
+/// node-oidc-provider, with resource indicators, against the server: discovery end to end; OXP
+/// and MCP served to its tokens; a token for another resource refused; a rotated key accepted
+/// after one fetch while the old one keeps passing; the provider stopped, a token of a key not
+/// yet seen fails closed and says so, and passes once the provider is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_oidc_provider_end_to_end() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-keys-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let port = oidc.port();
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    // No interval between refetches, so the recovery below shows at the next request.
+    let oxp = Oxp::start(&provider, |o| o.key_refetch_interval(Duration::ZERO)).await;
+    let client = reqwest::Client::new();
+    let fetches = || async {
+        let text = client
+            .get(format!("{}/metrics", oxp.base))
+            .header("x-api-key", API_KEY)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("oxp_oauth_key_set_fetches_total{result=\"ok\"} "))
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+
+    let mcp_token = discover_and_get_token(
+        &client,
+        &format!("{}/.well-known/oauth-protected-resource/mcp", oxp.base),
+    )
+    .await;
+    let listed = oxp
+        .mcp(
+            &mcp_token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 2);
+    let called = oxp
+        .mcp(
+            &mcp_token,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "Files_Write", "arguments": {"path": "/oidc/mcp"}}}),
+        )
+        .await;
+    assert_eq!(called.status, 200, "{called:?}");
+    assert_eq!(called.body["result"]["isError"], false, "{called:?}");
+    let oxp_token = discover_and_get_token(
+        &client,
+        &format!("{}/.well-known/oauth-protected-resource", oxp.base),
+    )
+    .await;
+    assert_eq!(oxp.call(&oxp_token, "Files.Write").await.status, 200);
+    let token_endpoint = format!("{}/token", oidc.issuer);
+    let foreign = token_for(&client, &token_endpoint, "http://127.0.0.1:1/other").await;
+    let refused = oxp.list(&foreign).await;
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert!(refused.body["message"].as_str().unwrap().contains("`aud`"));
+
+    // Rotation: the provider restarts signing with `b`, still publishing `a`.
+    drop(oidc);
+    let oidc = Oidc::start(port, &keys, "b,a").await;
+    let before = fetches().await;
+    let rotated = token_for(&client, &token_endpoint, &oxp.base).await;
+    assert_eq!(oxp.list(&rotated).await.status, 200);
+    assert_eq!(oxp.list(&rotated).await.status, 200);
+    assert_eq!(fetches().await, before + 1, "the new key is fetched once");
+    assert_eq!(
+        oxp.list(&oxp_token).await.status,
+        200,
+        "the old key still passes"
+    );
+
+    // A token of a key the server has not seen, then the provider stops.
+    drop(oidc);
+    let oidc = Oidc::start(port, &keys, "c,b,a").await;
+    let unseen = token_for(&client, &token_endpoint, &oxp.base).await;
+    drop(oidc);
+    assert_eq!(
+        oxp.list(&rotated).await.status,
+        200,
+        "known keys keep working"
+    );
+    let down = oxp.list(&unseen).await;
+    assert_eq!(down.status, 503, "{down:?}");
+    assert!(
+        down.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("keys cannot be fetched")
+    );
+    let _oidc = Oidc::start(port, &keys, "c,b,a").await;
+    assert_eq!(
+        oxp.list(&unseen).await.status,
+        200,
+        "recovered with the provider"
+    );
+    let _ = std::fs::remove_file(&keys);
+}
