@@ -763,3 +763,99 @@ async fn only_the_listed_names_resolve() {
         assert!(error.to_string().contains("not found"), "{name}: {error}");
     }
 }
+
+/// A client of an earlier revision that answers its user's questions: it records each question
+/// and answers with `answer`'s reply to it.
+#[derive(Clone)]
+struct Answering {
+    revision: &'static str,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    answer: fn(&str) -> Value,
+}
+
+impl rmcp::ClientHandler for Answering {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(request).unwrap();
+        let message = request["message"].as_str().unwrap_or_default().to_owned();
+        self.asked.lock().unwrap().push(message.clone());
+        Ok(serde_json::from_value((self.answer)(&message)).unwrap())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        serde_json::from_value(json!({"protocolVersion": self.revision,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "answering", "version": "1"}}))
+        .unwrap()
+    }
+}
+
+/// Over stdio, a client of a revision before 2026-07-28 is asked by requests of the server's
+/// own, on the call's connection, and the call goes on with its answers: a declared
+/// confirmation, a form, a loop of questions under one key, and a no.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn earlier_revisions_over_stdio_are_asked_by_requests() {
+    let binary = harness::test_example_binary("confirm_server");
+    for revision in ["2025-06-18", "2025-11-25"] {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let yes = |message: &str| {
+            if message.starts_with("How many") {
+                json!({"action": "accept", "content": {"stars": 4}})
+            } else if message.contains("never") {
+                json!({"action": "decline"})
+            } else {
+                json!({"action": "accept", "content": {}})
+            }
+        };
+        let client = Answering {
+            revision,
+            asked: asked.clone(),
+            answer: yes,
+        };
+        let mut command = tokio::process::Command::new(&binary);
+        command.arg("mcp").env("OXP_LOG", "warn");
+        let client = client
+            .serve(TokioChildProcess::new(command).unwrap())
+            .await
+            .unwrap();
+        let call = |name: &str, arguments: Value| {
+            let Value::Object(arguments) = arguments else {
+                panic!()
+            };
+            client.call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        };
+        let emptied = call("Files_Empty", json!({"bin": "b1"})).await.unwrap();
+        assert!(
+            text(&emptied).starts_with("emptied b1 (run 1"),
+            "{revision}: {emptied:?}"
+        );
+        let rated = call("Hotel_Rate", json!({"stay": "s"})).await.unwrap();
+        assert!(
+            text(&rated).starts_with("s: 4 stars"),
+            "{revision}: {rated:?}"
+        );
+        let each = json!({"paths": ["a.txt", "b.txt"]});
+        let deleted = call("Files_DeleteEach", each).await.unwrap();
+        assert!(
+            text(&deleted).starts_with("deleted a.txt, b.txt"),
+            "{deleted:?}"
+        );
+        let kept = call("Files_Empty", json!({"bin": "never"})).await.unwrap();
+        assert_eq!(kept.is_error, Some(true), "{kept:?}");
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [
+                "Empty the bin b1?",
+                "How many stars?",
+                "Delete a.txt?",
+                "Delete b.txt?",
+                "Empty the bin never?"
+            ],
+            "{revision}: each question asked once, in order"
+        );
+        client.cancel().await.unwrap();
+    }
+}

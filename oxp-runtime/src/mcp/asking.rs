@@ -2,9 +2,67 @@
 //! end, an `input_required` result whose `requestState` seals the answers so far
 //! ([`seal`](crate::seal)).
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rmcp::RoleServer;
 use rmcp::model::InputRequiredResult;
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
+use serde_json::Value;
 
 use crate::ask::{Capability, Round};
+
+/// The most rounds of questions one call may ask by requests of the server's own: a tool that
+/// keeps asking must not hold its client forever.
+pub(crate) const MAX_ROUNDS: usize = 16;
+
+/// What the client of a request declared it can answer, where it can be asked: in the
+/// request's `_meta` from 2026-07-28; at `initialize` over stdio before that (where the server
+/// sends requests of its own on the call's connection); nothing otherwise (earlier revisions
+/// over stateless HTTP have no way back to the waiting call).
+pub(crate) fn declared(
+    context: &RequestContext<RoleServer>,
+) -> Option<rmcp::model::ClientCapabilities> {
+    let over_http = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some();
+    if super::speaks_2026_07_28(context) {
+        context.meta.client_capabilities()
+    } else if over_http {
+        None
+    } else {
+        context
+            .peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+    }
+}
+
+/// Asks `asked` (MCP request shapes, by key) of the client by requests of the server's own,
+/// one after another, waiting at most `wait` for each (a person answers); the answers by key.
+pub(crate) async fn by_request(
+    peer: &Peer<RoleServer>,
+    asked: BTreeMap<String, Value>,
+    wait: Duration,
+) -> Result<BTreeMap<String, Value>, String> {
+    let mut answers = BTreeMap::new();
+    for (key, request) in asked {
+        let request: rmcp::model::ServerRequest = serde_json::from_value(request)
+            .map_err(|e| format!("The tool's question `{key}` is not one MCP can carry: {e}."))?;
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(wait);
+        let answered = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle.await_response().await,
+            Err(error) => Err(error),
+        };
+        let answer = answered
+            .map_err(|e| format!("The client did not answer the tool's question `{key}`: {e}."))?;
+        let answer = serde_json::to_value(answer).map_err(|e| e.to_string())?;
+        answers.insert(key, answer);
+    }
+    Ok(answers)
+}
 
 /// Which asks a client can answer: what it declared in the request's `_meta` (2026-07-28);
 /// none before (those revisions cannot carry an `input_required` result).

@@ -305,11 +305,9 @@ impl McpServer {
     /// The tool list for a client that may (`any_output`) or may not take non-object output
     /// schemas.
     /// Whether this request's client can answer a question to its user: it declared
-    /// elicitation, on a revision that carries asks (2026-07-28).
+    /// elicitation where it can be asked (see [`asking::declared`]).
     fn caller_can_answer(&self, context: &RequestContext<RoleServer>) -> bool {
-        let capabilities = context.meta.client_capabilities();
-        let newest = speaks_2026_07_28(context);
-        asking::supports(capabilities.as_ref().filter(|_| newest))(Capability::Elicitation)
+        asking::supports(asking::declared(context).as_ref())(Capability::Elicitation)
     }
 
     fn tools_for(&self, any_output: bool) -> &[Tool] {
@@ -777,8 +775,8 @@ impl ServerHandler for McpServer {
         // and a replay of any of its rounds gets that answer instead of a second run.
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
         let newest = speaks_2026_07_28(&context);
-        let capabilities = context.meta.client_capabilities();
-        let client = asking::supports(capabilities.as_ref().filter(|_| newest));
+        let declared = asking::declared(&context);
+        let client = asking::supports(declared.as_ref());
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
         let can =
@@ -792,17 +790,48 @@ impl ServerHandler for McpServer {
         if let Some(capability) = lacking {
             return unsupported(capability, newest, &context);
         }
-        let round = Round::resume(ledger, responses, can);
-        let call = CallToolRequest {
-            tool_id: tool_id.clone(),
-            call_id,
-            trace_id: None,
-            input: Some(input.clone()),
-            context: Some(call_context),
+        // Before 2026-07-28, over stdio, the server asks by requests of its own on the call's
+        // connection, and the tool runs again with the answers within this one call.
+        let by_request = http.is_none() && !newest;
+        let mut round = Round::resume(ledger, responses, can);
+        let mut call_id = call_id;
+        let mut rounds = 0;
+        let outcome = loop {
+            let call = CallToolRequest {
+                tool_id: tool_id.clone(),
+                call_id: call_id.clone(),
+                trace_id: None,
+                input: Some(input.clone()),
+                context: Some(call_context.clone()),
+            };
+            // Boxed: the run is most of this future's size, and rmcp moves the future that
+            // holds this one into a task of its own for every request.
+            let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
+            let Some(next) = round.next().filter(|_| by_request && failed(&outcome)) else {
+                break outcome;
+            };
+            rounds += 1;
+            if rounds > asking::MAX_ROUNDS {
+                return Ok(text_error(format!(
+                    "The tool asked more than {} rounds of questions; it was stopped.",
+                    asking::MAX_ROUNDS
+                ))
+                .into());
+            }
+            let asked = asking::by_request(&context.peer, round.asked(), self.sealer.ttl());
+            let answers = tokio::select! {
+                answers = asked => answers,
+                () = context.ct.cancelled() => {
+                    return Ok(text_error("The call was cancelled while it asked.").into());
+                }
+            };
+            let answers = match answers {
+                Ok(answers) => answers,
+                Err(problem) => return Ok(text_error(problem).into()),
+            };
+            call_id = Some(next.call_id());
+            round = Round::resume(Some(next), answers, can);
         };
-        // Boxed: the run is most of this future's size, and rmcp moves the future that holds
-        // this one into a task of its own for every request.
-        let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
         if failed(&outcome) {
             if let Some(ledger) = round.next().filter(|_| relaying && !answers) {
                 // Only the declared confirmation travels through the model; anything else the
@@ -893,11 +922,22 @@ fn unsupported(
         .protocol_version()
         .or_else(|| context.peer.peer_info().map(|i| i.protocol_version.clone()))
         .map_or_else(|| "an earlier revision".to_owned(), |v| v.to_string());
-    Ok(text_error(format!(
-        "This tool asks through {} mid-call, which MCP carries from revision 2026-07-28; this \
-         client speaks {revision}.",
-        capability.name()
-    ))
+    let over_http = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .is_some();
+    Ok(text_error(if over_http {
+        format!(
+            "This tool asks through {} mid-call, which MCP over HTTP carries from revision \
+             2026-07-28; this client speaks {revision}.",
+            capability.name()
+        )
+    } else {
+        format!(
+            "This tool asks through {} mid-call, and this client did not declare it.",
+            capability.name()
+        )
+    })
     .into())
 }
 
