@@ -57,6 +57,31 @@ fn rate(ctx: &ToolContext, stay: String) -> Result<String, ToolError> {
     Ok(format!("{stay}: {stars} stars (run {run})"))
 }
 
+/// Shred a document once the user says yes, the question relayed through the model when the
+/// client cannot ask.
+#[tool(
+    toolkit = "Files",
+    version = "1.0.0",
+    confirm = "Shred {doc}?",
+    cannot_ask = "relay"
+)]
+fn shred(doc: String) -> String {
+    let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    format!("shredded {doc} (run {run})")
+}
+
+/// Wipe a disk once the user says yes; unseen by callers that cannot ask.
+#[tool(
+    toolkit = "Files",
+    version = "1.0.0",
+    confirm = "Wipe {disk}?",
+    cannot_ask = "hide"
+)]
+fn wipe(disk: String) -> String {
+    let run = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
+    format!("wiped {disk} (run {run})")
+}
+
 #[tokio::main]
 async fn main() {
     oxp_runtime::serve().await
