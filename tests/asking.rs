@@ -949,6 +949,12 @@ async fn hosts_that_cannot_ask_get_what_the_author_chose() {
     let forged = mcp_as(&oxp, "2026-07-28", "tools/call", forged, none.clone()).await;
     assert_eq!(forged["error"]["code"], -32602, "{forged}");
     assert_eq!(deleted("forged"), 0);
+    // What each caller got, for the operator.
+    let metrics = scrape(&oxp).await;
+    for (fallback, count) in [("hidden", 1), ("refused", 1), ("relayed", 2)] {
+        let line = format!("oxp_ask_fallbacks_total{{fallback=\"{fallback}\"}} {count}");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
 }
 
 /// A round presented by a client that cannot answer what was asked is refused before anything
@@ -1000,6 +1006,8 @@ async fn a_link_goes_where_links_can_be_shown() {
     let ask = &asked["result"]["inputRequests"]["signin"]["params"];
     assert_eq!(ask["mode"], "url", "{asked}");
     assert!(ask["elicitationId"].is_string());
+    let metrics = scrape(&oxp).await;
+    assert!(metrics.contains("oxp_ask_fallbacks_total{fallback=\"link\"} 1"), "{metrics}");
 }
 
 /// The server's metrics, as its operator scrapes them.

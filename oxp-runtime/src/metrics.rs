@@ -252,6 +252,8 @@ struct Table {
     asks: [Striped; Capability::ALL.len() * AskOutcome::ALL.len()],
     /// Request states refused: `[invalid, expired]`.
     refused_states: [Striped; 3],
+    /// Calls of tools that ask by callers that cannot answer, by what they got.
+    fallbacks: [Striped; 4],
     /// Fetches of an identity provider's key set: `[ok, error]`.
     key_set_fetches: [Striped; 2],
 }
@@ -379,6 +381,17 @@ impl Collector for Table {
         counters(
             &mut encoder,
             (
+                "oxp_ask_fallbacks",
+                "Calls of tools that ask, by callers that cannot answer, by what they got: \
+                 refused, hidden (refused, not listed), relayed (the question through the model), \
+                 link (a URL ask as a link in the result)",
+            ),
+            "fallback",
+            std::array::from_fn::<_, 4, _>(|at| (Fallback::ALL[at].label(), &self.fallbacks[at])),
+        )?;
+        counters(
+            &mut encoder,
+            (
                 "oxp_oauth_key_set_fetches",
                 "Fetches of an identity provider's key set (JWKS), by result",
             ),
@@ -388,6 +401,34 @@ impl Collector for Table {
                 ("error", &self.key_set_fetches[1]),
             ],
         )
+    }
+}
+
+/// What a caller that cannot answer got of a tool that asks: the `oxp_ask_fallbacks_total`
+/// label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    Refused = 0,
+    Hidden = 1,
+    Relayed = 2,
+    Link = 3,
+}
+
+impl Fallback {
+    const ALL: [Fallback; 4] = [
+        Fallback::Refused,
+        Fallback::Hidden,
+        Fallback::Relayed,
+        Fallback::Link,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Fallback::Refused => "refused",
+            Fallback::Hidden => "hidden",
+            Fallback::Relayed => "relayed",
+            Fallback::Link => "link",
+        }
     }
 }
 
@@ -449,6 +490,7 @@ impl Metrics {
             idempotency: Default::default(),
             asks: Default::default(),
             refused_states: Default::default(),
+            fallbacks: Default::default(),
             key_set_fetches: Default::default(),
         });
         let mut families = Families::default();
@@ -526,6 +568,11 @@ impl Metrics {
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn key_set_fetched(&self, ok: bool) {
         self.inner.table.key_set_fetches[usize::from(!ok)].add(1);
+    }
+
+    /// A call of a tool that asks, by a caller that cannot answer, and what it got.
+    pub(crate) fn fallback(&self, fallback: Fallback) {
+        self.inner.table.fallbacks[fallback as usize].add(1);
     }
 
     /// A request state refused, for the reason its label names.

@@ -304,6 +304,13 @@ impl McpServer {
 
     /// The tool list for a client that may (`any_output`) or may not take non-object output
     /// schemas.
+    /// A call of a tool that asks, by a caller that cannot answer, counted by what it got.
+    fn count(&self, fallback: crate::metrics::Fallback) {
+        if let Some(metrics) = self.pipeline.metrics_handle() {
+            metrics.fallback(fallback);
+        }
+    }
+
     /// Whether this request's client can answer a question to its user: it declared
     /// elicitation where it can be asked (see [`asking::declared`]).
     fn caller_can_answer(&self, context: &RequestContext<RoleServer>) -> bool {
@@ -711,6 +718,7 @@ impl ServerHandler for McpServer {
         let policy = fallback::policy(tool, self.cannot_ask);
         let answers = self.caller_can_answer(&context);
         if !answers && policy == crate::ask::CannotAsk::Hide {
+            self.count(crate::metrics::Fallback::Hidden);
             return unsupported(
                 Capability::Elicitation,
                 speaks_2026_07_28(&context),
@@ -788,6 +796,7 @@ impl ServerHandler for McpServer {
             .filter_map(|name| Capability::from_name(name))
             .find(|capability| !can(*capability));
         if let Some(capability) = lacking {
+            self.count(crate::metrics::Fallback::Refused);
             return unsupported(capability, newest, &context);
         }
         // Before 2026-07-28, over stdio, the server asks by requests of its own on the call's
@@ -842,6 +851,7 @@ impl ServerHandler for McpServer {
                 return match (only_confirm, question) {
                     (true, Some(question)) => Ok(match self.sealer.seal(ledger, &binding) {
                         Ok(token) => {
+                            self.count(crate::metrics::Fallback::Relayed);
                             text_error(fallback::relay_text(&request.name, question, &token))
                         }
                         Err(too_large) => text_error(format!(
@@ -849,7 +859,10 @@ impl ServerHandler for McpServer {
                         )),
                     }
                     .into()),
-                    _ => unsupported(Capability::Elicitation, newest, &context),
+                    _ => {
+                        self.count(crate::metrics::Fallback::Refused);
+                        unsupported(Capability::Elicitation, newest, &context)
+                    }
                 };
             }
             if let Some(ledger) = round.next() {
@@ -869,6 +882,7 @@ impl ServerHandler for McpServer {
             if let Some((message, url)) = round.link() {
                 // A host that shows forms but not links (Claude Code): the link itself, and
                 // what to do with it, rather than an error the user cannot act on.
+                self.count(crate::metrics::Fallback::Link);
                 return Ok(text_error(format!(
                     "{message}: the user needs to open {url} (this client cannot show links), \
                      then call the tool again."
@@ -876,6 +890,7 @@ impl ServerHandler for McpServer {
                 .into());
             }
             if let Some(capability) = round.unsupported() {
+                self.count(crate::metrics::Fallback::Refused);
                 return unsupported(capability, newest, &context);
             }
         }
