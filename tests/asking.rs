@@ -1007,7 +1007,10 @@ async fn a_link_goes_where_links_can_be_shown() {
     assert_eq!(ask["mode"], "url", "{asked}");
     assert!(ask["elicitationId"].is_string());
     let metrics = scrape(&oxp).await;
-    assert!(metrics.contains("oxp_ask_fallbacks_total{fallback=\"link\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("oxp_ask_fallbacks_total{fallback=\"link\"} 1"),
+        "{metrics}"
+    );
 }
 
 /// The server's metrics, as its operator scrapes them.

@@ -270,6 +270,37 @@ async fn the_python_mcp_client_over_http_and_stdio() {
     assert!(stdout.contains("mcp client: ok"), "{stdout}");
 }
 
+/// The Python `mcp` client answers a tool's questions over stdio at its own (earlier) revision:
+/// the server asks by requests of its own, and each call goes on with the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_client_answers_questions_over_stdio() {
+    let found = Command::new(python())
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        harness::skip(
+            "Python with the `mcp` package (`pip install mcp`, then set OXP_TEST_PYTHON)",
+        );
+        return;
+    }
+    let binary = harness::test_example_binary("confirm_server");
+    let script = format!("{}/python/mcp_asking.py", env!("CARGO_MANIFEST_DIR"));
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(script)
+            .arg(binary)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("mcp asking: ok"), "{stdout}");
+}
+
 /// Over HTTP, an MCP caller is itself. A server started with the operator's user and
 /// Google token (what `OXP_USER_ID` and `OXP_TOKEN_GOOGLE` give `serve()`) does not let a remote
 /// caller act as the operator: the user is the caller's JWT `sub`, and the operator's token is
