@@ -800,6 +800,8 @@ async fn only_the_listed_names_resolve() {
 #[derive(Clone)]
 struct Answering {
     revision: &'static str,
+    /// What it declares at `initialize`.
+    capabilities: Value,
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     answer: fn(&str) -> Value,
 }
@@ -818,7 +820,7 @@ impl rmcp::ClientHandler for Answering {
 
     fn get_info(&self) -> rmcp::model::ClientConfig {
         serde_json::from_value(json!({"protocolVersion": self.revision,
-            "capabilities": {"elicitation": {}},
+            "capabilities": self.capabilities,
             "clientInfo": {"name": "answering", "version": "1"}}))
         .unwrap()
     }
@@ -843,6 +845,7 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
         };
         let client = Answering {
             revision,
+            capabilities: json!({"elicitation": {}}),
             asked: asked.clone(),
             answer: yes,
         };
@@ -889,4 +892,43 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
         );
         client.cancel().await.unwrap();
     }
+}
+
+/// Over stdio, a client that declared no elicitation is never sent a question: a relayed
+/// confirmation goes through its model, and the call made again with it runs the tool once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_client_that_cannot_ask_gets_the_relay() {
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let client = Answering {
+        revision: "2025-11-25",
+        capabilities: json!({}),
+        asked: asked.clone(),
+        answer: |_| json!({"action": "accept", "content": {}}),
+    };
+    let mut command = tokio::process::Command::new(harness::test_example_binary("confirm_server"));
+    command.arg("mcp").env("OXP_LOG", "warn");
+    let client = client
+        .serve(TokioChildProcess::new(command).unwrap())
+        .await
+        .unwrap();
+    let call = |arguments: Value| {
+        let Value::Object(arguments) = arguments else {
+            panic!()
+        };
+        client.call_tool(CallToolRequestParams::new("Files_Shred").with_arguments(arguments))
+    };
+    let first = call(json!({"doc": "d1"})).await.unwrap();
+    let relayed = text(&first);
+    assert!(relayed.contains("\"Shred d1?\""), "{relayed}");
+    assert!(
+        asked.lock().unwrap().is_empty(),
+        "a question was sent to a client that cannot ask"
+    );
+    let token = relayed.rsplit("\"oxp_confirmation\": \"").next().unwrap();
+    let token = token.split('"').next().unwrap();
+    let done = call(json!({"doc": "d1", "oxp_confirmation": token}))
+        .await
+        .unwrap();
+    assert!(text(&done).starts_with("shredded d1 (run 1"), "{done:?}");
+    client.cancel().await.unwrap();
 }

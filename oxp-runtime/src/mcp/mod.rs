@@ -816,7 +816,16 @@ impl ServerHandler for McpServer {
             // Boxed: the run is most of this future's size, and rmcp moves the future that
             // holds this one into a task of its own for every request.
             let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
-            let Some(next) = round.next().filter(|_| by_request && failed(&outcome)) else {
+            // Only what the client itself declared is asked of it (a relayed confirmation is
+            // the model's to carry, below).
+            let askable = |next: &crate::seal::Ledger| {
+                by_request
+                    && failed(&outcome)
+                    && (next.needs.iter())
+                        .filter_map(|name| Capability::from_name(name))
+                        .all(|capability| client(capability))
+            };
+            let Some(next) = round.next().filter(askable) else {
                 break outcome;
             };
             rounds += 1;
