@@ -986,6 +986,38 @@ async fn a_round_its_client_cannot_answer_does_not_use_the_call_up() {
     );
 }
 
+/// A server whose default relays every `confirm`: a relayed confirmation does not answer the
+/// body's own later question, which a caller that cannot ask is refused (never a hang).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_confirmation_answers_only_the_confirmation() {
+    let registry = Registry::builder().tool(purge::TOOL).build().unwrap();
+    let pipeline = Pipeline::new(registry);
+    let mcp = McpServer::new(pipeline.clone())
+        .cannot_ask(oxp_runtime::ask::CannotAsk::Relay)
+        .into_router();
+    let auth = ServerAuth::default().api_key(KEY);
+    let oxp = Oxp::start(Server::from_pipeline(pipeline).auth(auth).nest("/mcp", mcp)).await;
+    let call = |arguments: Value| json!({"name": "Files_Purge", "arguments": arguments});
+    let first = mcp_as(
+        &oxp,
+        "2026-07-28",
+        "tools/call",
+        call(json!({"bin": "rb"})),
+        json!({}),
+    )
+    .await;
+    let text = first["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = text.rsplit("\"oxp_confirmation\": \"").next().unwrap();
+    let token = token.split('"').next().unwrap();
+    let second = call(json!({"bin": "rb", "oxp_confirmation": token}));
+    let refused = mcp_as(&oxp, "2026-07-28", "tools/call", second, json!({})).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(deleted("rb and its backups"), 0);
+}
+
 /// A URL ask to a client that shows forms but not links ends with the link and what to do
 /// with it; a client that declares URL elicitation is asked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -803,7 +803,8 @@ struct Answering {
     /// What it declares at `initialize`.
     capabilities: Value,
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    answer: fn(&str) -> Value,
+    /// `None`: never answers.
+    answer: fn(&str) -> Option<Value>,
 }
 
 impl rmcp::ClientHandler for Answering {
@@ -815,7 +816,10 @@ impl rmcp::ClientHandler for Answering {
         let request = serde_json::to_value(request).unwrap();
         let message = request["message"].as_str().unwrap_or_default().to_owned();
         self.asked.lock().unwrap().push(message.clone());
-        Ok(serde_json::from_value((self.answer)(&message)).unwrap())
+        match (self.answer)(&message) {
+            Some(answer) => Ok(serde_json::from_value(answer).unwrap()),
+            None => std::future::pending().await,
+        }
     }
 
     fn get_info(&self) -> rmcp::model::ClientConfig {
@@ -835,13 +839,15 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
     for revision in ["2025-06-18", "2025-11-25"] {
         let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let yes = |message: &str| {
-            if message.starts_with("How many") {
+            Some(if message.starts_with("How many") {
                 json!({"action": "accept", "content": {"stars": 4}})
             } else if message.contains("never") {
                 json!({"action": "decline"})
+            } else if message.contains("silent") {
+                return None;
             } else {
                 json!({"action": "accept", "content": {}})
-            }
+            })
         };
         let client = Answering {
             revision,
@@ -850,7 +856,11 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
             answer: yes,
         };
         let mut command = tokio::process::Command::new(&binary);
-        command.arg("mcp").env("OXP_LOG", "warn");
+        // A question waits at most this long for its answer.
+        command
+            .arg("mcp")
+            .env("OXP_LOG", "warn")
+            .env("OXP_STATE_TTL_MS", "2000");
         let client = client
             .serve(TokioChildProcess::new(command).unwrap())
             .await
@@ -879,6 +889,12 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
         );
         let kept = call("Files_Empty", json!({"bin": "never"})).await.unwrap();
         assert_eq!(kept.is_error, Some(true), "{kept:?}");
+        // A client that never answers does not hold the call past the wait.
+        let unanswered = call("Files_Empty", json!({"bin": "silent"})).await.unwrap();
+        assert!(
+            text(&unanswered).contains("not answered within"),
+            "{unanswered:?}"
+        );
         assert_eq!(
             *asked.lock().unwrap(),
             [
@@ -886,7 +902,8 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
                 "How many stars?",
                 "Delete a.txt?",
                 "Delete b.txt?",
-                "Empty the bin never?"
+                "Empty the bin never?",
+                "Empty the bin silent?"
             ],
             "{revision}: each question asked once, in order"
         );
@@ -903,7 +920,7 @@ async fn a_stdio_client_that_cannot_ask_gets_the_relay() {
         revision: "2025-11-25",
         capabilities: json!({}),
         asked: asked.clone(),
-        answer: |_| json!({"action": "accept", "content": {}}),
+        answer: |_| Some(json!({"action": "accept", "content": {}})),
     };
     let mut command = tokio::process::Command::new(harness::test_example_binary("confirm_server"));
     command.arg("mcp").env("OXP_LOG", "warn");

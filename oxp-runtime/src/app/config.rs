@@ -646,30 +646,40 @@ impl ServerConfig {
         #[cfg(feature = "mcp")]
         {
             // MCP on the same port, over the same pipeline (limits, idempotency, the lot).
-            let pipeline = server.pipeline().clone();
-            let context = super::commands::context_from_env(pipeline.registry());
-            let key = self
-                .state_key
-                .as_ref()
-                .map(|key| key.expose().as_bytes().to_vec());
-            let mcp = crate::mcp::McpServer::new(pipeline);
-            let mcp = match key {
-                Some(key) => mcp.state_key(key, self.state_ttl),
-                None => mcp.state_ttl(self.state_ttl),
-            }
-            .map_err(|problem| ConfigError {
-                variable: "OXP_STATE_KEY",
-                problem,
-            })?;
-            let mcp = mcp
-                .with_context(context)
-                .single_tenant(self.mcp_single_tenant)
-                .cannot_ask(self.cannot_ask)
-                .max_body_bytes(self.max_body_bytes)
-                .list_ttl(self.mcp_list_ttl);
+            let mcp = self.mcp(server.pipeline().clone())?;
             server = server.nest("/mcp", mcp.into_router());
         }
         Ok(server)
+    }
+
+    /// The MCP server these settings make over `pipeline`, over HTTP and stdio alike: its
+    /// state key and lifetime, what a tool that asks does for a caller that cannot answer, the
+    /// operator's context, its limits.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn mcp(
+        &self,
+        pipeline: crate::call::Pipeline,
+    ) -> Result<crate::mcp::McpServer, ConfigError> {
+        let context = super::commands::context_from_env(pipeline.registry());
+        let key = self
+            .state_key
+            .as_ref()
+            .map(|key| key.expose().as_bytes().to_vec());
+        let mcp = crate::mcp::McpServer::new(pipeline);
+        let mcp = match key {
+            Some(key) => mcp.state_key(key, self.state_ttl),
+            None => mcp.state_ttl(self.state_ttl),
+        }
+        .map_err(|problem| ConfigError {
+            variable: "OXP_STATE_KEY",
+            problem,
+        })?;
+        Ok(mcp
+            .with_context(context)
+            .single_tenant(self.mcp_single_tenant)
+            .cannot_ask(self.cannot_ask)
+            .max_body_bytes(self.max_body_bytes)
+            .list_ttl(self.mcp_list_ttl))
     }
 
     /// Where answers to repeated `call_id`s are kept: nowhere (`OXP_IDEMPOTENCY_TTL_MS=0`),

@@ -193,8 +193,9 @@ async fn run_subcommand(command: Command) -> i32 {
             crate::call::install_panic_hook();
             let mut pipeline = crate::call::Pipeline::new(registry);
             pipeline = pipeline.default_timeout(config.tool_timeout.unwrap_or(Duration::ZERO));
-            let context = commands::context_from_env(pipeline.registry());
-            let mcp = crate::mcp::McpServer::new(pipeline).with_context(context);
+            let mcp = config
+                .mcp(pipeline)
+                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")));
             match mcp.serve_stdio().await {
                 Ok(()) => 0,
                 Err(error) => {

@@ -50,14 +50,31 @@ pub(crate) async fn by_request(
     for (key, request) in asked {
         let request: rmcp::model::ServerRequest = serde_json::from_value(request)
             .map_err(|e| format!("The tool's question `{key}` is not one MCP can carry: {e}."))?;
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(wait);
-        let answered = match peer.send_request_with_option(request, options).await {
-            Ok(handle) => handle.await_response().await,
-            Err(error) => Err(error),
+        // Bounded here rather than by the peer's own option: a client that never answers
+        // must not hold the call past the wait.
+        let asked = async {
+            match peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(handle) => handle.await_response().await.map_err(|e| e.to_string()),
+                Err(error) => Err(error.to_string()),
+            }
         };
-        let answer = answered
-            .map_err(|e| format!("The client did not answer the tool's question `{key}`: {e}."))?;
+        let answer = match tokio::time::timeout(wait, asked).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(error)) => {
+                return Err(format!(
+                    "The client did not answer the tool's question `{key}`: {error}."
+                ));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "The tool's question `{key}` was not answered within {} ms.",
+                    wait.as_millis()
+                ));
+            }
+        };
         let answer = serde_json::to_value(answer).map_err(|e| e.to_string())?;
         answers.insert(key, answer);
     }

@@ -823,7 +823,7 @@ impl ServerHandler for McpServer {
                     && failed(&outcome)
                     && (next.needs.iter())
                         .filter_map(|name| Capability::from_name(name))
-                        .all(|capability| client(capability))
+                        .all(&client)
             };
             let Some(next) = round.next().filter(askable) else {
                 break outcome;
@@ -856,7 +856,9 @@ impl ServerHandler for McpServer {
                 // tool asks, this caller cannot answer.
                 let only_confirm = ledger.asked.keys().eq([crate::ask::CONFIRM_KEY]);
                 let asked = round.asked();
-                let question = asked[crate::ask::CONFIRM_KEY]["params"]["message"].as_str();
+                let question = (asked.get(crate::ask::CONFIRM_KEY))
+                    .and_then(|ask| ask.pointer("/params/message"))
+                    .and_then(Value::as_str);
                 return match (only_confirm, question) {
                     (true, Some(question)) => Ok(match self.sealer.seal(ledger, &binding) {
                         Ok(token) => {
