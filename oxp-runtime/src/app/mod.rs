@@ -227,7 +227,8 @@ fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
     // proxy's, a service's) is refused with a 403 until the operator names it.
     if !addr.ip().is_loopback() && config.allowed_hosts.is_empty() && config.public_url.is_none() {
         tracing::info!(
-            "answering only requests whose Host is one of the addresses {addr} listens on: name              any other a client reaches the server by in OXP_ALLOWED_HOSTS or OXP_PUBLIC_URL"
+            "answering only requests whose Host is one of the addresses {addr} listens on: name \
+             any other a client reaches the server by in OXP_ALLOWED_HOSTS or OXP_PUBLIC_URL"
         );
     }
     if config.auth.has_short_api_key() {
