@@ -797,8 +797,9 @@ async fn only_the_listed_names_resolve() {
 
 /// A default server (`cargo run`, no `OXP_LOG`) logs its start-up and its shutdown, and nothing
 /// per request: a few hundred OXP and MCP calls of every revision, `initialize` included, and
-/// requests refused for their origin, add no line to its log. (A dependency's per-request lines would be most of a busy server's log,
-/// and of its time.) The log is read to its end once the process has exited.
+/// requests refused for their origin, add no line to its log (a dependency's per-request lines
+/// would be most of a busy server's log, and of its time). The log is read to its end once the
+/// process has exited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_default_server_logs_nothing_per_request() {
     use std::io::{BufRead, BufReader};
