@@ -796,10 +796,11 @@ async fn only_the_listed_names_resolve() {
 }
 
 /// A default server (`cargo run`, no `OXP_LOG`) logs its start-up and its shutdown, and nothing
-/// per request: a few hundred OXP and MCP calls of every revision, `initialize` included, and
-/// requests refused for their origin, add no line to its log (a dependency's per-request lines
-/// would be most of a busy server's log, and of its time). The log is read to its end once the
-/// process has exited.
+/// per request: a few hundred OXP and MCP calls of every revision, `initialize` included,
+/// calls that fail as clients make them fail (an unknown tool, invalid input, the tool's own
+/// error) and requests refused for their origin add no line to its log (a dependency's
+/// per-request lines would be most of a busy server's log, and of its time; a client decides
+/// how many failed calls it sends). The log is read to its end once the process has exited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_default_server_logs_nothing_per_request() {
     use std::io::{BufRead, BufReader};
@@ -840,6 +841,27 @@ async fn a_default_server_logs_nothing_per_request() {
             .await
             .unwrap();
         assert_eq!(reply.status(), 200);
+        // Calls that fail as clients make them fail, every day: an unknown tool, invalid input,
+        // the tool's own error.
+        for (call, status) in [
+            (json!({"tool_id": "Calculator.Nope", "input": {}}), 400),
+            (
+                json!({"tool_id": "Calculator.Add", "input": {"a": "one", "b": 1}}),
+                422,
+            ),
+            (
+                json!({"tool_id": "Doorbell.Ring", "input": {"doorbell_id": "nope"}}),
+                200,
+            ),
+        ] {
+            let reply = client
+                .post(format!("{base}/tools/call"))
+                .json(&call)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(reply.status(), status, "{call}");
+        }
         // Refused at the door, as a page on another origin is.
         let foreign = client
             .get(format!("{base}/tools"))
