@@ -823,7 +823,7 @@ impl ServerHandler for McpServer {
                     && failed(&outcome)
                     && (next.needs.iter())
                         .filter_map(|name| Capability::from_name(name))
-                        .all(|capability| client(capability))
+                        .all(&client)
             };
             let Some(next) = round.next().filter(askable) else {
                 break outcome;
