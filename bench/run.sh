@@ -36,6 +36,10 @@
 #                          profile; wrk at 32 and 256 connections, alternating as `http` does
 #   bench/run.sh all
 #
+# Every server runs with its own defaults, as users run it (oxp with no OXP_LOG, as `cargo run`
+# starts it), its output kept in target/bench/<name>.log as a service manager keeps it; `http`,
+# `metrics` and `mcp` print each log's size after the load.
+#
 # In-process dispatch (time and allocations per call): cargo bench -p oxp-tests --bench dispatch
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -117,6 +121,22 @@ alternate() { # name_a url_a name_b url_b
   done
 }
 
+# Starts a server in the background as a service manager runs it: with its own defaults (oxp
+# with no OXP_LOG, as `cargo run` has it) and its output appended to target/bench/<name>.log,
+# where a log that grows with the load would show. $! is its pid.
+serve_logged() { # name command [args…] (environment through `env`)
+  local log=$work/$1.log
+  shift
+  : >"$log"
+  "$@" >>"$log" 2>&1 &
+}
+
+# How much a server started by serve_logged has logged so far.
+log_size() { # name
+  printf '%s log: %d lines, %d bytes (%s)\n' "$1" "$(wc -l <"$work/$1.log")" \
+    "$(wc -c <"$work/$1.log")" "$work/$1.log"
+}
+
 # Builds the example and the bare server with a release profile: `default` is cargo's own
 # (what most users build with), `lto` the README's (fat LTO, one codegen unit). Prints the
 # directory the binaries are in.
@@ -139,9 +159,9 @@ http() {
   for profile in ${PROFILES:-default lto}; do
     local bin
     bin=$(build_release "$profile")
-    OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$bin/calculator" >/dev/null 2>&1 &
+    serve_logged "oxp-http-$profile" env OXP_ADDR=127.0.0.1:18080 "$bin/calculator"
     local oxp=$!
-    OXP_ADDR=127.0.0.1:18081 "$bin/bare" >/dev/null 2>&1 &
+    serve_logged "bare-http-$profile" env OXP_ADDR=127.0.0.1:18081 "$bin/bare"
     local bare=$!
     wait_up http://127.0.0.1:18080/health
     wait_up http://127.0.0.1:18081/tools/call any
@@ -151,6 +171,7 @@ http() {
       [ "$calls" = fresh ] && lua=bench/post_call_id.lua
       LUA=$lua alternate oxp http://127.0.0.1:18080/tools/call bare http://127.0.0.1:18081/tools/call
     done
+    log_size "oxp-http-$profile"
     kill $oxp $bare 2>/dev/null
     wait $oxp $bare 2>/dev/null || true
   done
@@ -168,9 +189,9 @@ cpu() {
   need_wrk
   local bin
   bin=$(build_release default)
-  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn "$bin/calculator" >/dev/null 2>&1 &
+  serve_logged oxp-cpu env OXP_ADDR=127.0.0.1:18080 "$bin/calculator"
   local oxp=$!
-  OXP_ADDR=127.0.0.1:18081 "$bin/bare" >/dev/null 2>&1 &
+  serve_logged bare-cpu env OXP_ADDR=127.0.0.1:18081 "$bin/bare"
   local bare=$!
   trap 'kill $oxp $bare 2>/dev/null' RETURN
   wait_up http://127.0.0.1:18080/health
@@ -213,9 +234,9 @@ accept() {
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     cargo build --release -q -p oxp-tests --example accept_loop --target-dir "$dir"
   local bin=$dir/release/examples/accept_loop
-  OXP_ADDR=127.0.0.1:18083 "$bin" oxp >/dev/null 2>&1 &
+  serve_logged accept-serve env OXP_ADDR=127.0.0.1:18083 "$bin" oxp
   local ours=$!
-  OXP_ADDR=127.0.0.1:18084 "$bin" axum >/dev/null 2>&1 &
+  serve_logged accept-axum env OXP_ADDR=127.0.0.1:18084 "$bin" axum
   local plain=$!
   trap 'kill $ours $plain 2>/dev/null' RETURN
   wait_up http://127.0.0.1:18083/health
@@ -227,9 +248,9 @@ accept() {
 metrics() {
   need_wrk
   cargo build --release -q -p calculator
-  OXP_ADDR=127.0.0.1:18080 OXP_LOG=warn OXP_METRICS=true "$root/target/release/calculator" >/dev/null 2>&1 &
+  serve_logged oxp-metrics-on env OXP_ADDR=127.0.0.1:18080 OXP_METRICS=true "$root/target/release/calculator"
   local on=$!
-  OXP_ADDR=127.0.0.1:18082 OXP_LOG=warn OXP_METRICS=false "$root/target/release/calculator" >/dev/null 2>&1 &
+  serve_logged oxp-metrics-off env OXP_ADDR=127.0.0.1:18082 OXP_METRICS=false "$root/target/release/calculator"
   local off=$!
   trap 'kill $on $off 2>/dev/null' RETURN
   wait_up http://127.0.0.1:18080/health
@@ -237,6 +258,7 @@ metrics() {
   alternate metrics-on http://127.0.0.1:18080/tools/call metrics-off http://127.0.0.1:18082/tools/call
   # The counters saw the load: the metrics were on, not merely configured.
   curl -sf http://127.0.0.1:18080/metrics | grep '^oxp_calls_total'
+  log_size oxp-metrics-on
 }
 
 # Instructions and L1 instruction-cache misses per call, under callgrind. (Its L1 data-cache
@@ -450,9 +472,9 @@ mcp() {
   local oxp_bin rmcp_bin
   oxp_bin=$(generate_mcp oxp)
   rmcp_bin=$(generate_mcp rmcp)
-  OXP_ADDR=127.0.0.1:18082 OXP_LOG=warn "$oxp_bin" >/dev/null 2>&1 &
+  serve_logged oxp-mcp env OXP_ADDR=127.0.0.1:18082 "$oxp_bin"
   local oxp=$!
-  OXP_ADDR=127.0.0.1:18083 "$rmcp_bin" >/dev/null 2>&1 &
+  serve_logged rmcp-mcp env OXP_ADDR=127.0.0.1:18083 "$rmcp_bin"
   local rmcp=$!
   trap 'kill $oxp $rmcp 2>/dev/null' RETURN
   wait_up http://127.0.0.1:18082/health
@@ -466,6 +488,8 @@ mcp() {
   done
   echo "== MCP 2026-07-28 tools/call, default release profile"
   LUA=bench/mcp_call.lua alternate oxp http://127.0.0.1:18082/mcp rmcp http://127.0.0.1:18083/mcp
+  log_size oxp-mcp
+  log_size rmcp-mcp
 }
 
 startup() {
@@ -476,7 +500,7 @@ startup() {
   for run in 1 2 3; do
     local start end
     start=$(date +%s%N)
-    OXP_ADDR=127.0.0.1:18090 OXP_LOG=warn "$bin" >/dev/null 2>&1 &
+    serve_logged oxp-startup env OXP_ADDR=127.0.0.1:18090 "$bin"
     local pid=$!
     until curl -sf -o /dev/null http://127.0.0.1:18090/health; do :; done
     end=$(date +%s%N)

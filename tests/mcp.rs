@@ -795,6 +795,136 @@ async fn only_the_listed_names_resolve() {
     }
 }
 
+/// A default server (`cargo run`, no `OXP_LOG`) logs its start-up and its shutdown, and nothing
+/// per request: a few hundred OXP and MCP calls of every revision, `initialize` included,
+/// calls that fail as clients make them fail (an unknown tool, invalid input, the tool's own
+/// error) and requests refused for their origin add no line to its log (a dependency's
+/// per-request lines would be most of a busy server's log, and of its time; a client decides
+/// how many failed calls it sends). The log is read to its end once the process has exited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_server_logs_nothing_per_request() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(harness::example_binary())
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env_remove("OXP_LOG")
+        .env_remove("OXP_LOG_FORMAT")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    let (lines_out, lines_in) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            let _ = lines_out.send(line.clone());
+        }
+    });
+    let mut log = Vec::new();
+    let base = loop {
+        let line = lines_in.recv().expect("the example logs its address");
+        log.push(line.clone());
+        let marker = "serving OXP 1.0 on ";
+        if let Some(at) = line.find(marker) {
+            let rest = &line[at + marker.len()..];
+            break rest.split(['"', ' ']).next().unwrap().to_owned();
+        }
+    };
+    let client = reqwest::Client::new();
+    for i in 0..100 {
+        let reply = client
+            .post(format!("{base}/tools/call"))
+            .json(
+                &json!({"tool_id": "Calculator.Add", "call_id": format!("quiet-{i}"),
+                "input": {"a": i, "b": 1}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+        // Calls that fail as clients make them fail, every day: an unknown tool, invalid input,
+        // the tool's own error.
+        for (call, status) in [
+            (json!({"tool_id": "Calculator.Nope", "input": {}}), 400),
+            (
+                json!({"tool_id": "Calculator.Add", "input": {"a": "one", "b": 1}}),
+                422,
+            ),
+            (
+                json!({"tool_id": "Doorbell.Ring", "input": {"doorbell_id": "nope"}}),
+                200,
+            ),
+        ] {
+            let reply = client
+                .post(format!("{base}/tools/call"))
+                .json(&call)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(reply.status(), status, "{call}");
+        }
+        // Refused at the door, as a page on another origin is.
+        let foreign = client
+            .get(format!("{base}/tools"))
+            .header("origin", "https://elsewhere.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(foreign.status(), 403);
+        let (_, list) = exchange(
+            &base,
+            "2026-07-28",
+            json!({"jsonrpc": "2.0", "id": 1,
+            "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .await;
+        assert!(list[0]["result"]["tools"].is_array());
+        for version in ["2025-06-18", "2026-07-28"] {
+            if version < "2026-07-28" {
+                exchange(
+                    &base,
+                    version,
+                    json!({"jsonrpc": "2.0", "id": 1,
+                    "method": "initialize", "params": {"protocolVersion": version,
+                    "capabilities": {}, "clientInfo": {"name": "quiet", "version": "1"}}}),
+                )
+                .await;
+            }
+            let (_, added) = exchange(
+                &base,
+                version,
+                json!({"jsonrpc": "2.0", "id": 2,
+                "method": "tools/call", "params": {"name": "Calculator_Add",
+                "arguments": {"a": i, "b": 2}, "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": version,
+                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
+            )
+            .await;
+            assert_eq!(added[0]["result"]["isError"], false, "{added:?}");
+        }
+    }
+    let stopped = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    reader.join().unwrap();
+    log.extend(lines_in.try_iter());
+    let last_start_up = log.iter().rposition(|l| l.contains("serving ")).unwrap();
+    let shutdown = log
+        .iter()
+        .position(|l| l.contains("shutting down"))
+        .expect("the shutdown is logged");
+    assert_eq!(
+        shutdown,
+        last_start_up + 1,
+        "lines logged while serving: {:#?}",
+        &log[last_start_up + 1..shutdown.min(last_start_up + 8)]
+    );
+}
+
 /// A client of an earlier revision that answers its user's questions: it records each question
 /// and answers with `answer`'s reply to it.
 #[derive(Clone)]

@@ -77,7 +77,7 @@ pub enum LogFormat {
 /// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
 /// | `OXP_METRICS` | `true` | count and time calls for `GET /metrics` (Prometheus) |
 /// | `OXP_METRICS_ADDR` | – | serve `/metrics` on this address instead, without authentication (`127.0.0.1:9100`) |
-/// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …) |
+/// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …); dependencies (rmcp, hyper, …) stay at `warn` unless named (`info,rmcp=info`) |
 /// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
 ///
 /// ```
@@ -736,17 +736,65 @@ impl ServerConfig {
         let _ = subscriber.try_init();
     }
 
-    /// `log` as a filter. [`from_lookup`](Self::from_lookup) refuses a bad one; a config built
-    /// by hand with one logs at `info`, and says so on stderr rather than quietly.
+    /// `log` as a filter, with the [`QUIET_DEPENDENCIES`] it does not name held at `warn`.
+    /// [`from_lookup`](Self::from_lookup) refuses a bad one; a config built by hand with one
+    /// logs at `info`, and says so on stderr rather than quietly.
     pub(crate) fn log_filter(&self) -> tracing_subscriber::EnvFilter {
-        tracing_subscriber::EnvFilter::try_new(&self.log).unwrap_or_else(|error| {
+        let directives = with_quiet_dependencies(&self.log);
+        tracing_subscriber::EnvFilter::try_new(&directives).unwrap_or_else(|error| {
             eprintln!(
                 "the log filter `{}` is invalid ({error}); logging at info",
                 self.log
             );
-            tracing_subscriber::EnvFilter::new("info")
+            tracing_subscriber::EnvFilter::new(with_quiet_dependencies("info"))
         })
     }
+}
+
+/// Dependencies that log per request or per connection below `warn` (rmcp three `info` lines for
+/// every MCP request; hyper, h2 and the rest at `debug` and `trace`): held at `warn` whatever
+/// level `OXP_LOG` sets, so that a server logs its own lines and its tools', until the operator
+/// names one (`OXP_LOG=info,rmcp=info`). Their warnings and errors always reach the log.
+const QUIET_DEPENDENCIES: [&str; 16] = [
+    "rmcp",
+    "hyper",
+    "hyper_util",
+    "h2",
+    "tower",
+    "tower_http",
+    "axum",
+    "reqwest",
+    "redis",
+    "tonic",
+    "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry_otlp",
+    "opentelemetry_http",
+    "rustls",
+    "jsonschema",
+];
+
+/// `log`'s directives, and `<dependency>=warn` for each of the [`QUIET_DEPENDENCIES`] it does
+/// not name as a target (a more specific directive, `rmcp::service=info`, wins over it anyway).
+fn with_quiet_dependencies(log: &str) -> String {
+    let directives: Vec<&str> = log
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    let named = |dependency: &str| {
+        directives
+            .iter()
+            .any(|d| d.split(['=', '[']).next() == Some(dependency))
+    };
+    let mut all: Vec<String> = directives.iter().map(|d| (*d).to_owned()).collect();
+    all.extend(
+        QUIET_DEPENDENCIES
+            .iter()
+            .filter(|dependency| !named(dependency))
+            .map(|dependency| format!("{dependency}=warn")),
+    );
+    all.join(",")
 }
 
 /// The layer that sends a tool's events to its MCP client, where MCP is built in.
@@ -763,6 +811,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::ServerConfig;
+
+    #[test]
+    fn dependencies_are_held_at_warn_unless_named() {
+        let quiet = super::with_quiet_dependencies("info");
+        assert!(quiet.starts_with("info,rmcp=warn,hyper=warn,"), "{quiet}");
+        let asked = super::with_quiet_dependencies("debug, rmcp=info,h2[conn]=trace");
+        assert!(
+            asked.starts_with("debug,rmcp=info,h2[conn]=trace,hyper=warn"),
+            "{asked}"
+        );
+        assert!(
+            !asked.contains("rmcp=warn") && !asked.contains("h2=warn"),
+            "{asked}"
+        );
+        assert!(tracing_subscriber::EnvFilter::try_new(asked).is_ok());
+    }
 
     #[test]
     fn a_bad_log_filter_is_a_configuration_error_not_a_quiet_default() {

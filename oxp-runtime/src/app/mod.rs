@@ -224,6 +224,14 @@ fn warn_about_exposure(config: &ServerConfig, addr: SocketAddr) {
             "serving on {addr} without authentication: set OXP_API_KEYS or OXP_JWT_SECRET for any address others can reach"
         );
     }
+    // Beyond loopback the server answers only to its own names: one reached by another (a
+    // proxy's, a service's) is refused with a 403 until the operator names it.
+    if !addr.ip().is_loopback() && config.allowed_hosts.is_empty() && config.public_url.is_none() {
+        tracing::info!(
+            "answering only requests whose Host is one of the addresses {addr} listens on: name \
+             any other a client reaches the server by in OXP_ALLOWED_HOSTS or OXP_PUBLIC_URL"
+        );
+    }
     if config.auth.has_short_api_key() {
         tracing::warn!(
             "an API key in OXP_API_KEYS is shorter than 32 characters; use at least 32 random bytes"

@@ -526,7 +526,8 @@ impl Pipeline {
             Started::answered(answer, Outcome::Refused)
         };
         if let Some(refusal) = bad_ids(&request, meta.front) {
-            tracing::info!(reason = refusal.message, "call refused");
+            // At debug, as every refusal a client can repeat at will.
+            tracing::debug!(reason = refusal.message, "call refused");
             return refused(Refused::InvalidIds, CallOutcome::Rejected(refusal));
         }
         let admission = match self.gate.admit() {
@@ -552,7 +553,7 @@ impl Pipeline {
         let tool = match self.resolve(&request.tool_id, meta) {
             Ok(tool) => tool,
             Err(error) => {
-                tracing::info!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
+                tracing::debug!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
                 let answer = CallOutcome::Rejected(rejection(&request.tool_id, &error));
                 return Started::answered(answer, Outcome::UnknownTool);
             }
@@ -850,15 +851,18 @@ fn new_call_id() -> String {
     crate::random::uuid_v4().hyphenated()
 }
 
-/// Logs a call's end in its span: successes at debug (a log line per call costs more than the
-/// call), everything else at info, where operators look.
+/// Logs a call's end in its span. What the server owes its operator — a tool that ran out of
+/// time or panicked — at info, where operators look; the rest at debug: a successful call (a
+/// log line per call costs more than the call), and what a client's request decided (invalid
+/// input, missing requirements, the tool's own error), which a client can send without end and
+/// `/metrics` counts by outcome anyway.
 fn finished(outcome: Outcome, started: Instant) {
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::Span::current().record("outcome", outcome.as_str());
-    if outcome == Outcome::Success {
-        tracing::debug!(outcome = outcome.as_str(), duration_ms, "call finished");
-    } else {
+    if matches!(outcome, Outcome::Timeout | Outcome::Panic) {
         tracing::info!(outcome = outcome.as_str(), duration_ms, "call finished");
+    } else {
+        tracing::debug!(outcome = outcome.as_str(), duration_ms, "call finished");
     }
 }
 

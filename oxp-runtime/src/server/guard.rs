@@ -172,7 +172,8 @@ fn refusal(state: &AppState, request: &Request) -> Option<Response> {
                  too on loopback), OXP_PUBLIC_URL's host and OXP_ALLOWED_HOSTS",
             ),
         };
-        tracing::info!(
+        // At debug: a client decides how often this happens (a page can send it in a loop).
+        tracing::debug!(
             path = ?request.uri().path(),
             reason = ?refused,
             "refused a request from a browser context"

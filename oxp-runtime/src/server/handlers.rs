@@ -64,7 +64,8 @@ fn missing_scope(
         }
     }
     let error = AuthError::insufficient_scope(needed).with_metadata(state.auth.metadata_url(path));
-    tracing::info!(path, reason = %error, status = 403, "refused a call");
+    // At debug, as every refusal a client can repeat at will.
+    tracing::debug!(path, reason = %error, status = 403, "refused a call");
     Some(error.into_response())
 }
 
@@ -77,8 +78,9 @@ pub(super) async fn authenticate(
         let error = error
             .with_metadata(state.auth.metadata_url(path))
             .with_scopes(state.auth.required_scopes());
-        // The reason and the path only: never the credential, nor a claim of it.
-        tracing::info!(path, reason = %error, status = error.status().as_u16(), "refused a request");
+        // The reason and the path only: never the credential, nor a claim of it. At debug: a
+        // client decides how often this happens (a scanner, a broken key).
+        tracing::debug!(path, reason = %error, status = error.status().as_u16(), "refused a request");
         error.into_response()
     };
     // A token in the URL ends up in logs and histories (RFC 6750 §2.3, OAuth 2.1 §5.1.1).
