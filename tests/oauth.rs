@@ -56,6 +56,12 @@ async fn read(
     path
 }
 
+/// Who the tool is told is calling.
+#[tool(toolkit = "Files", version = "1.0.0", user_id)]
+async fn whoami(ctx: &oxp_runtime::ToolContext) -> String {
+    ctx.user_id().unwrap_or_default().to_owned()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Keys
 
@@ -306,6 +312,7 @@ impl Oxp {
         let registry = Registry::builder()
             .tool(write::TOOL)
             .tool(read::TOOL)
+            .tool(whoami::TOOL)
             .build()
             .unwrap();
         let pipeline = Pipeline::new(registry);
@@ -459,7 +466,35 @@ async fn tokens_of_every_key_kind_are_accepted_beside_an_api_key() {
         .await;
     assert_eq!(by_key.status, 200);
     // The API key is the operator's credential: scopes do not hide tools from it.
-    assert_eq!(by_key.tool_ids(), ["Files.Read@1.0.0", "Files.Write@1.0.0"]);
+    assert_eq!(
+        by_key.tool_ids(),
+        [
+            "Files.Read@1.0.0",
+            "Files.Whoami@1.0.0",
+            "Files.Write@1.0.0"
+        ]
+    );
+}
+
+/// Over MCP, a token's caller is the user tools are told of: its `sub`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_callers_user_is_its_tokens_subject() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let token = key.token(&with(claims(&provider, &oxp, "tools"), "sub", json!("bob")));
+    let reply = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "Files_Whoami", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body["result"]["content"][0]["text"], "bob",
+        "{reply:?}"
+    );
 }
 
 /// Each refusal of the item 2 and the notes' pitfalls: a 401 whose challenge says
@@ -792,12 +827,19 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         let reply = oxp.list(&key.token(claims)).await;
         assert_eq!(
             reply.tool_ids(),
-            ["Files.Read@1.0.0", "Files.Write@1.0.0"],
+            [
+                "Files.Read@1.0.0",
+                "Files.Whoami@1.0.0",
+                "Files.Write@1.0.0"
+            ],
             "{claims}"
         );
     }
     let reader = key.token(&with(base.clone(), "scope", json!("tools")));
-    assert_eq!(oxp.list(&reader).await.tool_ids(), ["Files.Read@1.0.0"]);
+    assert_eq!(
+        oxp.list(&reader).await.tool_ids(),
+        ["Files.Read@1.0.0", "Files.Whoami@1.0.0"]
+    );
     let mcp_list = oxp
         .mcp(
             &reader,
@@ -810,7 +852,7 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["Files_Read"]);
+    assert_eq!(names, ["Files_Read", "Files_Whoami"]);
 
     let oxp_call = oxp.call_at(&reader, "Files.Write", "/refused/oxp").await;
     let mcp_call = oxp
@@ -1342,7 +1384,7 @@ async fn node_oidc_provider_end_to_end() {
         )
         .await;
     assert_eq!(listed.status, 200, "{listed:?}");
-    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 3);
     let called = oxp
         .mcp(
             &mcp_token,
