@@ -302,10 +302,13 @@ impl Oxp {
     async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        // The limit on refused tokens per client is off unless a test turns it on: every test
+        // sends from 127.0.0.1, and most send many refused tokens on purpose.
         let oauth = configure(
             OAuth::new(&base)
                 .issuer(provider.issuer())
-                .scopes(["tools"]),
+                .scopes(["tools"])
+                .refused_tokens_per_client(0, 0),
         );
         let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
         auth.ready().await.expect("the provider is up");
@@ -1161,6 +1164,70 @@ async fn refusals_and_fetches_are_counted() {
         assert!(metrics.contains(line), "{line} in:\n{metrics}");
     }
     assert!(!metrics.contains("alice"));
+}
+
+/// A client that has sent its allowance of refused tokens is answered 429 before its next
+/// token is looked at (a good one too, until its allowance grows back); other credentials,
+/// and other clients, are not held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
+    let key = Key::es256("ec");
+    let forger = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    // Three refused tokens, and no allowance regained (so the test does not race the clock).
+    let oxp = Oxp::start(&provider, |o| o.refused_tokens_per_client(3, 0)).await;
+    let good = key.token(&claims(&provider, &oxp, "tools"));
+    let forged = forger.token(&claims(&provider, &oxp, "tools"));
+    assert_eq!(
+        oxp.list(&good).await.status,
+        200,
+        "good tokens cost nothing"
+    );
+    for _ in 0..3 {
+        assert_eq!(oxp.list(&forged).await.status, 401);
+    }
+    let held = oxp.list(&forged).await;
+    assert_eq!(held.status, 429, "{held:?}");
+    assert!(held.headers.contains_key("retry-after"));
+    assert_eq!(
+        oxp.list(&good).await.status,
+        429,
+        "held back before its token is read"
+    );
+    let by_key = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("x-api-key", API_KEY),
+        )
+        .await;
+    assert_eq!(by_key.status, 200, "an API key is not an OAuth token");
+    // Another client (127.0.0.2 is loopback too) is not held back.
+    let other = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap();
+    let reply = other
+        .get(format!("{}/tools", oxp.base))
+        .bearer_auth(&good)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("oxp_refusals_total{reason=\"invalid_tokens_held_back\"} 2"),
+        "{metrics}"
+    );
 }
 
 /// Opaque tokens are checked at the provider's introspection endpoint as its client: an active

@@ -31,6 +31,7 @@
 mod fetch;
 mod jwks;
 mod keys;
+mod limit;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -77,6 +78,8 @@ pub struct OAuth {
     scopes: Vec<String>,
     strict_typ: bool,
     introspection: Option<Introspection>,
+    /// Refused tokens per client: a burst, then a rate per second (a burst of 0: no limit).
+    refused_limit: (u32, u32),
     tuning: Tuning,
 }
 
@@ -125,6 +128,7 @@ impl OAuth {
             scopes: Vec::new(),
             strict_typ: false,
             introspection: None,
+            refused_limit: (limit::BURST, limit::PER_SECOND),
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -229,6 +233,23 @@ impl OAuth {
             client_id: client_id.into(),
             client_secret: crate::protocol::Sensitive::new(client_secret),
         });
+        self
+    }
+
+    /// How many refused tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
+    /// then `per_second` (default 30, then 1 a second). Beyond that, its requests with a token
+    /// are answered `429` with `Retry-After` before the token is even parsed, so no one makes
+    /// the server verify forgeries as fast as it can send them. Tokens that pass cost nothing.
+    /// A burst of 0 turns the limit off. Clients are told apart by the connection's address
+    /// (`Server::serve`, or axum's `ConnectInfo`); behind a proxy, that is the proxy's.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .refused_tokens_per_client(100, 5);
+    /// ```
+    #[must_use]
+    pub fn refused_tokens_per_client(mut self, burst: u32, per_second: u32) -> Self {
+        self.refused_limit = (burst, per_second);
         self
     }
 
@@ -436,6 +457,8 @@ pub(crate) enum Refusal {
     Unavailable(String),
     /// `403 insufficient_scope`: every scope the request needs.
     InsufficientScope(Vec<String>),
+    /// `429`: the client sent too many refused tokens; it may try again after this.
+    HeldBack(Duration),
 }
 
 impl Refusal {
@@ -462,6 +485,8 @@ pub(crate) struct Verifier {
     discovering: tokio::sync::Mutex<()>,
     /// Why discovery last failed, and when it may be tried again.
     discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
+    /// Refused tokens per client.
+    limit: limit::FailureLimit,
     /// Active introspection answers by a digest of their token, until when each may be used.
     introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
     /// Where key-set fetches are counted: the server's metrics once it has attached them, and
@@ -486,7 +511,9 @@ impl std::fmt::Debug for Verifier {
 impl Verifier {
     pub(crate) fn new(config: OAuth) -> Self {
         let fetcher = Fetcher::new(config.tuning.fetch_timeout, MAX_DOCUMENT_BYTES);
+        let (burst, per_second) = config.refused_limit;
         Verifier {
+            limit: limit::FailureLimit::new(burst, per_second),
             audiences: config.audiences(),
             config,
             fetcher,
@@ -622,6 +649,25 @@ impl Verifier {
             "no metadata for issuer `{issuer}`: {}",
             failures.join("; ")
         ))
+    }
+
+    /// Checks an access token from `client` (when known), within the client's allowance of
+    /// refused tokens.
+    pub(crate) async fn verify_from(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<Verified, Refusal> {
+        if let Some(client) = client
+            && let Some(wait) = self.limit.held_back(client)
+        {
+            return Err(Refusal::HeldBack(wait));
+        }
+        let result = self.verify(token).await;
+        if let (Some(client), Err(Refusal::Invalid(_))) = (client, &result) {
+            self.limit.refused(client);
+        }
+        result
     }
 
     /// Checks an access token.
