@@ -1513,3 +1513,59 @@ async fn node_oidc_provider_end_to_end() {
     );
     let _ = std::fs::remove_file(&keys);
 }
+
+/// rmcp's own client with its auth support (SEP-1046 client credentials) against the server and
+/// node-oidc-provider: it follows the server's metadata to the provider, gets a token for the
+/// MCP resource, then lists and calls tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_discovers_the_provider_and_calls_tools() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-rmcp-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let mcp_url = format!("{}/mcp", oxp.base);
+
+    let mut state = OAuthState::new(mcp_url.as_str(), None).await.unwrap();
+    state
+        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+            client_id: "mcp-host".into(),
+            client_secret: "mcp-host-secret-0123456789abcdef012345".into(),
+            scopes: vec!["tools".into(), "files:write".into()],
+            resource: Some(mcp_url.clone()),
+        })
+        .await
+        .expect("discovery and the token");
+    let manager = state.into_authorization_manager().unwrap();
+    let client = AuthClient::new(reqwest13::Client::default(), manager);
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(mcp_url.as_str()),
+    );
+    let service = ().serve(transport).await.expect("initialize");
+    let tools = service.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["Files_Read", "Files_Whoami", "Files_Write"]);
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("path".into(), json!("/oidc/rmcp"));
+    let called = service
+        .call_tool(rmcp::model::CallToolRequestParams::new("Files_Write").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(called.is_error, Some(false), "{called:?}");
+    assert!(WRITES.lock().unwrap().iter().any(|p| p == "/oidc/rmcp"));
+    service.cancel().await.unwrap();
+    drop(oidc);
+    let _ = std::fs::remove_file(&keys);
+}

@@ -36,6 +36,14 @@ const provider = new Provider(issuer, {
     grant_types: ['client_credentials'],
     redirect_uris: [],
     response_types: [],
+  }, {
+    // rmcp's client sends its credentials in the body (client_secret_post).
+    client_id: 'mcp-host',
+    client_secret: 'mcp-host-secret-0123456789abcdef012345',
+    grant_types: ['client_credentials'],
+    redirect_uris: [],
+    response_types: [],
+    token_endpoint_auth_method: 'client_secret_post',
   }],
   jwks: { keys },
   features: {
