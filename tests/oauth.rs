@@ -23,7 +23,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::mcp::McpServer;
-use oxp_runtime::oauth::{OAuth, Setting};
+use oxp_runtime::oauth::OAuth;
 use oxp_runtime::server::{Server, ServerAuth};
 use oxp_runtime::{Registry, tool};
 use ring::rand::SystemRandom;
@@ -1131,7 +1131,48 @@ async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
         let error = config(&vars).unwrap_err();
         assert_eq!(error.variable, variable, "{vars:?}: {error}");
     }
-    let _ = Setting::Issuer;
+}
+
+/// Nothing of a token reaches the log, at any level: neither the token nor its subject, whether
+/// it was accepted or refused (the log is the whole test process's, at TRACE). What a tool
+/// returns is its own: the calls here return no subject.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_of_a_token_reaches_the_log() {
+    let log = harness::Log::captured();
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let subject = "carol-the-subject-nobody-logs";
+    let good = key.token(&with(
+        claims(&provider, &oxp, "tools files:write"),
+        "sub",
+        json!(subject),
+    ));
+    let expired = key.token(&with(
+        with(claims(&provider, &oxp, "tools"), "sub", json!(subject)),
+        "exp",
+        json!(now() - 3600),
+    ));
+    assert_eq!(oxp.call(&good, "Files.Write").await.status, 200);
+    let mcp = oxp
+        .mcp(
+            &good,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "Files_Read", "arguments": {"path": "/log"}}}),
+        )
+        .await;
+    assert_eq!(mcp.status, 200);
+    assert_eq!(oxp.list(&expired).await.status, 401);
+    let text = log.text();
+    assert!(text.contains("refused a request"), "the refusal is logged");
+    for secret in [&good, &expired] {
+        let signature = secret.rsplit('.').next().unwrap();
+        assert!(!text.contains(signature), "a token in the log");
+        let payload = secret.split('.').nth(1).unwrap();
+        assert!(!text.contains(payload), "a token's claims in the log");
+    }
+    let leaks: Vec<&str> = text.lines().filter(|l| l.contains(subject)).collect();
+    assert!(leaks.is_empty(), "a subject in the log: {leaks:#?}");
 }
 
 /// Refusals are counted by reason and key-set fetches by result on `/metrics`; neither the
