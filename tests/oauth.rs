@@ -186,6 +186,10 @@ struct Provider {
     down: AtomicBool,
     /// Answer the key set with a redirect to another host.
     redirect: AtomicBool,
+    /// Answer the key set with a megabyte of keys.
+    oversized: AtomicBool,
+    /// Never answer the key set (until the test ends).
+    hang: AtomicBool,
     /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
     introspection: Mutex<std::collections::HashMap<String, Value>>,
     introspections: AtomicUsize,
@@ -241,6 +245,13 @@ async fn jwks(State(provider): State<Arc<Provider>>) -> axum::response::Response
             [("location", "https://keys.evil.example/jwks")],
         )
             .into_response();
+    }
+    if provider.oversized.load(Ordering::SeqCst) {
+        let key = json!({"kty": "OKP", "crv": "Ed25519", "x": "x".repeat(1000)});
+        return json_response(json!({"keys": vec![key; 1000]})).into_response();
+    }
+    if provider.hang.load(Ordering::SeqCst) {
+        std::future::pending::<()>().await;
     }
     json_response(provider.jwks.lock().unwrap().clone()).into_response()
 }
@@ -734,6 +745,18 @@ async fn challenges_and_where_tokens_may_come() {
         )
         .await;
     assert_eq!(two.status, 401);
+    let two_headers = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("authorization", format!("Bearer {token}"))
+                .header("authorization", format!("Bearer {token}")),
+        )
+        .await;
+    assert_eq!(two_headers.status, 401, "two Authorization headers");
+    // Without a `kid`, the set's only key is the one (the set here has one).
+    let no_kid = key.token_with(json!({"kid": null}), &claims(&provider, &oxp, "tools"));
+    assert_eq!(oxp.list(&no_kid).await.status, 200);
     let lower = oxp
         .send(
             oxp.client
@@ -1082,6 +1105,25 @@ async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
     ])
     .unwrap();
     assert!(fine.apply(Server::new(registry())).await.is_ok());
+
+    // A key set too large, or one that never comes: the fetch is cut at its caps.
+    provider.oversized.store(true, Ordering::SeqCst);
+    let auth = ServerAuth::default().oauth(OAuth::new("https://h").issuer(provider.issuer()));
+    let error = auth.ready().await.unwrap_err();
+    assert!(error.to_string().contains("sent more than"), "{error}");
+    provider.oversized.store(false, Ordering::SeqCst);
+    provider.hang.store(true, Ordering::SeqCst);
+    let auth = ServerAuth::default().oauth(
+        OAuth::new("https://h")
+            .issuer(provider.issuer())
+            .fetch_timeout(Duration::from_millis(200)),
+    );
+    let error = auth.ready().await.unwrap_err();
+    assert!(
+        error.to_string().contains("did not answer within 200 ms"),
+        "{error}"
+    );
+    provider.hang.store(false, Ordering::SeqCst);
 
     for (vars, variable) in [
         (
