@@ -313,13 +313,13 @@ impl Oxp {
     async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        // The limit on refused tokens per client is off unless a test turns it on: every test
-        // sends from 127.0.0.1, and most send many refused tokens on purpose.
+        // The limit on forged tokens per client is off unless a test turns it on: every test
+        // sends from 127.0.0.1, and most send many forged tokens on purpose.
         let oauth = configure(
             OAuth::new(&base)
                 .issuer(provider.issuer())
                 .scopes(["tools"])
-                .refused_tokens_per_client(0, 0),
+                .forged_tokens_per_client(0, 0),
         );
         let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
         auth.ready().await.expect("the provider is up");
@@ -1249,16 +1249,16 @@ async fn refusals_and_fetches_are_counted() {
     assert!(!metrics.contains("alice"));
 }
 
-/// A client that has sent its allowance of refused tokens is answered 429 before its next
-/// token is looked at (a good one too, until its allowance grows back); other credentials,
-/// and other clients, are not held back.
+/// A client that has sent its allowance of forged tokens is answered 429 before its next token
+/// is looked at (a good one too, until its allowance grows back); genuine tokens that fail a
+/// claim, other credentials and other clients are not held back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
     let key = Key::es256("ec");
     let forger = Key::es256("ec");
     let provider = Provider::start(&[&key]).await;
-    // Three refused tokens, and no allowance regained (so the test does not race the clock).
-    let oxp = Oxp::start(&provider, |o| o.refused_tokens_per_client(3, 0)).await;
+    // Three forged tokens, and no allowance regained (so the test does not race the clock).
+    let oxp = Oxp::start(&provider, |o| o.forged_tokens_per_client(3, 0)).await;
     let good = key.token(&claims(&provider, &oxp, "tools"));
     let forged = forger.token(&claims(&provider, &oxp, "tools"));
     assert_eq!(
@@ -1266,6 +1266,17 @@ async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
         200,
         "good tokens cost nothing"
     );
+    // A genuine token that fails a claim (expired) costs nothing either: a host relays many
+    // users' tokens from one address.
+    let expired = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "exp",
+        json!(now() - 3600),
+    ));
+    for _ in 0..5 {
+        assert_eq!(oxp.list(&expired).await.status, 401);
+    }
+    assert_eq!(oxp.list(&good).await.status, 200);
     for _ in 0..3 {
         assert_eq!(oxp.list(&forged).await.status, 401);
     }

@@ -124,7 +124,7 @@ pub(crate) enum Refusal {
     InsufficientScope,
     /// A token that could not be checked: the identity provider's keys could not be had (`503`).
     KeysUnavailable,
-    /// A client held back for sending too many invalid tokens (`429`), its token not looked at.
+    /// A client held back for sending too many forged tokens (`429`), its token not looked at.
     InvalidTokensHeldBack,
 }
 

@@ -190,7 +190,7 @@ impl Found {
     pub(crate) fn into_key(self) -> Result<Arc<Key>, Refusal> {
         match self {
             Found::Key(key) => Ok(key),
-            Found::Unknown => Err(Refusal::invalid(
+            Found::Unknown => Err(Refusal::forged(
                 "The token is signed with a key the identity provider does not publish.",
             )),
             Found::Unavailable(why) => Err(Refusal::Unavailable(why)),

@@ -1,23 +1,24 @@
-//! A limit per client on refused tokens, checked before a token is even parsed: a client that
-//! keeps sending bad tokens (forged signatures, random `kid`s) gets a `429` instead of making the
-//! server verify each one. Tokens that pass cost nothing, so a busy host behind one address (a
-//! platform's egress) is never slowed by its own good traffic.
+//! A limit per client on forged tokens, checked before a token is even parsed: a client that
+//! keeps sending tokens no trusted issuer made (bad signatures, random `kid`s) gets a `429`
+//! instead of making the server verify each one. Genuine tokens cost nothing, even when they
+//! fail a claim, so a busy host behind one address (a platform's egress relaying its users'
+//! tokens, expired ones among them) is never slowed by its own traffic.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Refused tokens a client may send at once before it is held back, by default.
+/// Forged tokens a client may send at once before it is held back, by default.
 pub(crate) const BURST: u32 = 30;
-/// Refused tokens per second a client may keep sending after its burst, by default.
+/// Forged tokens per second a client may keep sending after its burst, by default.
 pub(crate) const PER_SECOND: u32 = 1;
 /// The most clients tracked: beyond it, those whose allowance is full again are forgotten,
 /// and if none is, a new client is not tracked (the limit fails open for it rather than the
 /// table growing without bound).
 const MAX_CLIENTS: usize = 10_000;
 
-/// Each client's allowance of refused tokens (a token bucket).
+/// Each client's allowance of forged tokens (a token bucket).
 pub(crate) struct FailureLimit {
     burst: f64,
     per_second: f64,
@@ -25,7 +26,7 @@ pub(crate) struct FailureLimit {
 }
 
 impl FailureLimit {
-    /// `burst` refused tokens at once, then `per_second`; a burst of 0 is no limit.
+    /// `burst` forged tokens at once, then `per_second`; a burst of 0 is no limit.
     pub(crate) fn new(burst: u32, per_second: u32) -> Self {
         FailureLimit {
             burst: f64::from(burst),
@@ -51,7 +52,7 @@ impl FailureLimit {
         })
     }
 
-    /// Counts a refused token of `client`.
+    /// Counts a forged token of `client`.
     pub(crate) fn refused(&self, client: IpAddr) {
         if self.burst == 0.0 {
             return;

@@ -78,8 +78,8 @@ pub struct OAuth {
     scopes: Vec<String>,
     strict_typ: bool,
     introspection: Option<Introspection>,
-    /// Refused tokens per client: a burst, then a rate per second (a burst of 0: no limit).
-    refused_limit: (u32, u32),
+    /// Forged tokens per client: a burst, then a rate per second (a burst of 0: no limit).
+    forged_limit: (u32, u32),
     tuning: Tuning,
 }
 
@@ -128,7 +128,7 @@ impl OAuth {
             scopes: Vec::new(),
             strict_typ: false,
             introspection: None,
-            refused_limit: (limit::BURST, limit::PER_SECOND),
+            forged_limit: (limit::BURST, limit::PER_SECOND),
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -236,20 +236,22 @@ impl OAuth {
         self
     }
 
-    /// How many refused tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
-    /// then `per_second` (default 30, then 1 a second). Beyond that, its requests with a token
-    /// are answered `429` with `Retry-After` before the token is even parsed, so no one makes
-    /// the server verify forgeries as fast as it can send them. Tokens that pass cost nothing.
+    /// How many forged tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
+    /// then `per_second` (default 30, then 1 a second). Forged is what no trusted issuer made:
+    /// malformed, a refused header, an unknown key, a bad signature, inactive at introspection.
+    /// Beyond that, its requests with a token are answered `429` with `Retry-After` before the
+    /// token is even parsed, so no one makes the server verify forgeries as fast as it can send
+    /// them. Good tokens, and genuine ones that fail a claim (expired), cost nothing.
     /// A burst of 0 turns the limit off. Clients are told apart by the connection's address
     /// (`Server::serve`, or axum's `ConnectInfo`); behind a proxy, that is the proxy's.
     ///
     /// ```
     /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
-    ///     .refused_tokens_per_client(100, 5);
+    ///     .forged_tokens_per_client(100, 5);
     /// ```
     #[must_use]
-    pub fn refused_tokens_per_client(mut self, burst: u32, per_second: u32) -> Self {
-        self.refused_limit = (burst, per_second);
+    pub fn forged_tokens_per_client(mut self, burst: u32, per_second: u32) -> Self {
+        self.forged_limit = (burst, per_second);
         self
     }
 
@@ -451,19 +453,28 @@ impl std::error::Error for OAuthError {}
 /// Why a token was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// `401 invalid_token`, with what was wrong.
+    /// `401 invalid_token`: a token whose claims fail a check, once its signature was verified
+    /// (expired, another audience…): a real token, and nothing to hold its client back for.
     Invalid(&'static str),
+    /// `401 invalid_token`: a token that is no genuine one of a trusted issuer (malformed, a
+    /// refused header, an unknown key, a bad signature, inactive at introspection): counted
+    /// against its client's allowance.
+    Forged(&'static str),
     /// `503`: the keys a token needs cannot be had (the reason is logged, not sent).
     Unavailable(String),
     /// `403 insufficient_scope`: every scope the request needs.
     InsufficientScope(Vec<String>),
-    /// `429`: the client sent too many refused tokens; it may try again after this.
+    /// `429`: the client sent too many forged tokens; it may try again after this.
     HeldBack(Duration),
 }
 
 impl Refusal {
     pub(crate) fn invalid(message: &'static str) -> Self {
         Refusal::Invalid(message)
+    }
+
+    pub(crate) fn forged(message: &'static str) -> Self {
+        Refusal::Forged(message)
     }
 }
 
@@ -485,7 +496,7 @@ pub(crate) struct Verifier {
     discovering: tokio::sync::Mutex<()>,
     /// Why discovery last failed, and when it may be tried again.
     discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
-    /// Refused tokens per client.
+    /// Forged tokens per client.
     limit: limit::FailureLimit,
     /// Active introspection answers by a digest of their token, until when each may be used.
     introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
@@ -511,7 +522,7 @@ impl std::fmt::Debug for Verifier {
 impl Verifier {
     pub(crate) fn new(config: OAuth) -> Self {
         let fetcher = Fetcher::new(config.tuning.fetch_timeout, MAX_DOCUMENT_BYTES);
-        let (burst, per_second) = config.refused_limit;
+        let (burst, per_second) = config.forged_limit;
         Verifier {
             limit: limit::FailureLimit::new(burst, per_second),
             audiences: config.audiences(),
@@ -652,7 +663,7 @@ impl Verifier {
     }
 
     /// Checks an access token from `client` (when known), within the client's allowance of
-    /// refused tokens.
+    /// forged tokens.
     pub(crate) async fn verify_from(
         &self,
         token: &str,
@@ -664,7 +675,9 @@ impl Verifier {
             return Err(Refusal::HeldBack(wait));
         }
         let result = self.verify(token).await;
-        if let (Some(client), Err(Refusal::Invalid(_))) = (client, &result) {
+        // Only what no genuine token does counts: a host that relays many users' tokens from one
+        // address sends expired ones all day, and must not be held back for them.
+        if let (Some(client), Err(Refusal::Forged(_))) = (client, &result) {
             self.limit.refused(client);
         }
         result
@@ -673,7 +686,7 @@ impl Verifier {
     /// Checks an access token.
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, Refusal> {
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(Refusal::invalid("The token is too large."));
+            return Err(Refusal::forged("The token is too large."));
         }
         let mut parts = token.split('.');
         let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
@@ -686,7 +699,7 @@ impl Verifier {
             if self.config.introspection.is_some() {
                 return self.introspect(token).await;
             }
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token is not a signed JWT (three base64url parts).",
             ));
         };
@@ -698,28 +711,28 @@ impl Verifier {
             Some(Value::String(iss)) => self.config.issuers.iter().position(|i| i == iss),
             _ => None,
         }
-        .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?;
+        .ok_or(Refusal::forged("The token's issuer is not trusted here."))?;
         let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
         let kid = match header.get("kid") {
             None => None,
             Some(Value::String(kid)) => Some(kid.as_str()),
-            Some(_) => return Err(Refusal::invalid("The token's `kid` is not a string.")),
+            Some(_) => return Err(Refusal::forged("The token's `kid` is not a string.")),
         };
         let key = sets[place]
             .find(kid, &self.fetcher, &self.config.tuning)
             .await
             .into_key()?;
         if !key.fits(alg) {
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token's algorithm does not match its key.",
             ));
         }
         let signature = URL_SAFE_NO_PAD
             .decode(signature)
-            .map_err(|_| Refusal::invalid("The token's signature is not base64url."))?;
+            .map_err(|_| Refusal::forged("The token's signature is not base64url."))?;
         let signed = &token.as_bytes()[..header_part.len() + 1 + payload_part.len()];
         if !key.verify(alg, signed, &signature) {
-            return Err(Refusal::invalid("The token's signature is not valid."));
+            return Err(Refusal::forged("The token's signature is not valid."));
         }
         self.check_claims(&claims, &self.config.issuers[place])
     }
@@ -728,7 +741,7 @@ impl Verifier {
     async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
         use sha2::{Digest, Sha256};
         let Some(introspection) = &self.config.introspection else {
-            return Err(Refusal::invalid("The token is not a JWT."));
+            return Err(Refusal::forged("The token is not a JWT."));
         };
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = std::time::Instant::now();
@@ -766,7 +779,7 @@ impl Verifier {
         // RFC 7662 §2.2: `active` is the answer; an inactive token is never kept, so that one
         // that becomes valid (or a mistake corrected) is asked about again.
         if claims.get("active") != Some(&Value::Bool(true)) {
-            return Err(Refusal::invalid("The token is not active."));
+            return Err(Refusal::forged("The token is not active."));
         }
         // The endpoint is the issuer's; an answer that names another issuer is not trusted.
         let issuer = match claims.get("iss") {
@@ -920,9 +933,9 @@ fn unix_now() -> u64 {
 fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
     let bytes = URL_SAFE_NO_PAD
         .decode(part)
-        .map_err(|_| Refusal::invalid("The token is not a JWT (base64url parts)."))?;
+        .map_err(|_| Refusal::forged("The token is not a JWT (base64url parts)."))?;
     serde_json::from_slice(&bytes)
-        .map_err(|_| Refusal::invalid("The token is not a JWT (JSON objects)."))
+        .map_err(|_| Refusal::forged("The token is not a JWT (JSON objects)."))
 }
 
 /// The header's algorithm, if the header may be accepted at all.
@@ -932,12 +945,12 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         .and_then(Value::as_str)
         .unwrap_or_default();
     if alg.eq_ignore_ascii_case("none") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "Unsigned tokens (`alg: none`) are refused.",
         ));
     }
     if alg.starts_with("HS") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "Tokens of an identity provider must be signed with its public key, not a shared secret (`HS*`).",
         ));
     }
@@ -945,17 +958,17 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         .parse::<Algorithm>()
         .ok()
         .filter(|a| keys::ALLOWED.contains(a))
-        .ok_or(Refusal::invalid("The token's algorithm is not accepted."))?;
+        .ok_or(Refusal::forged("The token's algorithm is not accepted."))?;
     // RFC 7515 §4.1.11: extensions the recipient must understand; this server understands none.
     if header.contains_key("crit") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "The token names critical header extensions this server does not support.",
         ));
     }
     let typ = match header.get("typ") {
         None => None,
         Some(Value::String(typ)) => Some(typ.to_ascii_lowercase()),
-        Some(_) => return Err(Refusal::invalid("The token's `typ` is not valid.")),
+        Some(_) => return Err(Refusal::forged("The token's `typ` is not valid.")),
     };
     let typ = typ
         .as_deref()
@@ -964,7 +977,7 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         Some("at+jwt") => {}
         None | Some("jwt") if !strict_typ => {}
         _ => {
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token is not an access token (`typ` must be `at+jwt`).",
             ));
         }

@@ -252,8 +252,8 @@ impl ServerAuth {
     }
 
     /// [`authenticate`](Self::authenticate), for a request from `client`: OAuth holds back a
-    /// client that has sent too many refused tokens (`429`) before looking at its token (see
-    /// [`OAuth::refused_tokens_per_client`](crate::oauth::OAuth::refused_tokens_per_client)).
+    /// client that has sent too many forged tokens (`429`) before looking at its token (see
+    /// [`OAuth::forged_tokens_per_client`](crate::oauth::OAuth::forged_tokens_per_client)).
     ///
     /// ```
     /// use axum::http::HeaderMap;
@@ -448,7 +448,7 @@ enum Kind {
     Unavailable,
     /// Valid, but short of these scopes (all the request needs).
     InsufficientScope(Vec<String>),
-    /// Too many refused tokens from this client: try again after this many seconds.
+    /// Too many forged tokens from this client: try again after this many seconds.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     HeldBack(u64),
 }
@@ -490,7 +490,7 @@ impl AuthError {
     fn from_refusal(refusal: crate::oauth::Refusal) -> Self {
         use crate::oauth::Refusal;
         match refusal {
-            Refusal::Invalid(message) => AuthError::invalid(message),
+            Refusal::Invalid(message) | Refusal::Forged(message) => AuthError::invalid(message),
             Refusal::InsufficientScope(needed) => AuthError::insufficient_scope(needed),
             Refusal::HeldBack(wait) => {
                 let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
