@@ -47,6 +47,11 @@ use jwks::KeySet;
 
 /// The longest token accepted, in bytes: real access tokens are a few kilobytes (Entra's with
 /// group claims among the largest); anything longer is refused before it is decoded.
+///
+/// ```
+/// // A header of this size is well within the server's own cap on request heads.
+/// assert!(oxp_runtime::oauth::MAX_TOKEN_BYTES < 64 * 1024);
+/// ```
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// The most a metadata document or key set may weigh.
