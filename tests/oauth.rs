@@ -23,7 +23,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::mcp::McpServer;
-use oxp_runtime::oauth::OAuth;
+use oxp_runtime::oauth::{OAuth, Setting};
 use oxp_runtime::server::{Server, ServerAuth};
 use oxp_runtime::{Registry, tool};
 use ring::rand::SystemRandom;
@@ -256,8 +256,40 @@ async fn jwks(State(provider): State<Arc<Provider>>) -> axum::response::Response
     json_response(provider.jwks.lock().unwrap().clone()).into_response()
 }
 
+/// A listener that speaks TLS: the provider over HTTPS.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            // A client that does not trust the certificate ends its handshake: next one.
+            if let Ok(stream) = self.tls.accept(stream).await {
+                return (stream, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
 impl Provider {
     async fn start(keys: &[&Key]) -> Arc<Provider> {
+        Provider::start_with(keys, None).await
+    }
+
+    /// The provider over HTTPS (`tls`) or plain HTTP.
+    async fn start_with(keys: &[&Key], tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Provider> {
         let provider = Arc::new(Provider::default());
         provider.publish(keys);
         let app = axum::Router::new()
@@ -269,8 +301,18 @@ impl Provider {
             .route("/introspect", axum::routing::post(introspect))
             .with_state(provider.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        *provider.issuer.lock().unwrap() = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let addr = listener.local_addr().unwrap();
+        match tls {
+            None => {
+                *provider.issuer.lock().unwrap() = format!("http://{addr}");
+                tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            }
+            Some(tls) => {
+                *provider.issuer.lock().unwrap() = format!("https://{addr}");
+                let listener = TlsListener { tcp: listener, tls };
+                tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            }
+        }
         provider
     }
 
@@ -1215,6 +1257,143 @@ async fn nothing_of_a_token_reaches_the_log() {
     }
     let leaks: Vec<&str> = text.lines().filter(|l| l.contains(subject)).collect();
     assert!(leaks.is_empty(), "a subject in the log: {leaks:#?}");
+}
+
+/// A private CA and a certificate for 127.0.0.1 it signed, made by openssl in `dir`:
+/// (the CA's PEM, the certificate's, its key's); `None` without openssl.
+fn private_ca(dir: &std::path::Path) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=oxp test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    made.then(|| (read("ca.pem"), read("server.pem"), read("server.key")))
+}
+
+/// A provider whose certificate a private CA signed: fetched over HTTPS only once its CA is
+/// trusted (`OXP_OAUTH_CA_FILE`); without it, the start-up fails; a file with no certificate is
+/// a configuration error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_behind_a_private_ca_is_trusted_with_its_ca_only() {
+    use rustls::pki_types::pem::PemObject;
+    let dir = std::env::temp_dir().join(format!("oxp-private-ca-{}", std::process::id()));
+    let Some((ca, cert, key)) = private_ca(&dir) else {
+        harness::skip("openssl");
+        return;
+    };
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(
+        rustls::crypto::ring::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let signing = Key::es256("ec");
+    let provider = Provider::start_with(
+        &[&signing],
+        Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+    )
+    .await;
+    assert!(provider.issuer().starts_with("https://"));
+
+    let without = ServerAuth::default().oauth(OAuth::new("https://h").issuer(provider.issuer()));
+    let error = without.ready().await.unwrap_err();
+    assert_eq!(error.setting, Setting::Issuer, "{error}");
+    assert!(error.problem.contains("could not be reached"), "{error}");
+
+    let oxp = Oxp::start(&provider, |o| o.ca_certificates(&ca)).await;
+    let token = signing.token(&claims(&provider, &oxp, "tools"));
+    assert_eq!(oxp.list(&token).await.status, 200);
+
+    use oxp_runtime::app::ServerConfig;
+    let ca_file = dir.join("ca.pem").to_string_lossy().into_owned();
+    let not_pem = dir.join("server.ext").to_string_lossy().into_owned();
+    let issuer = provider.issuer();
+    let config = |file: String| {
+        let issuer = issuer.clone();
+        ServerConfig::from_lookup(move |name| match name {
+            "OXP_OAUTH_ISSUER" => Some(issuer.clone()),
+            "OXP_PUBLIC_URL" => Some("https://tools.example.com".into()),
+            "OXP_OAUTH_CA_FILE" => Some(file.clone()),
+            _ => None,
+        })
+    };
+    let registry = || Registry::builder().tool(read::TOOL).build().unwrap();
+    assert!(
+        config(ca_file)
+            .unwrap()
+            .apply(Server::new(registry()))
+            .await
+            .is_ok()
+    );
+    assert_eq!(config(not_pem).unwrap_err().variable, "OXP_OAUTH_CA_FILE");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Refusals are counted by reason and key-set fetches by result on `/metrics`; neither the

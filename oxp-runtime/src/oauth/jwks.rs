@@ -223,7 +223,7 @@ mod tests {
         let tuning = crate::oauth::OAuth::new("https://h")
             .key_refetch_interval(Duration::ZERO)
             .tuning;
-        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16);
+        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16, &[]);
         let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
         // Polled together on one task: the first lookup is waiting on the network when the
         // others start, so each of them finds the fetch under way and waits for it.
@@ -261,7 +261,7 @@ mod tests {
         // Stale as soon as fetched.
         tuning.min_ttl = Duration::ZERO;
         tuning.default_ttl = Duration::ZERO;
-        let fetcher = Fetcher::new(Duration::from_secs(30), 1 << 16);
+        let fetcher = Fetcher::new(Duration::from_secs(30), 1 << 16, &[]);
         let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
         set.load(&fetcher, &tuning).await.unwrap();
         for _ in 0..10 {

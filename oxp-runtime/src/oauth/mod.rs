@@ -85,6 +85,10 @@ pub struct OAuth {
     introspection: Option<Introspection>,
     /// Forged tokens per client: a burst, then a rate per second (a burst of 0: no limit).
     forged_limit: (u32, u32),
+    /// Roots trusted besides Mozilla's, for a provider whose certificate a private CA signed.
+    ca_certificates: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// Whether `ca_certificates` was given text holding no certificate.
+    ca_certificates_invalid: bool,
     tuning: Tuning,
 }
 
@@ -134,6 +138,8 @@ impl OAuth {
             strict_typ: false,
             introspection: None,
             forged_limit: (limit::BURST, limit::PER_SECOND),
+            ca_certificates: Vec::new(),
+            ca_certificates_invalid: false,
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -260,6 +266,36 @@ impl OAuth {
         self
     }
 
+    /// Trusts the certificates of this PEM text (`OXP_OAUTH_CA_FILE`, a file of them) besides
+    /// Mozilla's roots when fetching metadata, keys and introspection answers: for a provider
+    /// (an intranet Keycloak) whose certificate a private CA signed. Text without a certificate
+    /// is a configuration error.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://sso.corp.example/realms/acme")
+    ///     .ca_certificates("not PEM");
+    /// # let auth = oxp_runtime::server::ServerAuth::default().oauth(oauth);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert_eq!(auth.ready().await.unwrap_err().setting, oxp_runtime::oauth::Setting::CaFile);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn ca_certificates(mut self, pem: impl AsRef<[u8]>) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        let certificates: Vec<_> =
+            rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_ref()).collect();
+        // Unreadable text is kept as no certificate at all, which `check` refuses.
+        self.ca_certificates = certificates
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_default();
+        if self.ca_certificates.is_empty() {
+            self.ca_certificates_invalid = true;
+        }
+        self
+    }
+
     /// The clock skew allowed on `exp`, `nbf` and `iat` (default 60 s).
     ///
     /// ```
@@ -354,6 +390,12 @@ impl OAuth {
         if self.issuers.is_empty() {
             return bad(Setting::Issuer, "names no issuer".into());
         }
+        if self.ca_certificates_invalid {
+            return bad(
+                Setting::CaFile,
+                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+            );
+        }
         for issuer in &self.issuers {
             if let Err(problem) = fetch::check_url(issuer) {
                 return bad(Setting::Issuer, problem);
@@ -408,6 +450,8 @@ pub enum Setting {
     Scopes,
     /// Token introspection (`OXP_OAUTH_INTROSPECTION_URL` and its client).
     Introspection,
+    /// The certificates trusted besides Mozilla's roots (`OXP_OAUTH_CA_FILE`).
+    CaFile,
 }
 
 impl Setting {
@@ -423,6 +467,7 @@ impl Setting {
             Setting::JwksUrl => "OXP_OAUTH_JWKS_URL",
             Setting::Scopes => "OXP_OAUTH_SCOPES",
             Setting::Introspection => "OXP_OAUTH_INTROSPECTION_URL",
+            Setting::CaFile => "OXP_OAUTH_CA_FILE",
         }
     }
 }
@@ -526,7 +571,11 @@ impl std::fmt::Debug for Verifier {
 
 impl Verifier {
     pub(crate) fn new(config: OAuth) -> Self {
-        let fetcher = Fetcher::new(config.tuning.fetch_timeout, MAX_DOCUMENT_BYTES);
+        let fetcher = Fetcher::new(
+            config.tuning.fetch_timeout,
+            MAX_DOCUMENT_BYTES,
+            &config.ca_certificates,
+        );
         let (burst, per_second) = config.forged_limit;
         Verifier {
             limit: limit::FailureLimit::new(burst, per_second),
