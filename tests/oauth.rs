@@ -1606,15 +1606,22 @@ impl Oidc {
             .spawn()
             .expect("node runs");
         let stdout = child.stdout.take().unwrap();
-        let issuer = tokio::task::spawn_blocking(move || {
-            std::io::BufReader::new(stdout)
+        let (ready, issuer) = tokio::sync::oneshot::channel();
+        // Read to the end, so that whatever the provider prints later never meets a closed pipe.
+        std::thread::spawn(move || {
+            let mut ready = Some(ready);
+            for line in std::io::BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
-                .find_map(|line| line.strip_prefix("ready ").map(str::to_owned))
-        })
-        .await
-        .unwrap()
-        .expect("the provider starts");
+            {
+                if let Some(issuer) = line.strip_prefix("ready ")
+                    && let Some(ready) = ready.take()
+                {
+                    let _ = ready.send(issuer.to_owned());
+                }
+            }
+        });
+        let issuer = issuer.await.expect("the provider starts");
         Oidc { child, issuer }
     }
 
@@ -1839,6 +1846,155 @@ async fn rmcp_client_discovers_the_provider_and_calls_tools() {
     assert_eq!(called.is_error, Some(false), "{called:?}");
     assert!(WRITES.lock().unwrap().iter().any(|p| p == "/oidc/rmcp"));
     service.cancel().await.unwrap();
+    drop(oidc);
+    let _ = std::fs::remove_file(&keys);
+}
+
+/// `application/x-www-form-urlencoded` and query encoding for the sign-in below.
+fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A user's sign-in as a host runs it through the browser: the authorization code flow with
+/// PKCE and the resource indicator, through node-oidc-provider's sign-in (login `user`, any
+/// password) and consent pages, cookies carried by hand; then the code exchanged for a token.
+async fn browser_sign_in(issuer: &str, resource: &str, user: &str) -> String {
+    const REDIRECT: &str = "http://127.0.0.1/callback";
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let verifier = b64(&ring::rand::generate::<[u8; 32]>(&SystemRandom::new())
+        .unwrap()
+        .expose());
+    let challenge = b64(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()).as_ref());
+    let mut cookies = std::collections::BTreeMap::<String, String>::new();
+    let mut next = format!(
+        "{issuer}/auth?client_id=browser-host&response_type=code&redirect_uri={}\
+         &scope={}&code_challenge={challenge}&code_challenge_method=S256&resource={}&state=s1",
+        url_encode(REDIRECT),
+        url_encode("openid tools files:write"),
+        url_encode(resource),
+    );
+    let mut form: Option<String> = None;
+    let code = loop {
+        let cookie = cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let request = match form.take() {
+            Some(body) => client
+                .post(&next)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+            None => client.get(&next),
+        };
+        let response = request.header("cookie", cookie).send().await.unwrap();
+        for set in response.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            if let Some((name, value)) = pair.split_once('=') {
+                cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        if response.status().is_redirection() {
+            let location = response.headers()["location"].to_str().unwrap().to_owned();
+            if let Some(query) = location.strip_prefix(&format!("{REDIRECT}?")) {
+                break query
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("code="))
+                    .unwrap_or_else(|| panic!("a code: {location}"))
+                    .to_owned();
+            }
+            next = if location.starts_with('/') {
+                format!("{issuer}{location}")
+            } else {
+                location
+            };
+            continue;
+        }
+        let page = response.text().await.unwrap();
+        // The same URL takes the page's form: the sign-in, then the consent.
+        form = Some(if page.contains(r#"name="login""#) {
+            format!("prompt=login&login={}&password=anything", url_encode(user))
+        } else if page.contains(r#"value="consent""#) {
+            "prompt=consent".to_owned()
+        } else {
+            panic!("an unexpected page: {page}");
+        });
+    };
+    let reply: Value = client
+        .post(format!("{issuer}/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=authorization_code&code={code}&redirect_uri={}&code_verifier={verifier}\
+             &client_id=browser-host&resource={}",
+            url_encode(REDIRECT),
+            url_encode(resource)
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a token: {reply}"))
+        .to_owned()
+}
+
+/// A user signed in through the browser (authorization code, PKCE, the resource indicator the
+/// server's metadata names) gets a token node-oidc-provider issued for `/mcp`: MCP serves it,
+/// and tools are told the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_signed_in_through_the_browser_calls_tools_as_themselves() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-browser-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let metadata: Value = oxp
+        .client
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            oxp.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let resource = metadata["resource"].as_str().unwrap();
+    let token = browser_sign_in(&oidc.issuer, resource, "dora").await;
+    let reply = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "Files_Whoami", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body["result"]["content"][0]["text"], "dora",
+        "{reply:?}"
+    );
     drop(oidc);
     let _ = std::fs::remove_file(&keys);
 }
