@@ -961,6 +961,40 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
     assert!(no_tools.challenge.unwrap().contains("scope=\"tools\""));
 }
 
+/// The deployment's scope hierarchy: a token granting `files:admin` is granted `files:write`,
+/// which reaches the tool that needs it; without the rule it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broader_scope_stands_for_the_narrower_ones_it_implies() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let admin = |oxp: &Oxp| key.token(&claims(&provider, oxp, "tools files:admin"));
+    let plain = Oxp::start(&provider, |o| o).await;
+    assert_eq!(plain.call(&admin(&plain), "Files.Write").await.status, 403);
+    let oxp = Oxp::start(&provider, |o| {
+        o.scope_implies("files:admin", ["files:write"])
+    })
+    .await;
+    let reply = oxp.call_at(&admin(&oxp), "Files.Write", "/admin").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(
+        oxp.list(&admin(&oxp))
+            .await
+            .tool_ids()
+            .contains(&"Files.Write@1.0.0".to_owned())
+    );
+    assert_eq!(
+        oxp_runtime::app::ServerConfig::from_lookup(|name| match name {
+            "OXP_OAUTH_ISSUER" => Some("https://id.example".into()),
+            "OXP_PUBLIC_URL" => Some("https://h".into()),
+            "OXP_OAUTH_SCOPE_HIERARCHY" => Some("files:admin=files:write".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .variable,
+        "OXP_OAUTH_SCOPE_HIERARCHY"
+    );
+}
+
 /// Keys rotate without a restart: a token of a new key is accepted after one fetch, and the
 /// old key's tokens keep passing while the set still has it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

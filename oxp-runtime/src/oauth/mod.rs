@@ -89,6 +89,8 @@ pub struct OAuth {
     ca_certificates: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// Whether `ca_certificates` was given text holding no certificate.
     ca_certificates_invalid: bool,
+    /// (broader, narrower): a token granting the first is granted the second.
+    scope_hierarchy: Vec<(String, String)>,
     tuning: Tuning,
 }
 
@@ -140,6 +142,7 @@ impl OAuth {
             forged_limit: (limit::BURST, limit::PER_SECOND),
             ca_certificates: Vec::new(),
             ca_certificates_invalid: false,
+            scope_hierarchy: Vec::new(),
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -204,6 +207,30 @@ impl OAuth {
     #[must_use]
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// A token granting `broader` is granted each of `narrower` too (and what they imply in
+    /// turn): the scope hierarchy of the deployment (`OXP_OAUTH_SCOPE_HIERARCHY`,
+    /// `files:admin>files:write,files:write>files:read`), which a provider's tokens do not spell
+    /// out. Repeat for several.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .scope_implies("files:admin", ["files:write", "files:read"])
+    ///     .scope_implies("files:write", ["files:read"]);
+    /// ```
+    #[must_use]
+    pub fn scope_implies<S: Into<String>>(
+        mut self,
+        broader: impl Into<String>,
+        narrower: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let broader = broader.into();
+        for narrower in narrower {
+            self.scope_hierarchy
+                .push((broader.clone(), narrower.into()));
+        }
         self
     }
 
@@ -423,6 +450,13 @@ impl OAuth {
                 return bad(Setting::Scopes, problem);
             }
         }
+        for (broader, narrower) in &self.scope_hierarchy {
+            for scope in [broader, narrower] {
+                if let Some(problem) = crate::rules::scope_problem(scope) {
+                    return bad(Setting::ScopeHierarchy, problem);
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -452,6 +486,8 @@ pub enum Setting {
     Introspection,
     /// The certificates trusted besides Mozilla's roots (`OXP_OAUTH_CA_FILE`).
     CaFile,
+    /// Which scopes imply which (`OXP_OAUTH_SCOPE_HIERARCHY`).
+    ScopeHierarchy,
 }
 
 impl Setting {
@@ -468,6 +504,7 @@ impl Setting {
             Setting::Scopes => "OXP_OAUTH_SCOPES",
             Setting::Introspection => "OXP_OAUTH_INTROSPECTION_URL",
             Setting::CaFile => "OXP_OAUTH_CA_FILE",
+            Setting::ScopeHierarchy => "OXP_OAUTH_SCOPE_HIERARCHY",
         }
     }
 }
@@ -940,6 +977,18 @@ impl Verifier {
                     }
                 }
                 Some(_) => return Err(Refusal::invalid("The token's scopes must be strings.")),
+            }
+        }
+        // A broader scope stands for the narrower ones it implies (MCP: "servers MUST account
+        // for scope hierarchies"), transitively.
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (broader, narrower) in &self.config.scope_hierarchy {
+                if scopes.contains(broader) && !scopes.contains(narrower) {
+                    scopes.push(narrower.clone());
+                    grew = true;
+                }
             }
         }
         let missing: Vec<&String> = self
