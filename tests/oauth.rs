@@ -56,6 +56,12 @@ async fn read(
     path
 }
 
+/// Who the tool is told is calling.
+#[tool(toolkit = "Files", version = "1.0.0", user_id)]
+async fn whoami(ctx: &oxp_runtime::ToolContext) -> String {
+    ctx.user_id().unwrap_or_default().to_owned()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Keys
 
@@ -180,6 +186,10 @@ struct Provider {
     down: AtomicBool,
     /// Answer the key set with a redirect to another host.
     redirect: AtomicBool,
+    /// Answer the key set with a megabyte of keys.
+    oversized: AtomicBool,
+    /// Never answer the key set (until the test ends).
+    hang: AtomicBool,
     /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
     introspection: Mutex<std::collections::HashMap<String, Value>>,
     introspections: AtomicUsize,
@@ -236,11 +246,50 @@ async fn jwks(State(provider): State<Arc<Provider>>) -> axum::response::Response
         )
             .into_response();
     }
+    if provider.oversized.load(Ordering::SeqCst) {
+        let key = json!({"kty": "OKP", "crv": "Ed25519", "x": "x".repeat(1000)});
+        return json_response(json!({"keys": vec![key; 1000]})).into_response();
+    }
+    if provider.hang.load(Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
     json_response(provider.jwks.lock().unwrap().clone()).into_response()
+}
+
+/// A listener that speaks TLS: the provider over HTTPS.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            // A client that does not trust the certificate ends its handshake: next one.
+            if let Ok(stream) = self.tls.accept(stream).await {
+                return (stream, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
 }
 
 impl Provider {
     async fn start(keys: &[&Key]) -> Arc<Provider> {
+        Provider::start_with(keys, None).await
+    }
+
+    /// The provider over HTTPS (`tls`) or plain HTTP.
+    async fn start_with(keys: &[&Key], tls: Option<tokio_rustls::TlsAcceptor>) -> Arc<Provider> {
         let provider = Arc::new(Provider::default());
         provider.publish(keys);
         let app = axum::Router::new()
@@ -252,8 +301,18 @@ impl Provider {
             .route("/introspect", axum::routing::post(introspect))
             .with_state(provider.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        *provider.issuer.lock().unwrap() = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let addr = listener.local_addr().unwrap();
+        match tls {
+            None => {
+                *provider.issuer.lock().unwrap() = format!("http://{addr}");
+                tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            }
+            Some(tls) => {
+                *provider.issuer.lock().unwrap() = format!("https://{addr}");
+                let listener = TlsListener { tcp: listener, tls };
+                tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            }
+        }
         provider
     }
 
@@ -296,16 +355,20 @@ impl Oxp {
     async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
+        // The limit on forged tokens per client is off unless a test turns it on: every test
+        // sends from 127.0.0.1, and most send many forged tokens on purpose.
         let oauth = configure(
             OAuth::new(&base)
                 .issuer(provider.issuer())
-                .scopes(["tools"]),
+                .scopes(["tools"])
+                .forged_tokens_per_client(0, 0),
         );
         let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
         auth.ready().await.expect("the provider is up");
         let registry = Registry::builder()
             .tool(write::TOOL)
             .tool(read::TOOL)
+            .tool(whoami::TOOL)
             .build()
             .unwrap();
         let pipeline = Pipeline::new(registry);
@@ -459,7 +522,35 @@ async fn tokens_of_every_key_kind_are_accepted_beside_an_api_key() {
         .await;
     assert_eq!(by_key.status, 200);
     // The API key is the operator's credential: scopes do not hide tools from it.
-    assert_eq!(by_key.tool_ids(), ["Files.Read@1.0.0", "Files.Write@1.0.0"]);
+    assert_eq!(
+        by_key.tool_ids(),
+        [
+            "Files.Read@1.0.0",
+            "Files.Whoami@1.0.0",
+            "Files.Write@1.0.0"
+        ]
+    );
+}
+
+/// Over MCP, a token's caller is the user tools are told of: its `sub`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_callers_user_is_its_tokens_subject() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let token = key.token(&with(claims(&provider, &oxp, "tools"), "sub", json!("bob")));
+    let reply = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "Files_Whoami", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body["result"]["content"][0]["text"], "bob",
+        "{reply:?}"
+    );
 }
 
 /// Each refusal of the issue's item 2 and the notes' pitfalls: a 401 whose challenge says
@@ -696,6 +787,18 @@ async fn challenges_and_where_tokens_may_come() {
         )
         .await;
     assert_eq!(two.status, 401);
+    let two_headers = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("authorization", format!("Bearer {token}"))
+                .header("authorization", format!("Bearer {token}")),
+        )
+        .await;
+    assert_eq!(two_headers.status, 401, "two Authorization headers");
+    // Without a `kid`, the set's only key is the one (the set here has one).
+    let no_kid = key.token_with(json!({"kid": null}), &claims(&provider, &oxp, "tools"));
+    assert_eq!(oxp.list(&no_kid).await.status, 200);
     let lower = oxp
         .send(
             oxp.client
@@ -792,12 +895,19 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         let reply = oxp.list(&key.token(claims)).await;
         assert_eq!(
             reply.tool_ids(),
-            ["Files.Read@1.0.0", "Files.Write@1.0.0"],
+            [
+                "Files.Read@1.0.0",
+                "Files.Whoami@1.0.0",
+                "Files.Write@1.0.0"
+            ],
             "{claims}"
         );
     }
     let reader = key.token(&with(base.clone(), "scope", json!("tools")));
-    assert_eq!(oxp.list(&reader).await.tool_ids(), ["Files.Read@1.0.0"]);
+    assert_eq!(
+        oxp.list(&reader).await.tool_ids(),
+        ["Files.Read@1.0.0", "Files.Whoami@1.0.0"]
+    );
     let mcp_list = oxp
         .mcp(
             &reader,
@@ -810,7 +920,7 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["Files_Read"]);
+    assert_eq!(names, ["Files_Read", "Files_Whoami"]);
 
     let oxp_call = oxp.call_at(&reader, "Files.Write", "/refused/oxp").await;
     let mcp_call = oxp
@@ -849,6 +959,40 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         .await;
     assert_eq!(no_tools.status, 403);
     assert!(no_tools.challenge.unwrap().contains("scope=\"tools\""));
+}
+
+/// The deployment's scope hierarchy: a token granting `files:admin` is granted `files:write`,
+/// which reaches the tool that needs it; without the rule it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broader_scope_stands_for_the_narrower_ones_it_implies() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let admin = |oxp: &Oxp| key.token(&claims(&provider, oxp, "tools files:admin"));
+    let plain = Oxp::start(&provider, |o| o).await;
+    assert_eq!(plain.call(&admin(&plain), "Files.Write").await.status, 403);
+    let oxp = Oxp::start(&provider, |o| {
+        o.scope_implies("files:admin", ["files:write"])
+    })
+    .await;
+    let reply = oxp.call_at(&admin(&oxp), "Files.Write", "/admin").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(
+        oxp.list(&admin(&oxp))
+            .await
+            .tool_ids()
+            .contains(&"Files.Write@1.0.0".to_owned())
+    );
+    assert_eq!(
+        oxp_runtime::app::ServerConfig::from_lookup(|name| match name {
+            "OXP_OAUTH_ISSUER" => Some("https://id.example".into()),
+            "OXP_PUBLIC_URL" => Some("https://h".into()),
+            "OXP_OAUTH_SCOPE_HIERARCHY" => Some("files:admin=files:write".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .variable,
+        "OXP_OAUTH_SCOPE_HIERARCHY"
+    );
 }
 
 /// Keys rotate without a restart: a token of a new key is accepted after one fetch, and the
@@ -1038,6 +1182,25 @@ async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
     .unwrap();
     assert!(fine.apply(Server::new(registry())).await.is_ok());
 
+    // A key set too large, or one that never comes: the fetch is cut at its caps.
+    provider.oversized.store(true, Ordering::SeqCst);
+    let auth = ServerAuth::default().oauth(OAuth::new("https://h").issuer(provider.issuer()));
+    let error = auth.ready().await.unwrap_err();
+    assert!(error.to_string().contains("sent more than"), "{error}");
+    provider.oversized.store(false, Ordering::SeqCst);
+    provider.hang.store(true, Ordering::SeqCst);
+    let auth = ServerAuth::default().oauth(
+        OAuth::new("https://h")
+            .issuer(provider.issuer())
+            .fetch_timeout(Duration::from_millis(200)),
+    );
+    let error = auth.ready().await.unwrap_err();
+    assert!(
+        error.to_string().contains("did not answer within 200 ms"),
+        "{error}"
+    );
+    provider.hang.store(false, Ordering::SeqCst);
+
     for (vars, variable) in [
         (
             vec![("OXP_OAUTH_ISSUER", "https://id.example")],
@@ -1086,7 +1249,185 @@ async fn misconfiguration_and_an_unreachable_provider_are_start_up_errors() {
         let error = config(&vars).unwrap_err();
         assert_eq!(error.variable, variable, "{vars:?}: {error}");
     }
-    let _ = Setting::Issuer;
+}
+
+/// Nothing of a token reaches the log, at any level: neither the token nor its subject, whether
+/// it was accepted or refused (the log is the whole test process's, at TRACE). What a tool
+/// returns is its own: the calls here return no subject.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_of_a_token_reaches_the_log() {
+    let log = harness::Log::captured();
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let subject = "carol-the-subject-nobody-logs";
+    let good = key.token(&with(
+        claims(&provider, &oxp, "tools files:write"),
+        "sub",
+        json!(subject),
+    ));
+    let expired = key.token(&with(
+        with(claims(&provider, &oxp, "tools"), "sub", json!(subject)),
+        "exp",
+        json!(now() - 3600),
+    ));
+    assert_eq!(oxp.call(&good, "Files.Write").await.status, 200);
+    let mcp = oxp
+        .mcp(
+            &good,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "Files_Read", "arguments": {"path": "/log"}}}),
+        )
+        .await;
+    assert_eq!(mcp.status, 200);
+    assert_eq!(oxp.list(&expired).await.status, 401);
+    let text = log.text();
+    assert!(text.contains("refused a request"), "the refusal is logged");
+    for secret in [&good, &expired] {
+        let signature = secret.rsplit('.').next().unwrap();
+        assert!(!text.contains(signature), "a token in the log");
+        let payload = secret.split('.').nth(1).unwrap();
+        assert!(!text.contains(payload), "a token's claims in the log");
+    }
+    let leaks: Vec<&str> = text.lines().filter(|l| l.contains(subject)).collect();
+    assert!(leaks.is_empty(), "a subject in the log: {leaks:#?}");
+}
+
+/// A private CA and a certificate for 127.0.0.1 it signed, made by openssl in `dir`:
+/// (the CA's PEM, the certificate's, its key's); `None` without openssl.
+fn private_ca(dir: &std::path::Path) -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=oxp test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    made.then(|| (read("ca.pem"), read("server.pem"), read("server.key")))
+}
+
+/// A provider whose certificate a private CA signed: fetched over HTTPS only once its CA is
+/// trusted (`OXP_OAUTH_CA_FILE`); without it, the start-up fails; a file with no certificate is
+/// a configuration error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_behind_a_private_ca_is_trusted_with_its_ca_only() {
+    use rustls::pki_types::pem::PemObject;
+    let dir = std::env::temp_dir().join(format!("oxp-private-ca-{}", std::process::id()));
+    let Some((ca, cert, key)) = private_ca(&dir) else {
+        harness::skip("openssl");
+        return;
+    };
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&cert)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(
+        rustls::crypto::ring::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let signing = Key::es256("ec");
+    let provider = Provider::start_with(
+        &[&signing],
+        Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+    )
+    .await;
+    assert!(provider.issuer().starts_with("https://"));
+
+    let without = ServerAuth::default().oauth(OAuth::new("https://h").issuer(provider.issuer()));
+    let error = without.ready().await.unwrap_err();
+    assert_eq!(error.setting, Setting::Issuer, "{error}");
+    assert!(error.problem.contains("could not be reached"), "{error}");
+
+    let oxp = Oxp::start(&provider, |o| o.ca_certificates(&ca)).await;
+    let token = signing.token(&claims(&provider, &oxp, "tools"));
+    assert_eq!(oxp.list(&token).await.status, 200);
+
+    use oxp_runtime::app::ServerConfig;
+    let ca_file = dir.join("ca.pem").to_string_lossy().into_owned();
+    let not_pem = dir.join("server.ext").to_string_lossy().into_owned();
+    let issuer = provider.issuer();
+    let config = |file: String| {
+        let issuer = issuer.clone();
+        ServerConfig::from_lookup(move |name| match name {
+            "OXP_OAUTH_ISSUER" => Some(issuer.clone()),
+            "OXP_PUBLIC_URL" => Some("https://tools.example.com".into()),
+            "OXP_OAUTH_CA_FILE" => Some(file.clone()),
+            _ => None,
+        })
+    };
+    let registry = || Registry::builder().tool(read::TOOL).build().unwrap();
+    assert!(
+        config(ca_file)
+            .unwrap()
+            .apply(Server::new(registry()))
+            .await
+            .is_ok()
+    );
+    assert_eq!(config(not_pem).unwrap_err().variable, "OXP_OAUTH_CA_FILE");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Refusals are counted by reason and key-set fetches by result on `/metrics`; neither the
@@ -1119,6 +1460,81 @@ async fn refusals_and_fetches_are_counted() {
         assert!(metrics.contains(line), "{line} in:\n{metrics}");
     }
     assert!(!metrics.contains("alice"));
+}
+
+/// A client that has sent its allowance of forged tokens is answered 429 before its next token
+/// is looked at (a good one too, until its allowance grows back); genuine tokens that fail a
+/// claim, other credentials and other clients are not held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
+    let key = Key::es256("ec");
+    let forger = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    // Three forged tokens, and no allowance regained (so the test does not race the clock).
+    let oxp = Oxp::start(&provider, |o| o.forged_tokens_per_client(3, 0)).await;
+    let good = key.token(&claims(&provider, &oxp, "tools"));
+    let forged = forger.token(&claims(&provider, &oxp, "tools"));
+    assert_eq!(
+        oxp.list(&good).await.status,
+        200,
+        "good tokens cost nothing"
+    );
+    // A genuine token that fails a claim (expired) costs nothing either: a host relays many
+    // users' tokens from one address.
+    let expired = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "exp",
+        json!(now() - 3600),
+    ));
+    for _ in 0..5 {
+        assert_eq!(oxp.list(&expired).await.status, 401);
+    }
+    assert_eq!(oxp.list(&good).await.status, 200);
+    for _ in 0..3 {
+        assert_eq!(oxp.list(&forged).await.status, 401);
+    }
+    let held = oxp.list(&forged).await;
+    assert_eq!(held.status, 429, "{held:?}");
+    assert!(held.headers.contains_key("retry-after"));
+    assert_eq!(
+        oxp.list(&good).await.status,
+        429,
+        "held back before its token is read"
+    );
+    let by_key = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/tools", oxp.base))
+                .header("x-api-key", API_KEY),
+        )
+        .await;
+    assert_eq!(by_key.status, 200, "an API key is not an OAuth token");
+    // Another client (127.0.0.2 is loopback too) is not held back.
+    let other = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap();
+    let reply = other
+        .get(format!("{}/tools", oxp.base))
+        .bearer_auth(&good)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("oxp_refusals_total{reason=\"invalid_tokens_held_back\"} 2"),
+        "{metrics}"
+    );
 }
 
 /// Opaque tokens are checked at the provider's introspection endpoint as its client: an active
@@ -1224,15 +1640,22 @@ impl Oidc {
             .spawn()
             .expect("node runs");
         let stdout = child.stdout.take().unwrap();
-        let issuer = tokio::task::spawn_blocking(move || {
-            std::io::BufReader::new(stdout)
+        let (ready, issuer) = tokio::sync::oneshot::channel();
+        // Read to the end, so that whatever the provider prints later never meets a closed pipe.
+        std::thread::spawn(move || {
+            let mut ready = Some(ready);
+            for line in std::io::BufReader::new(stdout)
                 .lines()
                 .map_while(Result::ok)
-                .find_map(|line| line.strip_prefix("ready ").map(str::to_owned))
-        })
-        .await
-        .unwrap()
-        .expect("the provider starts");
+            {
+                if let Some(issuer) = line.strip_prefix("ready ")
+                    && let Some(ready) = ready.take()
+                {
+                    let _ = ready.send(issuer.to_owned());
+                }
+            }
+        });
+        let issuer = issuer.await.expect("the provider starts");
         Oidc { child, issuer }
     }
 
@@ -1342,7 +1765,7 @@ async fn node_oidc_provider_end_to_end() {
         )
         .await;
     assert_eq!(listed.status, 200, "{listed:?}");
-    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(listed.body["result"]["tools"].as_array().unwrap().len(), 3);
     let called = oxp
         .mcp(
             &mcp_token,
@@ -1402,5 +1825,210 @@ async fn node_oidc_provider_end_to_end() {
         200,
         "recovered with the provider"
     );
+    let _ = std::fs::remove_file(&keys);
+}
+
+/// rmcp's own client with its auth support (SEP-1046 client credentials) against the server and
+/// node-oidc-provider: it follows the server's metadata to the provider, gets a token for the
+/// MCP resource, then lists and calls tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_client_discovers_the_provider_and_calls_tools() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-rmcp-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let mcp_url = format!("{}/mcp", oxp.base);
+
+    let mut state = OAuthState::new(mcp_url.as_str(), None).await.unwrap();
+    state
+        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+            client_id: "mcp-host".into(),
+            client_secret: "mcp-host-secret-0123456789abcdef012345".into(),
+            scopes: vec!["tools".into(), "files:write".into()],
+            resource: Some(mcp_url.clone()),
+        })
+        .await
+        .expect("discovery and the token");
+    let manager = state.into_authorization_manager().unwrap();
+    let client = AuthClient::new(reqwest13::Client::default(), manager);
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(mcp_url.as_str()),
+    );
+    let service = ().serve(transport).await.expect("initialize");
+    let tools = service.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["Files_Read", "Files_Whoami", "Files_Write"]);
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("path".into(), json!("/oidc/rmcp"));
+    let called = service
+        .call_tool(rmcp::model::CallToolRequestParams::new("Files_Write").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(called.is_error, Some(false), "{called:?}");
+    assert!(WRITES.lock().unwrap().iter().any(|p| p == "/oidc/rmcp"));
+    service.cancel().await.unwrap();
+    drop(oidc);
+    let _ = std::fs::remove_file(&keys);
+}
+
+/// `application/x-www-form-urlencoded` and query encoding for the sign-in below.
+fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A user's sign-in as a host runs it through the browser: the authorization code flow with
+/// PKCE and the resource indicator, through node-oidc-provider's sign-in (login `user`, any
+/// password) and consent pages, cookies carried by hand; then the code exchanged for a token.
+async fn browser_sign_in(issuer: &str, resource: &str, user: &str) -> String {
+    const REDIRECT: &str = "http://127.0.0.1/callback";
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let verifier = b64(&ring::rand::generate::<[u8; 32]>(&SystemRandom::new())
+        .unwrap()
+        .expose());
+    let challenge = b64(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()).as_ref());
+    let mut cookies = std::collections::BTreeMap::<String, String>::new();
+    let mut next = format!(
+        "{issuer}/auth?client_id=browser-host&response_type=code&redirect_uri={}\
+         &scope={}&code_challenge={challenge}&code_challenge_method=S256&resource={}&state=s1",
+        url_encode(REDIRECT),
+        url_encode("openid tools files:write"),
+        url_encode(resource),
+    );
+    let mut form: Option<String> = None;
+    let code = loop {
+        let cookie = cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let request = match form.take() {
+            Some(body) => client
+                .post(&next)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+            None => client.get(&next),
+        };
+        let response = request.header("cookie", cookie).send().await.unwrap();
+        for set in response.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            if let Some((name, value)) = pair.split_once('=') {
+                cookies.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        if response.status().is_redirection() {
+            let location = response.headers()["location"].to_str().unwrap().to_owned();
+            if let Some(query) = location.strip_prefix(&format!("{REDIRECT}?")) {
+                break query
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("code="))
+                    .unwrap_or_else(|| panic!("a code: {location}"))
+                    .to_owned();
+            }
+            next = if location.starts_with('/') {
+                format!("{issuer}{location}")
+            } else {
+                location
+            };
+            continue;
+        }
+        let page = response.text().await.unwrap();
+        // The same URL takes the page's form: the sign-in, then the consent.
+        form = Some(if page.contains(r#"name="login""#) {
+            format!("prompt=login&login={}&password=anything", url_encode(user))
+        } else if page.contains(r#"value="consent""#) {
+            "prompt=consent".to_owned()
+        } else {
+            panic!("an unexpected page: {page}");
+        });
+    };
+    let reply: Value = client
+        .post(format!("{issuer}/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=authorization_code&code={code}&redirect_uri={}&code_verifier={verifier}\
+             &client_id=browser-host&resource={}",
+            url_encode(REDIRECT),
+            url_encode(resource)
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    reply["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a token: {reply}"))
+        .to_owned()
+}
+
+/// A user signed in through the browser (authorization code, PKCE, the resource indicator the
+/// server's metadata names) gets a token node-oidc-provider issued for `/mcp`: MCP serves it,
+/// and tools are told the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_signed_in_through_the_browser_calls_tools_as_themselves() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = std::process::Command::new("node").arg("--version").output();
+    if node.is_err() || !here.join("oidc/node_modules/oidc-provider").exists() {
+        harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
+        return;
+    }
+    let keys = std::env::temp_dir().join(format!("oxp-oidc-browser-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&keys);
+    let oidc = Oidc::start(0, &keys, "a").await;
+    let provider = Provider::default();
+    *provider.issuer.lock().unwrap() = oidc.issuer.clone();
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let metadata: Value = oxp
+        .client
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            oxp.base
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let resource = metadata["resource"].as_str().unwrap();
+    let token = browser_sign_in(&oidc.issuer, resource, "dora").await;
+    let reply = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "Files_Whoami", "arguments": {}}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(
+        reply.body["result"]["content"][0]["text"], "dora",
+        "{reply:?}"
+    );
+    drop(oidc);
     let _ = std::fs::remove_file(&keys);
 }

@@ -124,10 +124,12 @@ pub(crate) enum Refusal {
     InsufficientScope,
     /// A token that could not be checked: the identity provider's keys could not be had (`503`).
     KeysUnavailable,
+    /// A client held back for sending too many forged tokens (`429`), its token not looked at.
+    InvalidTokensHeldBack,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 10] = [
+    const ALL: [Refusal; 11] = [
         Refusal::ConcurrencyLimit,
         Refusal::Draining,
         Refusal::Auth,
@@ -138,6 +140,7 @@ impl Refusal {
         Refusal::InvalidToken,
         Refusal::InsufficientScope,
         Refusal::KeysUnavailable,
+        Refusal::InvalidTokensHeldBack,
     ];
 
     fn as_str(self) -> &'static str {
@@ -152,6 +155,7 @@ impl Refusal {
             Refusal::InvalidToken => "invalid_token",
             Refusal::InsufficientScope => "insufficient_scope",
             Refusal::KeysUnavailable => "jwks_unavailable",
+            Refusal::InvalidTokensHeldBack => "invalid_tokens_held_back",
         }
     }
 }

@@ -56,6 +56,25 @@ impl Principal {
         Principal::ApiKey(digest_hex(&[b"oxp api key identity v1", key.as_ref()]))
     }
 
+    /// The user a tool is told of (`ToolContext::user_id`) when the caller is the user: a
+    /// token's `sub` (HS256 or OAuth); `None` for an API key or no authentication, which name
+    /// no user. An OAuth subject is its issuer's: servers trusting several unrelated issuers
+    /// should know their subjects do not collide (Entra's v1 and v2 issuers of one tenant give
+    /// one user the same `sub`).
+    ///
+    /// ```
+    /// use oxp_runtime::server::Principal;
+    /// let caller = Principal::OAuth { issuer: "https://id.example".into(), subject: "alice".into() };
+    /// assert_eq!(caller.user_id(), Some("alice"));
+    /// assert_eq!(Principal::api_key("k_0123456789abcdef0123456789abcdef").user_id(), None);
+    /// ```
+    pub fn user_id(&self) -> Option<&str> {
+        match self {
+            Principal::Jwt(subject) | Principal::OAuth { subject, .. } => Some(subject),
+            Principal::Anonymous | Principal::ApiKey(_) => None,
+        }
+    }
+
     /// The subject's digest, for logs: who it is stays out of them, which caller it was can
     /// still be followed. `None` for [`Principal::Anonymous`].
     ///

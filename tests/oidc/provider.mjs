@@ -1,6 +1,7 @@
 // node-oidc-provider, as tests/oauth.rs starts it: an identity provider with resource indicators
 // (RFC 8707) that issues JWT access tokens (RFC 9068) for the resource a client names, through
-// the client credentials grant (no browser in a test).
+// the client credentials grant, or the authorization code grant with its development sign-in
+// and consent pages (any login, any password), which a test drives over plain HTTP.
 //
 //   node provider.mjs <port, 0 for any> <keys.json> <kid,kid,...>
 //
@@ -36,6 +37,23 @@ const provider = new Provider(issuer, {
     grant_types: ['client_credentials'],
     redirect_uris: [],
     response_types: [],
+  }, {
+    // rmcp's client sends its credentials in the body (client_secret_post).
+    client_id: 'mcp-host',
+    client_secret: 'mcp-host-secret-0123456789abcdef012345',
+    grant_types: ['client_credentials'],
+    redirect_uris: [],
+    response_types: [],
+    token_endpoint_auth_method: 'client_secret_post',
+  }, {
+    // A host signing a user in through the browser: authorization code with PKCE, a public
+    // client with a loopback redirect (RFC 8252).
+    client_id: 'browser-host',
+    application_type: 'native',
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    redirect_uris: ['http://127.0.0.1/callback'],
+    token_endpoint_auth_method: 'none',
   }],
   jwks: { keys },
   features: {

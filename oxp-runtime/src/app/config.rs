@@ -49,6 +49,8 @@ pub enum LogFormat {
 /// | `OXP_OAUTH_SCOPES` | – | comma- or space-separated scopes every request needs |
 /// | `OXP_OAUTH_STRICT_TOKEN_TYPE` | `false` | accept only `typ: at+jwt` tokens (refuses plain `JWT` and ID tokens) |
 /// | `OXP_OAUTH_INTROSPECTION_URL` | – | check opaque tokens at this RFC 7662 endpoint, as `OXP_OAUTH_CLIENT_ID` with `OXP_OAUTH_CLIENT_SECRET` |
+/// | `OXP_OAUTH_CA_FILE` | – | a PEM file of certificates to trust besides Mozilla's roots when fetching from the provider |
+/// | `OXP_OAUTH_SCOPE_HIERARCHY` | – | comma-separated `broader>narrower` pairs: a token granting the first is granted the second |
 /// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap, every route |
 /// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
 /// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
@@ -182,7 +184,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The `OXP_OAUTH_*` variables, each an error when it cannot be used.
-const OAUTH_VARIABLES: [&str; 8] = [
+const OAUTH_VARIABLES: [&str; 10] = [
     "OXP_OAUTH_ISSUER",
     "OXP_OAUTH_JWKS_URL",
     "OXP_OAUTH_AUDIENCE",
@@ -191,6 +193,8 @@ const OAUTH_VARIABLES: [&str; 8] = [
     "OXP_OAUTH_INTROSPECTION_URL",
     "OXP_OAUTH_CLIENT_ID",
     "OXP_OAUTH_CLIENT_SECRET",
+    "OXP_OAUTH_CA_FILE",
+    "OXP_OAUTH_SCOPE_HIERARCHY",
 ];
 
 /// Adds the resource server `OXP_OAUTH_*` configures, if it does.
@@ -264,6 +268,24 @@ fn oauth_from_lookup(
                 problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the secret of the client the server introspects tokens as".into(),
             });
         }
+    }
+    for rule in list("OXP_OAUTH_SCOPE_HIERARCHY") {
+        let Some((broader, narrower)) = rule.split_once('>') else {
+            return Err(ConfigError {
+                variable: "OXP_OAUTH_SCOPE_HIERARCHY",
+                problem: format!(
+                    "`{rule}` is not `broader>narrower`: write e.g. `files:admin>files:write,files:write>files:read`"
+                ),
+            });
+        };
+        oauth = oauth.scope_implies(broader.trim(), [narrower.trim()]);
+    }
+    if let Some(path) = get("OXP_OAUTH_CA_FILE") {
+        let pem = std::fs::read(&path).map_err(|error| ConfigError {
+            variable: "OXP_OAUTH_CA_FILE",
+            problem: format!("`{path}` cannot be read: {error}"),
+        })?;
+        oauth = oauth.ca_certificates(pem);
     }
     oauth.check().map_err(|error| ConfigError {
         variable: error.setting.variable(),

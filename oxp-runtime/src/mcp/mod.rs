@@ -707,10 +707,7 @@ impl ServerHandler for McpServer {
             .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let mut call_context = (*self.context).clone();
         if per_caller {
-            call_context.user_id = match principal {
-                Some(Principal::Jwt(subject)) => Some(subject.clone()),
-                _ => None,
-            };
+            call_context.user_id = principal.and_then(Principal::user_id).map(str::to_owned);
             call_context.authorization.clear();
         }
         // What the tool does if this caller cannot answer it; a relayed confirmation comes as

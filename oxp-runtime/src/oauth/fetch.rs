@@ -28,10 +28,26 @@ pub(crate) struct Fetched {
 }
 
 impl Fetcher {
-    pub(crate) fn new(timeout: Duration, max_bytes: usize) -> Self {
+    /// A client trusting Mozilla's roots and `extra_roots` (an operator's CA).
+    pub(crate) fn new(
+        timeout: Duration,
+        max_bytes: usize,
+        extra_roots: &[rustls::pki_types::CertificateDer<'static>],
+    ) -> Self {
+        let mut roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        // Each was checked when the configuration was (`ca_certificates`).
+        let _ = roots.add_parsable_certificates(extra_roots.iter().cloned());
+        let config = rustls::ClientConfig::builder_with_provider(
+            rustls::crypto::ring::default_provider().into(),
+        )
+        .with_safe_default_protocol_versions()
+        .expect("ring's provider supports rustls' default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
         let tls = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .expect("ring's provider supports rustls' default protocol versions")
+            .with_tls_config(config)
             // Plain HTTP is refused by `check_url` before a request is made, except to loopback.
             .https_or_http()
             .enable_http1()

@@ -1,7 +1,9 @@
 //! One issuer's key set, cached: fetched once at a time, kept for what `Cache-Control` says
-//! within bounds, refetched for an unknown `kid` at most once per interval, and kept when a
+//! within bounds (and refreshed in the background once stale, a known key answering at once
+//! meanwhile), refetched for an unknown `kid` at most once per interval, and kept when a
 //! refetch fails (known keys keep working while the provider is down; unknown ones fail closed).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -43,6 +45,8 @@ pub(crate) struct KeySet {
     cached: Mutex<Cached>,
     /// Held while fetching: one fetch at a time for this set.
     fetching: tokio::sync::Mutex<()>,
+    /// Whether a background refresh of stale keys is under way (one at a time).
+    refreshing: AtomicBool,
     /// How many fetches were made, for metrics.
     on_fetch: Arc<dyn Fn(bool) + Send + Sync>,
 }
@@ -53,6 +57,7 @@ impl KeySet {
             url,
             cached: Mutex::new(Cached::default()),
             fetching: tokio::sync::Mutex::new(()),
+            refreshing: AtomicBool::new(false),
             on_fetch,
         }
     }
@@ -73,7 +78,7 @@ impl KeySet {
 
     /// The key for a token's `kid` (or, without one, the set's only usable key).
     pub(crate) async fn find(
-        &self,
+        self: &Arc<Self>,
         kid: Option<&str>,
         fetcher: &Fetcher,
         tuning: &Tuning,
@@ -96,16 +101,18 @@ impl KeySet {
                 cached.generation,
             )
         };
-        if let Some(key) = &found
-            && !stale
-        {
-            return Found::Key(key.clone());
+        if let Some(key) = found {
+            // A known key answers now, stale or not: no request waits on the provider for a key
+            // it has; a stale set is refreshed beside it.
+            if stale {
+                self.refresh_in_background(fetcher, tuning, generation);
+            }
+            return Found::Key(key);
         }
-        // Stale keys are refreshed (and used if that fails); an unknown kid refetches only once
-        // per interval, however many tokens name one.
+        // An unknown kid refetches (a stale set at once, a fresh one once per interval,
+        // however many tokens name one).
         if stale || may_fetch_for_miss {
-            self.refresh(fetcher, tuning, generation, found.is_none() && !stale)
-                .await;
+            self.refresh(fetcher, tuning, generation, !stale).await;
         }
         let cached = self.cached();
         match (pick(&cached.keys, kid), &cached.failure) {
@@ -113,6 +120,18 @@ impl KeySet {
             (None, Some(failure)) => Found::Unavailable(failure.clone()),
             _ => Found::Unknown,
         }
+    }
+
+    /// Refreshes the set in a task of its own, unless one already is.
+    fn refresh_in_background(self: &Arc<Self>, fetcher: &Fetcher, tuning: &Tuning, seen: u64) {
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (set, fetcher, tuning) = (self.clone(), fetcher.clone(), tuning.clone());
+        tokio::spawn(async move {
+            set.refresh(&fetcher, &tuning, seen, false).await;
+            set.refreshing.store(false, Ordering::Release);
+        });
     }
 
     /// Fetches the set, unless another fetch ended since `seen` (this caller waited for it).
@@ -171,7 +190,7 @@ impl Found {
     pub(crate) fn into_key(self) -> Result<Arc<Key>, Refusal> {
         match self {
             Found::Key(key) => Ok(key),
-            Found::Unknown => Err(Refusal::invalid(
+            Found::Unknown => Err(Refusal::forged(
                 "The token is signed with a key the identity provider does not publish.",
             )),
             Found::Unavailable(why) => Err(Refusal::Unavailable(why)),
@@ -204,8 +223,8 @@ mod tests {
         let tuning = crate::oauth::OAuth::new("https://h")
             .key_refetch_interval(Duration::ZERO)
             .tuning;
-        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16);
-        let set = KeySet::new(url, Arc::new(|_| {}));
+        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16, &[]);
+        let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
         // Polled together on one task: the first lookup is waiting on the network when the
         // others start, so each of them finds the fetch under way and waits for it.
         let lookups = (0..100).map(|_| set.find(Some("unknown"), &fetcher, &tuning));
@@ -216,5 +235,50 @@ mod tests {
             set.find(Some("k"), &fetcher, &tuning).await,
             Found::Key(_)
         ));
+    }
+
+    /// A known key of a stale set answers at once while the refresh waits on the provider,
+    /// and the refresh happens, once.
+    #[tokio::test]
+    async fn a_stale_set_answers_known_keys_at_once_and_refreshes_beside_them() {
+        static FETCHES: AtomicUsize = AtomicUsize::new(0);
+        static RELEASE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(|| async {
+                // The first fetch is answered at once; later ones wait for the test.
+                if FETCHES.fetch_add(1, Ordering::SeqCst) > 0 {
+                    RELEASE.notified().await;
+                }
+                r#"{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                    "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let mut tuning = crate::oauth::OAuth::new("https://h").tuning;
+        // Stale as soon as fetched.
+        tuning.min_ttl = Duration::ZERO;
+        tuning.default_ttl = Duration::ZERO;
+        let fetcher = Fetcher::new(Duration::from_secs(30), 1 << 16, &[]);
+        let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
+        set.load(&fetcher, &tuning).await.unwrap();
+        for _ in 0..10 {
+            // Bounded only so that a lookup held up by the refresh fails rather than hangs.
+            let found = tokio::time::timeout(
+                Duration::from_secs(10),
+                set.find(Some("k"), &fetcher, &tuning),
+            )
+            .await
+            .expect("a known key is not held up by the refresh");
+            assert!(matches!(found, Found::Key(_)));
+        }
+        // One refresh was started, and it is the one held at the provider.
+        while FETCHES.load(Ordering::SeqCst) < 2 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(FETCHES.load(Ordering::SeqCst), 2);
+        RELEASE.notify_one();
     }
 }

@@ -31,6 +31,7 @@
 mod fetch;
 mod jwks;
 mod keys;
+mod limit;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -46,6 +47,11 @@ use jwks::KeySet;
 
 /// The longest token accepted, in bytes: real access tokens are a few kilobytes (Entra's with
 /// group claims among the largest); anything longer is refused before it is decoded.
+///
+/// ```
+/// // A header of this size is well within the server's own cap on request heads.
+/// assert!(oxp_runtime::oauth::MAX_TOKEN_BYTES < 64 * 1024);
+/// ```
 pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// The most a metadata document or key set may weigh.
@@ -77,6 +83,14 @@ pub struct OAuth {
     scopes: Vec<String>,
     strict_typ: bool,
     introspection: Option<Introspection>,
+    /// Forged tokens per client: a burst, then a rate per second (a burst of 0: no limit).
+    forged_limit: (u32, u32),
+    /// Roots trusted besides Mozilla's, for a provider whose certificate a private CA signed.
+    ca_certificates: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// Whether `ca_certificates` was given text holding no certificate.
+    ca_certificates_invalid: bool,
+    /// (broader, narrower): a token granting the first is granted the second.
+    scope_hierarchy: Vec<(String, String)>,
     tuning: Tuning,
 }
 
@@ -125,6 +139,10 @@ impl OAuth {
             scopes: Vec::new(),
             strict_typ: false,
             introspection: None,
+            forged_limit: (limit::BURST, limit::PER_SECOND),
+            ca_certificates: Vec::new(),
+            ca_certificates_invalid: false,
+            scope_hierarchy: Vec::new(),
             tuning: Tuning {
                 refetch_interval: Duration::from_secs(60),
                 default_ttl: Duration::from_secs(600),
@@ -192,6 +210,30 @@ impl OAuth {
         self
     }
 
+    /// A token granting `broader` is granted each of `narrower` too (and what they imply in
+    /// turn): the scope hierarchy of the deployment (`OXP_OAUTH_SCOPE_HIERARCHY`,
+    /// `files:admin>files:write,files:write>files:read`), which a provider's tokens do not spell
+    /// out. Repeat for several.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .scope_implies("files:admin", ["files:write", "files:read"])
+    ///     .scope_implies("files:write", ["files:read"]);
+    /// ```
+    #[must_use]
+    pub fn scope_implies<S: Into<String>>(
+        mut self,
+        broader: impl Into<String>,
+        narrower: impl IntoIterator<Item = S>,
+    ) -> Self {
+        let broader = broader.into();
+        for narrower in narrower {
+            self.scope_hierarchy
+                .push((broader.clone(), narrower.into()));
+        }
+        self
+    }
+
     /// Accepts only tokens whose `typ` is `at+jwt` (RFC 9068), refusing plain `JWT` and ID
     /// tokens; off by default, as several providers (Entra ID, Google) type access tokens `JWT`.
     ///
@@ -229,6 +271,55 @@ impl OAuth {
             client_id: client_id.into(),
             client_secret: crate::protocol::Sensitive::new(client_secret),
         });
+        self
+    }
+
+    /// How many forged tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
+    /// then `per_second` (default 30, then 1 a second). Forged is what no trusted issuer made:
+    /// malformed, a refused header, an unknown key, a bad signature, inactive at introspection.
+    /// Beyond that, its requests with a token are answered `429` with `Retry-After` before the
+    /// token is even parsed, so no one makes the server verify forgeries as fast as it can send
+    /// them. Good tokens, and genuine ones that fail a claim (expired), cost nothing.
+    /// A burst of 0 turns the limit off. Clients are told apart by the connection's address
+    /// (`Server::serve`, or axum's `ConnectInfo`); behind a proxy, that is the proxy's.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .forged_tokens_per_client(100, 5);
+    /// ```
+    #[must_use]
+    pub fn forged_tokens_per_client(mut self, burst: u32, per_second: u32) -> Self {
+        self.forged_limit = (burst, per_second);
+        self
+    }
+
+    /// Trusts the certificates of this PEM text (`OXP_OAUTH_CA_FILE`, a file of them) besides
+    /// Mozilla's roots when fetching metadata, keys and introspection answers: for a provider
+    /// (an intranet Keycloak) whose certificate a private CA signed. Text without a certificate
+    /// is a configuration error.
+    ///
+    /// ```
+    /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
+    ///     .issuer("https://sso.corp.example/realms/acme")
+    ///     .ca_certificates("not PEM");
+    /// # let auth = oxp_runtime::server::ServerAuth::default().oauth(oauth);
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert_eq!(auth.ready().await.unwrap_err().setting, oxp_runtime::oauth::Setting::CaFile);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn ca_certificates(mut self, pem: impl AsRef<[u8]>) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        let certificates: Vec<_> =
+            rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_ref()).collect();
+        // Unreadable text is kept as no certificate at all, which `check` refuses.
+        self.ca_certificates = certificates
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_default();
+        if self.ca_certificates.is_empty() {
+            self.ca_certificates_invalid = true;
+        }
         self
     }
 
@@ -326,6 +417,12 @@ impl OAuth {
         if self.issuers.is_empty() {
             return bad(Setting::Issuer, "names no issuer".into());
         }
+        if self.ca_certificates_invalid {
+            return bad(
+                Setting::CaFile,
+                "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
+            );
+        }
         for issuer in &self.issuers {
             if let Err(problem) = fetch::check_url(issuer) {
                 return bad(Setting::Issuer, problem);
@@ -351,6 +448,13 @@ impl OAuth {
         for scope in &self.scopes {
             if let Some(problem) = crate::rules::scope_problem(scope) {
                 return bad(Setting::Scopes, problem);
+            }
+        }
+        for (broader, narrower) in &self.scope_hierarchy {
+            for scope in [broader, narrower] {
+                if let Some(problem) = crate::rules::scope_problem(scope) {
+                    return bad(Setting::ScopeHierarchy, problem);
+                }
             }
         }
         Ok(())
@@ -380,6 +484,10 @@ pub enum Setting {
     Scopes,
     /// Token introspection (`OXP_OAUTH_INTROSPECTION_URL` and its client).
     Introspection,
+    /// The certificates trusted besides Mozilla's roots (`OXP_OAUTH_CA_FILE`).
+    CaFile,
+    /// Which scopes imply which (`OXP_OAUTH_SCOPE_HIERARCHY`).
+    ScopeHierarchy,
 }
 
 impl Setting {
@@ -395,6 +503,8 @@ impl Setting {
             Setting::JwksUrl => "OXP_OAUTH_JWKS_URL",
             Setting::Scopes => "OXP_OAUTH_SCOPES",
             Setting::Introspection => "OXP_OAUTH_INTROSPECTION_URL",
+            Setting::CaFile => "OXP_OAUTH_CA_FILE",
+            Setting::ScopeHierarchy => "OXP_OAUTH_SCOPE_HIERARCHY",
         }
     }
 }
@@ -430,17 +540,28 @@ impl std::error::Error for OAuthError {}
 /// Why a token was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// `401 invalid_token`, with what was wrong.
+    /// `401 invalid_token`: a token whose claims fail a check, once its signature was verified
+    /// (expired, another audience…): a real token, and nothing to hold its client back for.
     Invalid(&'static str),
+    /// `401 invalid_token`: a token that is no genuine one of a trusted issuer (malformed, a
+    /// refused header, an unknown key, a bad signature, inactive at introspection): counted
+    /// against its client's allowance.
+    Forged(&'static str),
     /// `503`: the keys a token needs cannot be had (the reason is logged, not sent).
     Unavailable(String),
     /// `403 insufficient_scope`: every scope the request needs.
     InsufficientScope(Vec<String>),
+    /// `429`: the client sent too many forged tokens; it may try again after this.
+    HeldBack(Duration),
 }
 
 impl Refusal {
     pub(crate) fn invalid(message: &'static str) -> Self {
         Refusal::Invalid(message)
+    }
+
+    pub(crate) fn forged(message: &'static str) -> Self {
+        Refusal::Forged(message)
     }
 }
 
@@ -462,6 +583,8 @@ pub(crate) struct Verifier {
     discovering: tokio::sync::Mutex<()>,
     /// Why discovery last failed, and when it may be tried again.
     discovery_failure: Mutex<Option<(String, std::time::Instant)>>,
+    /// Forged tokens per client.
+    limit: limit::FailureLimit,
     /// Active introspection answers by a digest of their token, until when each may be used.
     introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
     /// Where key-set fetches are counted: the server's metrics once it has attached them, and
@@ -485,8 +608,14 @@ impl std::fmt::Debug for Verifier {
 
 impl Verifier {
     pub(crate) fn new(config: OAuth) -> Self {
-        let fetcher = Fetcher::new(config.tuning.fetch_timeout, MAX_DOCUMENT_BYTES);
+        let fetcher = Fetcher::new(
+            config.tuning.fetch_timeout,
+            MAX_DOCUMENT_BYTES,
+            &config.ca_certificates,
+        );
+        let (burst, per_second) = config.forged_limit;
         Verifier {
+            limit: limit::FailureLimit::new(burst, per_second),
             audiences: config.audiences(),
             config,
             fetcher,
@@ -624,10 +753,31 @@ impl Verifier {
         ))
     }
 
+    /// Checks an access token from `client` (when known), within the client's allowance of
+    /// forged tokens.
+    pub(crate) async fn verify_from(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<Verified, Refusal> {
+        if let Some(client) = client
+            && let Some(wait) = self.limit.held_back(client)
+        {
+            return Err(Refusal::HeldBack(wait));
+        }
+        let result = self.verify(token).await;
+        // Only what no genuine token does counts: a host that relays many users' tokens from one
+        // address sends expired ones all day, and must not be held back for them.
+        if let (Some(client), Err(Refusal::Forged(_))) = (client, &result) {
+            self.limit.refused(client);
+        }
+        result
+    }
+
     /// Checks an access token.
     pub(crate) async fn verify(&self, token: &str) -> Result<Verified, Refusal> {
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(Refusal::invalid("The token is too large."));
+            return Err(Refusal::forged("The token is too large."));
         }
         let mut parts = token.split('.');
         let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
@@ -640,7 +790,7 @@ impl Verifier {
             if self.config.introspection.is_some() {
                 return self.introspect(token).await;
             }
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token is not a signed JWT (three base64url parts).",
             ));
         };
@@ -652,28 +802,28 @@ impl Verifier {
             Some(Value::String(iss)) => self.config.issuers.iter().position(|i| i == iss),
             _ => None,
         }
-        .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?;
+        .ok_or(Refusal::forged("The token's issuer is not trusted here."))?;
         let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
         let kid = match header.get("kid") {
             None => None,
             Some(Value::String(kid)) => Some(kid.as_str()),
-            Some(_) => return Err(Refusal::invalid("The token's `kid` is not a string.")),
+            Some(_) => return Err(Refusal::forged("The token's `kid` is not a string.")),
         };
         let key = sets[place]
             .find(kid, &self.fetcher, &self.config.tuning)
             .await
             .into_key()?;
         if !key.fits(alg) {
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token's algorithm does not match its key.",
             ));
         }
         let signature = URL_SAFE_NO_PAD
             .decode(signature)
-            .map_err(|_| Refusal::invalid("The token's signature is not base64url."))?;
+            .map_err(|_| Refusal::forged("The token's signature is not base64url."))?;
         let signed = &token.as_bytes()[..header_part.len() + 1 + payload_part.len()];
         if !key.verify(alg, signed, &signature) {
-            return Err(Refusal::invalid("The token's signature is not valid."));
+            return Err(Refusal::forged("The token's signature is not valid."));
         }
         self.check_claims(&claims, &self.config.issuers[place])
     }
@@ -682,7 +832,7 @@ impl Verifier {
     async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
         use sha2::{Digest, Sha256};
         let Some(introspection) = &self.config.introspection else {
-            return Err(Refusal::invalid("The token is not a JWT."));
+            return Err(Refusal::forged("The token is not a JWT."));
         };
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = std::time::Instant::now();
@@ -720,7 +870,7 @@ impl Verifier {
         // RFC 7662 §2.2: `active` is the answer; an inactive token is never kept, so that one
         // that becomes valid (or a mistake corrected) is asked about again.
         if claims.get("active") != Some(&Value::Bool(true)) {
-            return Err(Refusal::invalid("The token is not active."));
+            return Err(Refusal::forged("The token is not active."));
         }
         // The endpoint is the issuer's; an answer that names another issuer is not trusted.
         let issuer = match claims.get("iss") {
@@ -829,6 +979,18 @@ impl Verifier {
                 Some(_) => return Err(Refusal::invalid("The token's scopes must be strings.")),
             }
         }
+        // A broader scope stands for the narrower ones it implies (MCP: "servers MUST account
+        // for scope hierarchies"), transitively.
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for (broader, narrower) in &self.config.scope_hierarchy {
+                if scopes.contains(broader) && !scopes.contains(narrower) {
+                    scopes.push(narrower.clone());
+                    grew = true;
+                }
+            }
+        }
         let missing: Vec<&String> = self
             .config
             .scopes
@@ -874,9 +1036,9 @@ fn unix_now() -> u64 {
 fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
     let bytes = URL_SAFE_NO_PAD
         .decode(part)
-        .map_err(|_| Refusal::invalid("The token is not a JWT (base64url parts)."))?;
+        .map_err(|_| Refusal::forged("The token is not a JWT (base64url parts)."))?;
     serde_json::from_slice(&bytes)
-        .map_err(|_| Refusal::invalid("The token is not a JWT (JSON objects)."))
+        .map_err(|_| Refusal::forged("The token is not a JWT (JSON objects)."))
 }
 
 /// The header's algorithm, if the header may be accepted at all.
@@ -886,12 +1048,12 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         .and_then(Value::as_str)
         .unwrap_or_default();
     if alg.eq_ignore_ascii_case("none") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "Unsigned tokens (`alg: none`) are refused.",
         ));
     }
     if alg.starts_with("HS") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "Tokens of an identity provider must be signed with its public key, not a shared secret (`HS*`).",
         ));
     }
@@ -899,17 +1061,17 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         .parse::<Algorithm>()
         .ok()
         .filter(|a| keys::ALLOWED.contains(a))
-        .ok_or(Refusal::invalid("The token's algorithm is not accepted."))?;
+        .ok_or(Refusal::forged("The token's algorithm is not accepted."))?;
     // RFC 7515 §4.1.11: extensions the recipient must understand; this server understands none.
     if header.contains_key("crit") {
-        return Err(Refusal::invalid(
+        return Err(Refusal::forged(
             "The token names critical header extensions this server does not support.",
         ));
     }
     let typ = match header.get("typ") {
         None => None,
         Some(Value::String(typ)) => Some(typ.to_ascii_lowercase()),
-        Some(_) => return Err(Refusal::invalid("The token's `typ` is not valid.")),
+        Some(_) => return Err(Refusal::forged("The token's `typ` is not valid.")),
     };
     let typ = typ
         .as_deref()
@@ -918,7 +1080,7 @@ fn check_header(header: &Map<String, Value>, strict_typ: bool) -> Result<Algorit
         Some("at+jwt") => {}
         None | Some("jwt") if !strict_typ => {}
         _ => {
-            return Err(Refusal::invalid(
+            return Err(Refusal::forged(
                 "The token is not an access token (`typ` must be `at+jwt`).",
             ));
         }

@@ -248,6 +248,27 @@ impl ServerAuth {
     /// # });
     /// ```
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, AuthError> {
+        self.authenticate_from(headers, None).await
+    }
+
+    /// [`authenticate`](Self::authenticate), for a request from `client`: OAuth holds back a
+    /// client that has sent too many forged tokens (`429`) before looking at its token (see
+    /// [`OAuth::forged_tokens_per_client`](crate::oauth::OAuth::forged_tokens_per_client)).
+    ///
+    /// ```
+    /// use axum::http::HeaderMap;
+    /// use oxp_runtime::server::ServerAuth;
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let auth = ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef");
+    /// let client = "203.0.113.7".parse().ok();
+    /// assert_eq!(auth.authenticate_from(&HeaderMap::new(), client).await.unwrap_err().status(), 401);
+    /// # });
+    /// ```
+    pub async fn authenticate_from(
+        &self,
+        headers: &HeaderMap,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<Caller, AuthError> {
         let all = |principal| Caller {
             principal,
             grant: Grant::All,
@@ -294,12 +315,14 @@ impl ServerAuth {
         if let Some(principal) = self.match_api_key(token.as_bytes()) {
             return Ok(all(principal));
         }
+        #[cfg(not(feature = "oauth"))]
+        let _ = client;
         #[cfg(feature = "oauth")]
         if let Some(oauth) = &self.oauth {
             // An HS256 token goes to the shared secret, when there is one; every other token
             // to the identity provider's keys, which refuse HS* themselves.
             if self.jwt.is_none() || !is_hs256(token) {
-                return match oauth.verify(token).await {
+                return match oauth.verify_from(token, client).await {
                     Ok(verified) => Ok(Caller {
                         principal: verified.principal,
                         grant: Grant::Scopes(verified.scopes.into()),
@@ -421,9 +444,13 @@ enum Kind {
     /// A credential that is not valid.
     Invalid,
     /// The identity provider's keys cannot be had.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     Unavailable,
     /// Valid, but short of these scopes (all the request needs).
     InsufficientScope(Vec<String>),
+    /// Too many forged tokens from this client: try again after this many seconds.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    HeldBack(u64),
 }
 
 impl AuthError {
@@ -463,8 +490,19 @@ impl AuthError {
     fn from_refusal(refusal: crate::oauth::Refusal) -> Self {
         use crate::oauth::Refusal;
         match refusal {
-            Refusal::Invalid(message) => AuthError::invalid(message),
+            Refusal::Invalid(message) | Refusal::Forged(message) => AuthError::invalid(message),
             Refusal::InsufficientScope(needed) => AuthError::insufficient_scope(needed),
+            Refusal::HeldBack(wait) => {
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                AuthError {
+                    kind: Kind::HeldBack(seconds.max(1)),
+                    message: Cow::Borrowed(
+                        "Too many invalid tokens from this client: wait before sending another.",
+                    ),
+                    metadata: None,
+                    scopes: Vec::new(),
+                }
+            }
             Refusal::Unavailable(_) => AuthError {
                 kind: Kind::Unavailable,
                 message: Cow::Borrowed(
@@ -504,6 +542,7 @@ impl AuthError {
             Kind::Missing | Kind::Invalid => StatusCode::UNAUTHORIZED,
             Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Kind::InsufficientScope(_) => StatusCode::FORBIDDEN,
+            Kind::HeldBack(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -513,6 +552,7 @@ impl AuthError {
         match (&self.kind, &self.metadata) {
             (Kind::InsufficientScope(_), _) => Refusal::InsufficientScope,
             (Kind::Unavailable, _) => Refusal::KeysUnavailable,
+            (Kind::HeldBack(_), _) => Refusal::InvalidTokensHeldBack,
             (Kind::Invalid, Some(_)) => Refusal::InvalidToken,
             _ => Refusal::Auth,
         }
@@ -528,7 +568,7 @@ impl AuthError {
                 params.push(("error_description", self.message.to_string()));
             }
             Kind::Invalid => {}
-            Kind::Unavailable => return None,
+            Kind::Unavailable | Kind::HeldBack(_) => return None,
             Kind::InsufficientScope(needed) => {
                 params.push(("error", "insufficient_scope".into()));
                 params.push(("scope", needed.join(" ")));
@@ -591,8 +631,14 @@ impl IntoResponse for AuthError {
         {
             headers.insert(WWW_AUTHENTICATE, value);
         }
-        if self.kind == Kind::Unavailable {
-            headers.insert(RETRY_AFTER, HeaderValue::from_static("30"));
+        match self.kind {
+            Kind::Unavailable => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("30"));
+            }
+            Kind::HeldBack(seconds) => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            _ => {}
         }
         response.extensions_mut().insert(self.reason());
         response

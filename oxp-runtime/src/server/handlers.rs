@@ -95,7 +95,15 @@ pub(super) async fn authenticate(
             request.uri().path(),
         );
     }
-    match state.auth.authenticate(request.headers()).await {
+    let client = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    match state
+        .auth
+        .authenticate_from(request.headers(), client)
+        .await
+    {
         Ok(caller) => {
             request.extensions_mut().insert(caller.principal);
             request.extensions_mut().insert(caller.grant);

@@ -216,7 +216,7 @@ pub(crate) async fn serve(
     let (write_timeout, header_timeout) = (limits.write_timeout, limits.header_timeout);
     let mut stop = std::pin::pin!(stop);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -238,6 +238,7 @@ pub(crate) async fn serve(
         let service = TowerToHyperService::new(PerConnection {
             router: router.clone(),
             budget: budget.clone(),
+            peer,
         });
         let builder = builder.clone();
         let watcher = graceful.watcher();
@@ -308,6 +309,8 @@ impl BodyBudget {
 struct PerConnection {
     router: axum::Router,
     budget: Arc<BodyBudget>,
+    /// The client's address, as axum's `ConnectInfo` (what authentication limits per client).
+    peer: std::net::SocketAddr,
 }
 
 impl<B> tower_service::Service<axum::http::Request<B>> for PerConnection
@@ -325,6 +328,9 @@ where
 
     fn call(&mut self, mut request: axum::http::Request<B>) -> Self::Future {
         request.extensions_mut().insert(self.budget.clone());
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
         self.router.call(request)
     }
 }
