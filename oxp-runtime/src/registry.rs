@@ -10,6 +10,8 @@ use crate::protocol::{
     AuthorizationRequirement, OAuth2Requirement, SecretRequirement, ToolDefinition,
     ToolRequirements,
 };
+use crate::resource::{PromptDescriptor, ResourceDescriptor};
+pub use crate::resource::{RegisteredPrompt, RegisteredResource};
 use crate::selection::Selection;
 use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
 use crate::{rules, schema};
@@ -290,6 +292,10 @@ pub struct Registry {
     by_path: Index<Vec<usize>>,
     /// `Toolkit_Name` → `Toolkit.Name`.
     by_wire_name: Index<String>,
+    /// Resources, fixed URIs before templates, each group by URI.
+    resources: Vec<RegisteredResource>,
+    /// Prompts, by name.
+    prompts: Vec<RegisteredPrompt>,
 }
 
 impl Registry {
@@ -337,6 +343,86 @@ impl Registry {
     /// ```
     pub fn tools(&self) -> &[RegisteredTool] {
         &self.tools
+    }
+
+    /// Every resource: fixed URIs first, then templates, each by URI.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// A day's log.
+    /// #[resource(uri = "file:///logs/{day}")]
+    /// fn log(day: String) -> String { day }
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// let registry = Registry::builder().resource(log::RESOURCE).resource(settings::RESOURCE).build().unwrap();
+    /// let uris: Vec<&str> = registry.resources().iter().map(|r| r.descriptor().uri).collect();
+    /// assert_eq!(uris, ["config://app", "file:///logs/{day}"]);
+    /// ```
+    pub fn resources(&self) -> &[RegisteredResource] {
+        &self.resources
+    }
+
+    /// Every prompt, by name.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert_eq!(registry.prompts()[0].descriptor().name, "greet");
+    /// ```
+    pub fn prompts(&self) -> &[RegisteredPrompt] {
+        &self.prompts
+    }
+
+    /// The resource that serves `uri` (a fixed URI before a template), and the template's
+    /// values.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// A day's log.
+    /// #[resource(uri = "file:///logs/{day}")]
+    /// fn log(day: String) -> String { day }
+    ///
+    /// let registry = Registry::builder().resource(log::RESOURCE).build().unwrap();
+    /// let (found, values) = registry.resolve_resource("file:///logs/monday").unwrap();
+    /// assert_eq!((found.descriptor().fn_name, &values["day"]), ("log", &serde_json::json!("monday")));
+    /// assert!(registry.resolve_resource("file:///other").is_none());
+    /// ```
+    pub fn resolve_resource(
+        &self,
+        uri: &str,
+    ) -> Option<(
+        &RegisteredResource,
+        serde_json::Map<String, serde_json::Value>,
+    )> {
+        self.resources
+            .iter()
+            .find_map(|resource| resource.matches(uri).map(|values| (resource, values)))
+    }
+
+    /// The prompt named `name`.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert!(registry.prompt("greet").is_some() && registry.prompt("other").is_none());
+    /// ```
+    pub fn prompt(&self, name: &str) -> Option<&RegisteredPrompt> {
+        self.prompts.iter().find(|p| p.descriptor().name == name)
     }
 
     /// Every tool's definition, as `GET /tools` lists them.
@@ -518,6 +604,8 @@ impl std::error::Error for ResolveError {}
 #[derive(Debug, Default)]
 pub struct RegistryBuilder {
     descriptors: Vec<&'static ToolDescriptor>,
+    resources: Vec<&'static ResourceDescriptor>,
+    prompts: Vec<&'static PromptDescriptor>,
     selection: Option<String>,
 }
 
@@ -540,7 +628,43 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds every `#[tool]` linked into the binary.
+    /// Adds one resource: `#[resource] fn log` defines `log::RESOURCE`.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// let registry = Registry::builder().resource(settings::RESOURCE).build().unwrap();
+    /// assert_eq!(registry.resources().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn resource(mut self, descriptor: &'static ResourceDescriptor) -> Self {
+        self.resources.push(descriptor);
+        self
+    }
+
+    /// Adds one prompt: `#[prompt] fn greet` defines `greet::PROMPT`.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert_eq!(registry.prompts().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn prompt(mut self, descriptor: &'static PromptDescriptor) -> Self {
+        self.prompts.push(descriptor);
+        self
+    }
+
+    /// Adds every `#[tool]`, `#[resource]` and `#[prompt]` linked into the binary.
     ///
     /// ```standalone_crate
     /// use oxp_runtime::{tool, Registry};
@@ -567,6 +691,8 @@ impl RegistryBuilder {
     #[must_use]
     pub fn all(mut self) -> Self {
         self.descriptors.extend(inventory::iter::<ToolDescriptor>);
+        self.resources.extend(inventory::iter::<ResourceDescriptor>);
+        self.prompts.extend(inventory::iter::<PromptDescriptor>);
         self
     }
 
@@ -630,6 +756,8 @@ impl RegistryBuilder {
                 }
             },
         };
+        let resources = crate::resource::register_resources(&self.resources, &mut problems);
+        let prompts = crate::resource::register_prompts(&self.prompts, &mut problems);
         for descriptor in descriptors {
             match register(descriptor) {
                 Ok(tool) => tools.push(tool),
@@ -692,6 +820,8 @@ impl RegistryBuilder {
             by_id,
             by_path,
             by_wire_name,
+            resources,
+            prompts,
         })
     }
 }
@@ -933,6 +1063,15 @@ pub enum RegistryProblem {
         /// What is wrong.
         what: String,
     },
+    /// Two resources serve the same URI, or two prompts have the same name.
+    Duplicate {
+        /// The URI or the name.
+        what: String,
+        /// One fn.
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// A schema breaks the schema policy.
     Schema {
         /// The tool.
@@ -962,6 +1101,14 @@ impl fmt::Display for RegistryProblem {
                 "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
             ),
             RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
+            RegistryProblem::Duplicate {
+                what,
+                first,
+                second,
+            } => write!(
+                f,
+                "{what} is registered twice: by {first} and by {second}; rename one of them"
+            ),
             RegistryProblem::Selection { what } => f.write_str(what),
             RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
         }

@@ -43,6 +43,8 @@ mod asking;
 mod fallback;
 mod headers;
 mod logging;
+mod prompts;
+mod resources;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -594,6 +596,7 @@ impl ServerHandler for McpServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
+                .enable_completions()
                 .enable_prompts()
                 .enable_resources()
                 .build(),
@@ -654,18 +657,65 @@ impl ServerHandler for McpServer {
             .cloned()
     }
 
-    /// No resources are served (prompts and resources are declared so that a client asking
-    /// for their lists gets an empty one, with caching hints, rather than an error): reading
-    /// any is the spec's "not found" (SEP-2164), naming the URI.
+    /// The fixed resources, with the caching hints of `tools/list`.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        Ok(resources::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// The resource templates, with the caching hints of `tools/list`.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates(
+            self.pipeline.registry(),
+            self.list_ttl,
+        ))
+    }
+
+    /// Reads a resource through the pipeline; an unknown URI is SEP-2164's not-found.
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        Err(McpError::invalid_params(
-            "Resource not found: this server serves tools only",
-            Some(serde_json::json!({ "uri": request.uri })),
-        ))
+        resources::read(&self.pipeline, request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    /// The prompts, with the caching hints of `tools/list`.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Ok(prompts::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// Renders a prompt through the pipeline.
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        prompts::get(&self.pipeline, request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    /// Values for a prompt argument or a resource template parameter.
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        prompts::complete(self.pipeline.registry(), &request)
     }
 
     async fn call_tool(
