@@ -175,8 +175,13 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
     };
     let name_span = model::name_span(&item);
     let description = read.description.clone().unwrap_or_default();
-    if let Some(problem) = crate::rules::description_problem(&description) {
-        errors.error(name_span, problem.replace("tool", attribute));
+    if description.trim().is_empty() {
+        errors.error(
+            name_span,
+            format!("a #[{attribute}] needs a description, which hosts show and models read: add a doc comment (`/// What it is.`) above the fn"),
+        );
+    } else if let Some(problem) = crate::rules::description_problem(&description) {
+        errors.error(name_span, problem);
     }
     let params = match &read.inputs {
         Inputs::Params(params) => params.as_slice(),
