@@ -402,6 +402,20 @@ fn test_prompt_with_image() -> Result<Vec<Message>, ToolError> {
     ])
 }
 
+/// The context a prompt asks its user for.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PromptContext {
+    context: String,
+}
+
+/// A prompt that asks its user for context before it is rendered.
+#[prompt]
+fn test_input_required_result_prompt(ctx: &ToolContext) -> Result<String, ToolError> {
+    let PromptContext { context } =
+        ctx.ask("user_context", "What context should the prompt use?")?;
+    Ok(format!("Use this context: {context}"))
+}
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -454,6 +468,7 @@ async fn the_official_mcp_conformance_suite() {
         .prompt(test_prompt_with_arguments::PROMPT)
         .prompt(test_prompt_with_embedded_resource::PROMPT)
         .prompt(test_prompt_with_image::PROMPT)
+        .prompt(test_input_required_result_prompt::PROMPT)
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

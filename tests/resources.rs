@@ -408,3 +408,91 @@ fn a_uri_served_twice_is_a_registry_error_naming_both_fns() {
         "{error}"
     );
 }
+
+/// What a prompt asks its user.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Audience {
+    /// Who will read it.
+    audience: String,
+}
+
+static RENDERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Summarise a text for an audience the user names.
+#[prompt]
+fn summarise(ctx: &oxp_runtime::ToolContext, text: String) -> Result<String, ToolError> {
+    RENDERS.fetch_add(1, Ordering::SeqCst);
+    let Audience { audience } = ctx.ask("audience", "Who is the summary for?")?;
+    Ok(format!("Summarise for {audience}: {text}"))
+}
+
+/// A 2026-07-28 `prompts/get` from a client that can answer forms; its JSON-RPC answer.
+async fn get_2026(oxp: &Oxp, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    });
+    reqwest::Client::new()
+        .post(format!("{}/mcp", oxp.base))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "prompts/get")
+        .header("mcp-name", params["name"].as_str().unwrap_or_default())
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// A prompt asks as a tool does: the first get ends `input_required` with a sealed state, the
+/// get with the answer and that state renders it; the state is bound to the prompt's arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_asks_its_user_before_it_is_rendered() {
+    let pipeline = Pipeline::new(
+        Registry::builder()
+            .prompt(summarise::PROMPT)
+            .build()
+            .unwrap(),
+    );
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
+    let arguments = json!({"text": "the minutes"});
+
+    let first = get_2026(&oxp, json!({"name": "summarise", "arguments": arguments})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let ask = &result["inputRequests"]["audience"];
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "Who is the summary for?");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({"audience": {"action": "accept", "content": {"audience": "the board"}}});
+
+    let done = get_2026(
+        &oxp,
+        json!({"name": "summarise", "arguments": arguments, "requestState": state, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(
+        done["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Summarise for the board: the minutes"}}]),
+        "{done}"
+    );
+    assert_eq!(RENDERS.load(Ordering::SeqCst), 2);
+
+    // The state answers for these arguments only.
+    let other = get_2026(
+        &oxp,
+        json!({"name": "summarise", "arguments": {"text": "other"}, "requestState": state, "inputResponses": answer}),
+    )
+    .await;
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    assert_eq!(
+        RENDERS.load(Ordering::SeqCst),
+        2,
+        "a refused state renders nothing"
+    );
+}

@@ -704,9 +704,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        prompts::get(&self.pipeline, request, &context)
-            .await
-            .map(Into::into)
+        prompts::get(self, request, &context).await
     }
 
     /// Values for a prompt argument or a resource template parameter.
