@@ -18,11 +18,14 @@ use oxp_runtime::prompt::Message;
 use oxp_runtime::server::Server;
 use oxp_runtime::{Registry, ToolContext, ToolError, prompt, resource, tool};
 
-/// Scenarios outside the 2026-07-28 requirement set that a tool server must pass.
-const MORE: [&str; 3] = [
+/// Scenarios outside the 2026-07-28 requirement set that a tool server must pass, and the
+/// skills extension's (its optional directory reads aside).
+const MORE: [&str; 5] = [
     "json-schema-2020-12",
     "http-header-validation",
     "http-custom-header-server-validation",
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
 ];
 
 /// Earlier revisions' scenarios (run at 2025-11-25): clients of those revisions are most of the
@@ -416,6 +419,9 @@ fn test_input_required_result_prompt(ctx: &ToolContext) -> Result<String, ToolEr
     Ok(format!("Use this context: {context}"))
 }
 
+// The skills extension's scenarios read the skills in `tests/skills`.
+oxp_runtime::skills!("skills");
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -469,6 +475,7 @@ async fn the_official_mcp_conformance_suite() {
         .prompt(test_prompt_with_embedded_resource::PROMPT)
         .prompt(test_prompt_with_image::PROMPT)
         .prompt(test_input_required_result_prompt::PROMPT)
+        .all_skills()
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

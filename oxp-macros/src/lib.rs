@@ -13,6 +13,7 @@ mod model;
 mod other;
 mod parse;
 mod rules;
+mod skills;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -33,4 +34,10 @@ pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
     other::expand(other::Kind::Prompt, args.into(), item.into()).into()
+}
+
+/// Embeds a folder of Agent Skills. See `oxp_runtime::skills` for the grammar.
+#[proc_macro]
+pub fn skills(args: TokenStream) -> TokenStream {
+    skills::expand(args.into()).into()
 }

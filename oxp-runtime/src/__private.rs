@@ -438,3 +438,5 @@ pub const FALLBACK_PROMPT: PromptDescriptor = PromptDescriptor {
     file: "",
     line: 0,
 };
+
+pub use crate::skill::{SkillDescriptor, SkillFile};

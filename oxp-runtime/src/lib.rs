@@ -67,6 +67,7 @@ mod seal;
 mod selection;
 pub mod server;
 pub mod signals;
+pub mod skill;
 mod striped;
 pub mod version;
 
@@ -88,14 +89,8 @@ pub use oxp_macros::resource;
 #[doc = include_str!("prompt_attribute.md")]
 pub use oxp_macros::prompt;
 
-// rustdoc does not run the examples in a re-export's docs: these items carry them as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("resource_attribute.md")]
-pub struct ResourceAttributeExamples;
-
-#[cfg(doctest)]
-#[doc = include_str!("prompt_attribute.md")]
-pub struct PromptAttributeExamples;
+#[doc = include_str!("skills_macro.md")]
+pub use oxp_macros::skills;
 
 /// The serde `#[tool]` reads inputs and writes results with, so that one dependency is enough:
 /// derive through it, and tell the derive where it is.

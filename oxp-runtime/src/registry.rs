@@ -296,6 +296,8 @@ pub struct Registry {
     resources: Vec<RegisteredResource>,
     /// Prompts, by name.
     prompts: Vec<RegisteredPrompt>,
+    /// Skills, by name.
+    skills: Vec<crate::skill::RegisteredSkill>,
 }
 
 impl Registry {
@@ -380,6 +382,16 @@ impl Registry {
     /// ```
     pub fn prompts(&self) -> &[RegisteredPrompt] {
         &self.prompts
+    }
+
+    /// Every skill, by name.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// assert!(registry.skills().is_empty());
+    /// ```
+    pub fn skills(&self) -> &[crate::skill::RegisteredSkill] {
+        &self.skills
     }
 
     /// The resource that serves `uri` (a fixed URI before a template), and the template's
@@ -606,6 +618,7 @@ pub struct RegistryBuilder {
     descriptors: Vec<&'static ToolDescriptor>,
     resources: Vec<&'static ResourceDescriptor>,
     prompts: Vec<&'static PromptDescriptor>,
+    skills: Vec<&'static crate::skill::SkillDescriptor>,
     selection: Option<String>,
 }
 
@@ -664,7 +677,41 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds every `#[tool]`, `#[resource]` and `#[prompt]` linked into the binary.
+    /// Adds one skill (what [`skills!`](crate::skills) embeds is found by [`all`](Self::all)).
+    ///
+    /// ```
+    /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
+    ///
+    /// static SKILL: SkillDescriptor = SkillDescriptor {
+    ///     name: "greeting",
+    ///     description: "Greet people warmly.",
+    ///     frontmatter: r#"{"name": "greeting", "description": "Greet people warmly."}"#,
+    ///     files: &[SkillFile { path: "SKILL.md", bytes: b"Greet warmly." }],
+    ///     source: "skills/greeting/SKILL.md",
+    /// };
+    /// let registry = oxp_runtime::Registry::builder().skill(&SKILL).build().unwrap();
+    /// assert_eq!(registry.skills().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn skill(mut self, descriptor: &'static crate::skill::SkillDescriptor) -> Self {
+        self.skills.push(descriptor);
+        self
+    }
+
+    /// Adds every skill [`skills!`](crate::skills) embedded in the binary, and nothing else.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::builder().all_skills().build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    #[must_use]
+    pub fn all_skills(mut self) -> Self {
+        self.skills
+            .extend(inventory::iter::<crate::skill::SkillDescriptor>);
+        self
+    }
+
+    /// Adds every `#[tool]`, `#[resource]`, `#[prompt]` and skill linked into the binary.
     ///
     /// ```standalone_crate
     /// use oxp_runtime::{tool, Registry};
@@ -693,6 +740,8 @@ impl RegistryBuilder {
         self.descriptors.extend(inventory::iter::<ToolDescriptor>);
         self.resources.extend(inventory::iter::<ResourceDescriptor>);
         self.prompts.extend(inventory::iter::<PromptDescriptor>);
+        self.skills
+            .extend(inventory::iter::<crate::skill::SkillDescriptor>);
         self
     }
 
@@ -758,6 +807,7 @@ impl RegistryBuilder {
         };
         let resources = crate::resource::register_resources(&self.resources, &mut problems);
         let prompts = crate::resource::register_prompts(&self.prompts, &mut problems);
+        let skills = crate::skill::register(&self.skills, &mut problems);
         for descriptor in descriptors {
             match register(descriptor) {
                 Ok(tool) => tools.push(tool),
@@ -822,6 +872,7 @@ impl RegistryBuilder {
             by_wire_name,
             resources,
             prompts,
+            skills,
         })
     }
 }

@@ -45,6 +45,7 @@ mod headers;
 mod logging;
 mod prompts;
 mod resources;
+mod skills;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -592,16 +593,22 @@ fn text_error(text: impl Into<String>) -> CallToolResult {
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .enable_completions()
-                .enable_prompts()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        // The skills extension, declared by a server that has skills (settings inline, none).
+        if !self.pipeline.registry().skills().is_empty() {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
+                JsonObject::new(),
+            );
+        }
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
     }
 
     #[allow(deprecated)] // logging, deprecated by the newest revision, still asked for by clients
@@ -663,7 +670,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        Ok(resources::list(self.pipeline.registry(), self.list_ttl))
+        let mut list = resources::list(self.pipeline.registry(), self.list_ttl);
+        list.resources
+            .extend(skills::resources(self.pipeline.registry()));
+        Ok(list)
     }
 
     /// The resource templates, with the caching hints of `tools/list`.
@@ -684,9 +694,35 @@ impl ServerHandler for McpServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        if request.uri.starts_with(skills::SCHEME) {
+            if let Some(contents) = skills::read(self.pipeline.registry(), &request.uri) {
+                return Ok(rmcp::model::ReadResourceResult::new(vec![contents])
+                    .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+                    .with_cache_scope(CacheScope::Private)
+                    .into());
+            }
+        }
         resources::read(&self.pipeline, request, &context)
             .await
             .map(Into::into)
+    }
+
+    /// The skills, each with its files' digests (SEP-2640).
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        Ok(skills::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// One skill by its `SKILL.md` URI.
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills::get(self.pipeline.registry(), &request, self.list_ttl)
     }
 
     /// The prompts, with the caching hints of `tools/list`.
