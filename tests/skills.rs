@@ -1,6 +1,8 @@
 //! Agent Skills (SEP-2640): the `tests/skills` folder embedded with `skills!`, read by the
-//! official Rust SDK's client (rmcp): `skills/list`, `skills/get`, each file by its URI, each
-//! file's digest checked against the bytes read.
+//! official Rust SDK's client (rmcp) — `skills/list`, `skills/get`, each file by its URI, each
+//! file's digest checked against the bytes read — and by FastMCP's client (Python, from
+//! `$OXP_TEST_PYTHON` as in `python_clients.rs`; without the package the test says SKIPPED, and
+//! fails under `OXP_REQUIRE_ALL_TESTS=1`).
 
 #[path = "harness/mod.rs"]
 mod harness;
@@ -21,9 +23,7 @@ oxp_runtime::skills!("skills");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_lists_gets_and_reads_the_skills() {
-    let pipeline = Pipeline::new(Registry::builder().all_skills().build().unwrap());
-    let mcp = McpServer::new(pipeline.clone()).into_router();
-    let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
+    let oxp = serve_skills().await;
     let transport =
         rmcp::transport::StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
     let client = ().serve(transport).await.unwrap();
@@ -108,6 +108,43 @@ async fn a_client_lists_gets_and_reads_the_skills() {
             .starts_with("How to do arithmetic")
     );
     client.cancel().await.unwrap();
+}
+
+async fn serve_skills() -> Oxp {
+    let pipeline = Pipeline::new(Registry::builder().all_skills().build().unwrap());
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fastmcp_reads_every_skill_and_checks_it() {
+    let python = std::env::var("OXP_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import fastmcp.skills.client"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        harness::skip("Python with fastmcp (`pip install fastmcp`, then set OXP_TEST_PYTHON)");
+        return;
+    }
+    let oxp = serve_skills().await;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (url, folder) = (format!("{}/mcp", oxp.base), format!("{root}/skills"));
+    let script = format!("{root}/python/fastmcp_skills.py");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .args([script, url, folder])
+            .output()
+            .expect("python runs")
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "fastmcp_skills.py failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
