@@ -496,3 +496,51 @@ async fn a_prompt_asks_its_user_before_it_is_rendered() {
         "a refused state renders nothing"
     );
 }
+
+/// The example server over stdio (`<bin> mcp`): its resource, prompt, completion and skill, as
+/// `serve()` registers them from the binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_serves_them_over_stdio() {
+    let mut command = tokio::process::Command::new(harness::example_binary());
+    command.arg("mcp").env("OXP_LOG", "warn");
+    let client = ().serve(rmcp::transport::TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let templates = client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "doorbell://{doorbell_id}/status");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(
+            "doorbell://doorbell42/status",
+        ))
+        .await
+        .unwrap();
+    let contents = serde_json::to_value(&read.contents).unwrap();
+    assert_eq!(
+        contents[0]["text"],
+        r#"{"doorbell": "doorbell42", "battery": "ok"}"#
+    );
+    let ids = client
+        .complete_resource_argument(
+            "doorbell://{doorbell_id}/status",
+            "doorbell_id",
+            "door",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids.values, ["doorbell42", "doorbell84"]);
+    let Value::Object(arguments) = json!({"name": "Ada"}) else {
+        panic!()
+    };
+    let greeting = client
+        .get_prompt(GetPromptRequestParams::new("greet_visitor").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_value(&greeting.messages).unwrap()[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("welcome Ada")
+    );
+    let skills = client.list_all_skills().await.unwrap();
+    assert_eq!(skills[0].uri, "skill://doorbells/SKILL.md");
+    client.cancel().await.unwrap();
+}
