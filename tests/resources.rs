@@ -326,23 +326,26 @@ async fn reads_and_gets_keep_the_guarantees_of_calls() {
 
     let timed_out = pipeline.read_resource("slow://forever", &meta).await;
     assert!(
-        matches!(&timed_out, Err(ReadError::Failed(e)) if e.message.contains("too long")),
+        matches!(&timed_out, Err(ReadError::Failed(e)) if e.message == "The resource took too long and was stopped."),
         "{timed_out:?}"
     );
     let panicked = pipeline.read_resource("bad://panic", &meta).await;
     assert!(
-        matches!(&panicked, Err(ReadError::Failed(e)) if e.message.contains("failed unexpectedly")),
+        matches!(&panicked, Err(ReadError::Failed(e)) if e.message == "The resource failed unexpectedly."),
         "{panicked:?}"
     );
     let too_big = pipeline.read_resource("big://text", &meta).await;
     assert!(
-        matches!(&too_big, Err(ReadError::Failed(e)) if e.message.contains("too large")),
+        matches!(&too_big, Err(ReadError::Failed(e)) if e.message == "The resource's result is too large to send."),
         "{too_big:?}"
     );
     let broken = pipeline
         .get_prompt("broken_prompt", Default::default(), &meta)
         .await;
-    assert!(matches!(broken, Err(ReadError::Failed(_))), "{broken:?}");
+    assert!(
+        matches!(&broken, Err(ReadError::Failed(e)) if e.message == "The prompt failed unexpectedly."),
+        "{broken:?}"
+    );
 
     // A read holds its place within the concurrency limit while it runs.
     let first = tokio::spawn({

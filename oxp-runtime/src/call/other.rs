@@ -178,7 +178,22 @@ impl Pipeline {
                 CallResult::Success { value: None } => Err(ReadError::Failed(ToolError::new(
                     "The function returned nothing.",
                 ))),
-                CallResult::Failure { error } => Err(ReadError::Failed(error)),
+                CallResult::Failure { mut error } => {
+                    // The pipeline's own words about a run (its time limit, a panic, the cap)
+                    // name what ran.
+                    const RUNS: [&str; 5] = [
+                        invoke::TIMED_OUT,
+                        invoke::PANICKED,
+                        "The tool's result is too large to send.",
+                        "The tool produced a value that could not be sent.",
+                        "The tool was cancelled.",
+                    ];
+                    if RUNS.contains(&error.message.as_str()) {
+                        let what = if label.0 { "prompt" } else { "resource" };
+                        error.message = error.message.replacen("tool", what, 1);
+                    }
+                    Err(ReadError::Failed(error))
+                }
             },
             CallOutcome::Invalid(invalid) => Err(ReadError::InvalidArguments(invalid.message)),
             CallOutcome::Rejected(rejected) => Err(ReadError::Unavailable(rejected.message)),
