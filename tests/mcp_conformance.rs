@@ -19,13 +19,14 @@ use oxp_runtime::server::Server;
 use oxp_runtime::{Registry, ToolContext, ToolError, prompt, resource, tool};
 
 /// Scenarios outside the 2026-07-28 requirement set that a tool server must pass, and the
-/// skills extension's (its optional directory reads aside).
-const MORE: [&str; 5] = [
+/// skills extension's.
+const MORE: [&str; 6] = [
     "json-schema-2020-12",
     "http-header-validation",
     "http-custom-header-server-validation",
     "sep-2640-skills-enumeration",
     "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
 ];
 
 /// Earlier revisions' scenarios (run at 2025-11-25): clients of those revisions are most of the

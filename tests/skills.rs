@@ -15,7 +15,8 @@ use oxp_runtime::mcp::McpServer;
 use oxp_runtime::server::Server;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    GetSkillRequestParams, ReadResourceRequestParams, ResourceContents, SkillResources,
+    GetSkillRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
+    ResourceContents, SkillResources,
 };
 use serde_json::json;
 
@@ -93,6 +94,31 @@ async fn a_client_lists_gets_and_reads_the_skills() {
         .get_skill(GetSkillRequestParams::new("skill://nope/SKILL.md"))
         .await;
     assert!(unknown.is_err());
+    // Folder reads: a skill's direct children, a subfolder as a directory; a file is no folder.
+    assert!(capabilities.supports_directory_read());
+    let children = |uri: &'static str| {
+        client.read_resource_directory(ReadResourceDirectoryRequestParams::new(uri))
+    };
+    let root = children("skill://calculator-usage").await.unwrap();
+    let listed: Vec<(&str, Option<&str>)> = root
+        .resources
+        .iter()
+        .map(|r| (r.uri.as_str(), r.mime_type.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("skill://calculator-usage/SKILL.md", Some("text/markdown")),
+            ("skill://calculator-usage/examples", Some("inode/directory"))
+        ]
+    );
+    let examples = children("skill://calculator-usage/examples").await.unwrap();
+    assert_eq!(
+        examples.resources[0].uri,
+        "skill://calculator-usage/examples/sums.md"
+    );
+    assert!(children("skill://calculator-usage/SKILL.md").await.is_err());
+    assert!(children("skill://nope").await.is_err());
     // SKILL.md is listed as a resource, under the skill's name and description.
     let resources = client.list_all_resources().await.unwrap();
     let listed = resources

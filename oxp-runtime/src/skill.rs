@@ -149,7 +149,7 @@ impl RegisteredSkill {
 
 /// A file's URI: the skill's name and the path, each segment percent-encoded where a URI needs
 /// it.
-fn file_uri(name: &str, path: &str) -> String {
+pub(crate) fn file_uri(name: &str, path: &str) -> String {
     let encode = |segment: &str| {
         let mut out = String::with_capacity(segment.len());
         for byte in segment.bytes() {

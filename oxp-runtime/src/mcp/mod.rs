@@ -600,12 +600,17 @@ impl ServerHandler for McpServer {
             .enable_prompts()
             .enable_resources()
             .build();
-        // The skills extension, declared by a server that has skills (settings inline, none).
+        // The skills extension, declared by a server that has skills (settings inline), with
+        // the folder reads it serves.
         if !self.pipeline.registry().skills().is_empty() {
-            capabilities.extensions.get_or_insert_default().insert(
-                rmcp::model::SKILLS_EXTENSION_ID.to_owned(),
-                JsonObject::new(),
-            );
+            let settings = serde_json::json!({ "directoryRead": true });
+            let Value::Object(settings) = settings else {
+                unreachable!("an object")
+            };
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), settings);
         }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
@@ -714,6 +719,15 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListSkillsResult, McpError> {
         Ok(skills::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// The files and folders directly in a skill's folder (SEP-2640's directory reads).
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        skills::directory(self.pipeline.registry(), &request.uri, self.list_ttl)
     }
 
     /// One skill by its `SKILL.md` URI.

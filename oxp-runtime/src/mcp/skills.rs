@@ -92,3 +92,82 @@ pub(super) fn read(registry: &Registry, uri: &str) -> Option<ResourceContents> {
         .with_mime_type(media_type),
     })
 }
+
+/// `resources/directory/read`: the direct children of a skill's folder (`skill://<name>`) or of
+/// a folder in it (`skill://<name>/<dir>`), subfolders as `inode/directory`; `-32602` for a URI
+/// that is no folder of a skill.
+pub(super) fn directory(
+    registry: &Registry,
+    uri: &str,
+    ttl: Duration,
+) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+    let not_a_directory = || {
+        McpError::invalid_params(
+            format!("Not a directory: {uri}"),
+            Some(serde_json::json!({ "uri": uri })),
+        )
+    };
+    let trimmed = uri.trim_end_matches('/');
+    let skill = registry
+        .skills()
+        .iter()
+        .find(|skill| {
+            let root = crate::skill::file_uri(skill.descriptor().name, "");
+            let root = root.trim_end_matches('/');
+            trimmed == root || trimmed.starts_with(&format!("{root}/"))
+        })
+        .ok_or_else(not_a_directory)?;
+    let name = skill.descriptor().name;
+    let root = crate::skill::file_uri(name, "");
+    // The folder's path inside the skill, as the files' paths have it ("" for the skill's own).
+    let inside = trimmed
+        .strip_prefix(root.trim_end_matches('/'))
+        .unwrap_or_default()
+        .trim_start_matches('/');
+    let folder = skill
+        .descriptor()
+        .files
+        .iter()
+        .map(|file| file.path)
+        .find_map(|path| {
+            // A file's path and URI encode its segments alike: compare them encoded.
+            let encoded = crate::skill::file_uri(name, path);
+            let encoded_path = encoded.strip_prefix(&root).unwrap_or_default();
+            let prefix = if inside.is_empty() {
+                String::new()
+            } else {
+                format!("{inside}/")
+            };
+            encoded_path.starts_with(&prefix).then_some(prefix)
+        })
+        .ok_or_else(not_a_directory)?;
+    let mut children: Vec<Resource> = Vec::new();
+    for file in skill.descriptor().files {
+        let uri = crate::skill::file_uri(name, file.path);
+        let Some(rest) = uri
+            .strip_prefix(&root)
+            .and_then(|path| path.strip_prefix(folder.as_str()))
+        else {
+            continue;
+        };
+        match rest.split_once('/') {
+            None => {
+                let mut child = Resource::new(uri.clone(), rest);
+                child.mime_type = Some(crate::skill::media_type(file.path, file.bytes).to_owned());
+                child.size = Some(file.bytes.len() as u64);
+                children.push(child);
+            }
+            Some((subfolder, _)) => {
+                let uri = format!("{root}{folder}{subfolder}");
+                if !children.iter().any(|c| c.uri == uri) {
+                    let mut child = Resource::new(uri, subfolder);
+                    child.mime_type = Some(rmcp::model::DIRECTORY_MIME_TYPE.to_owned());
+                    children.push(child);
+                }
+            }
+        }
+    }
+    Ok(rmcp::model::ListResourcesResult::with_all_items(children)
+        .with_ttl_ms(ttl_ms(ttl))
+        .with_cache_scope(CacheScope::Private))
+}
