@@ -1,5 +1,5 @@
 //! What a `#[prompt]` returns: [`Message`]s, each a [`Role`] and a content block (text, an
-//! image, audio, an embedded resource). See [`resource`](crate::resource) for the attribute.
+//! image, audio, an embedded resource). See [`resource`](mod@crate::resource) for the attributes.
 //!
 //! ```
 //! use oxp_runtime::content::Content;
