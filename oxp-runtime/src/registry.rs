@@ -860,6 +860,15 @@ impl RegistryBuilder {
             if toolkits.len() == 1 { "" } else { "s" },
             toolkits.into_iter().collect::<Vec<_>>().join(", ")
         );
+        if !(resources.is_empty() && prompts.is_empty() && skills.is_empty()) {
+            let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+            tracing::info!(
+                "{}, {} and {} (served over MCP)",
+                count(resources.len(), "resource"),
+                count(prompts.len(), "prompt"),
+                count(skills.len(), "skill")
+            );
+        }
         let by_id = tools
             .iter()
             .enumerate()
