@@ -603,10 +603,7 @@ impl ServerHandler for McpServer {
         // The skills extension, declared by a server that has skills (settings inline), with
         // the folder reads it serves.
         if !self.pipeline.registry().skills().is_empty() {
-            let settings = serde_json::json!({ "directoryRead": true });
-            let Value::Object(settings) = settings else {
-                unreachable!("an object")
-            };
+            let settings = JsonObject::from_iter([("directoryRead".to_owned(), Value::Bool(true))]);
             capabilities
                 .extensions
                 .get_or_insert_default()
@@ -669,7 +666,7 @@ impl ServerHandler for McpServer {
             .cloned()
     }
 
-    /// The fixed resources, with the caching hints of `tools/list`.
+    /// The fixed resources and each skill's `SKILL.md`, with the caching hints of `tools/list`.
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
