@@ -547,3 +547,48 @@ async fn the_example_serves_them_over_stdio() {
     assert_eq!(skills[0].uri, "skill://doorbells/SKILL.md");
     client.cancel().await.unwrap();
 }
+
+/// `OXP_TOOLS` selects resources and prompts by their own items; a kind it names nothing of is
+/// served whole, and an item that matches nothing is an error naming it.
+#[test]
+fn the_selection_picks_resources_and_prompts_by_their_own_items() {
+    let all = || {
+        Registry::builder()
+            .resource(settings::RESOURCE)
+            .resource(logo::RESOURCE)
+            .resource(book::RESOURCE)
+            .prompt(write_code::PROMPT)
+            .prompt(describe_image::PROMPT)
+    };
+    let uris = |registry: &Registry| -> Vec<&'static str> {
+        registry
+            .resources()
+            .iter()
+            .map(|r| r.descriptor().uri)
+            .collect()
+    };
+    let only = all()
+        .select("resource:books://{shelf}/{number},-prompt:describe")
+        .build()
+        .unwrap();
+    assert_eq!(uris(&only), ["books://{shelf}/{number}"]);
+    let prompts: Vec<&str> = only.prompts().iter().map(|p| p.descriptor().name).collect();
+    assert_eq!(prompts, ["write_code"]);
+    let without_logo = all().select("-resource:images://logo").build().unwrap();
+    assert_eq!(
+        uris(&without_logo),
+        ["config://app", "books://{shelf}/{number}"]
+    );
+    assert_eq!(without_logo.prompts().len(), 2);
+    let typo = all()
+        .select("resource:config://ap")
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        typo.contains("`resource:config://ap` in the tool selection matches no resource"),
+        "{typo}"
+    );
+    let unnamed = all().select("prompt:").build().unwrap_err().to_string();
+    assert!(unnamed.contains("a prompt needs its name"), "{unnamed}");
+}

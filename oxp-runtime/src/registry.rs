@@ -749,7 +749,31 @@ impl RegistryBuilder {
     /// comma-separated list of `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1` (major 1),
     /// `Toolkit.Name@1.2.3`, `tag:NAME`, each excluding with a `-` before it. With no inclusion,
     /// everything is included first; exclusions apply last. An item that matches no tool, or a
-    /// selection that leaves none, is a build error.
+    /// selection that leaves none, is a build error. Resources and prompts are selected the
+    /// same way by their own items, `resource:URI` (as registered) and `prompt:NAME`: a kind
+    /// the selection has no inclusion of is served whole.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, resource, Registry};
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// /// Secrets.
+    /// #[resource(uri = "config://secrets")]
+    /// fn secrets() -> String { "{}".into() }
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let all = || Registry::builder().resource(settings::RESOURCE).resource(secrets::RESOURCE).prompt(greet::PROMPT);
+    /// let registry = all().select("-resource:config://secrets").build().unwrap();
+    /// assert_eq!(registry.resources().len(), 1);
+    /// assert_eq!(registry.prompts().len(), 1, "prompts are not named: all are served");
+    /// assert!(all().select("prompt:other").build().is_err(), "matches no prompt");
+    /// ```
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
@@ -794,19 +818,28 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
-        let descriptors = match &self.selection {
-            None => self.descriptors,
-            Some(text) => match Selection::parse(text).and_then(|s| s.apply(self.descriptors)) {
-                Ok(selected) => selected,
-                Err(what) => {
-                    return Err(RegistryError {
-                        problems: vec![RegistryProblem::Selection { what }],
-                    });
+        let (descriptors, resources, prompts) = match &self.selection {
+            None => (self.descriptors, self.resources, self.prompts),
+            Some(text) => {
+                let selected = Selection::parse(text).and_then(|s| {
+                    Ok((
+                        s.apply(self.descriptors)?,
+                        s.apply_resources(self.resources)?,
+                        s.apply_prompts(self.prompts)?,
+                    ))
+                });
+                match selected {
+                    Ok(selected) => selected,
+                    Err(what) => {
+                        return Err(RegistryError {
+                            problems: vec![RegistryProblem::Selection { what }],
+                        });
+                    }
                 }
-            },
+            }
         };
-        let resources = crate::resource::register_resources(&self.resources, &mut problems);
-        let prompts = crate::resource::register_prompts(&self.prompts, &mut problems);
+        let resources = crate::resource::register_resources(&resources, &mut problems);
+        let prompts = crate::resource::register_prompts(&prompts, &mut problems);
         let skills = crate::skill::register(&self.skills, &mut problems);
         for descriptor in descriptors {
             match register(descriptor) {
