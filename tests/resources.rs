@@ -592,3 +592,96 @@ fn the_selection_picks_resources_and_prompts_by_their_own_items() {
     let unnamed = all().select("prompt:").build().unwrap_err().to_string();
     assert!(unnamed.contains("a prompt needs its name"), "{unnamed}");
 }
+
+/// Write code, with one argument more (optional).
+#[prompt(name = "write_code")]
+fn write_code_with_style(
+    /// What the function does.
+    task: String,
+    /// The language.
+    language: Option<Language>,
+    /// The style.
+    style: Option<String>,
+) -> String {
+    let _ = (language, style);
+    task
+}
+
+/// Write code, the language now required.
+#[prompt(name = "write_code")]
+fn write_code_strict(
+    /// What the function does.
+    task: String,
+    /// The language.
+    language: Language,
+) -> String {
+    let _ = language;
+    task
+}
+
+/// The lockfile records resources and prompts: one that disappears, a prompt argument removed
+/// or made required, and a new required argument break what was published; a new optional
+/// argument and a new resource are allowed and said. Read back, the file says the same.
+#[test]
+fn the_lock_holds_resources_and_prompts_to_what_was_published() {
+    use oxp_runtime::lock::Lock;
+    let published = Lock::of(
+        &Registry::builder()
+            .resource(settings::RESOURCE)
+            .resource(book::RESOURCE)
+            .prompt(write_code::PROMPT)
+            .build()
+            .unwrap(),
+    );
+    let text = published.to_text();
+    assert!(text.contains("\"resources\"") && text.contains("\"books://{shelf}/{number}\""));
+    let read = Lock::parse(&text).unwrap();
+    assert_eq!(read, published);
+
+    let grown = Registry::builder()
+        .resource(settings::RESOURCE)
+        .resource(book::RESOURCE)
+        .resource(logo::RESOURCE)
+        .prompt(write_code_with_style::PROMPT)
+        .build()
+        .unwrap();
+    let review = read.review(&grown, false);
+    assert!(review.violations.is_empty(), "{:?}", review.violations);
+    let notices: Vec<String> = review.notices.iter().map(ToString::to_string).collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("resource images://logo: new")),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("new optional argument `style`")),
+        "{notices:?}"
+    );
+
+    let shrunk = Registry::builder()
+        .resource(settings::RESOURCE)
+        .prompt(write_code_strict::PROMPT)
+        .build()
+        .unwrap();
+    let violations: Vec<String> = read
+        .check(&shrunk)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        violations.contains(&"resource books://{shelf}/{number}: removed — a locked resource or prompt must not disappear while clients may still ask for it; serve it, or retire it with --allow-removal".to_owned()),
+        "{violations:?}"
+    );
+    assert!(
+        violations.iter().any(|v| v.starts_with(
+            "prompt write_code: /arguments/language: argument `language` became required"
+        )),
+        "{violations:?}"
+    );
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    // Retired on purpose, the resource's removal is said, not refused.
+    assert_eq!(read.review(&shrunk, true).violations.len(), 1);
+}
