@@ -685,3 +685,42 @@ fn the_lock_holds_resources_and_prompts_to_what_was_published() {
     // Retired on purpose, the resource's removal is said, not refused.
     assert_eq!(read.review(&shrunk, true).violations.len(), 1);
 }
+
+/// `crate = "path"`, as for `#[tool]`: the generated code reaches the runtime by the path named.
+mod runtime_alias {
+    pub use oxp_runtime::__private;
+}
+
+/// Settings, through a renamed path.
+#[resource(uri = "alias://settings", crate = "crate::runtime_alias")]
+fn aliased_settings() -> &'static str {
+    "{}"
+}
+
+/// Greet, through a renamed path.
+#[prompt(crate = "crate::runtime_alias")]
+fn aliased_greeting() -> &'static str {
+    "Say hello."
+}
+
+#[tokio::test]
+async fn resources_and_prompts_reach_the_runtime_by_the_path_they_name() {
+    let pipeline = Pipeline::new(
+        Registry::builder()
+            .resource(aliased_settings::RESOURCE)
+            .prompt(aliased_greeting::PROMPT)
+            .build()
+            .unwrap(),
+    );
+    let meta = CallMeta::default();
+    let read = pipeline
+        .read_resource("alias://settings", &meta)
+        .await
+        .unwrap();
+    assert!(matches!(&read[0], Resource::Text { text, .. } if text == "{}"));
+    let got = pipeline
+        .get_prompt("aliased_greeting", Default::default(), &meta)
+        .await
+        .unwrap();
+    assert_eq!(got, [Message::user("Say hello.")]);
+}
