@@ -14,14 +14,19 @@ use std::time::Duration;
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::content::{Content, Contents};
 use oxp_runtime::mcp::McpServer;
+use oxp_runtime::prompt::Message;
 use oxp_runtime::server::Server;
-use oxp_runtime::{Registry, ToolContext, ToolError, tool};
+use oxp_runtime::{Registry, ToolContext, ToolError, prompt, resource, tool};
 
-/// Scenarios outside the 2026-07-28 requirement set that a tool server must pass.
-const MORE: [&str; 3] = [
+/// Scenarios outside the 2026-07-28 requirement set that a tool server must pass, and the
+/// skills extension's.
+const MORE: [&str; 6] = [
     "json-schema-2020-12",
     "http-header-validation",
     "http-custom-header-server-validation",
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
 ];
 
 /// Earlier revisions' scenarios (run at 2025-11-25): clients of those revisions are most of the
@@ -316,6 +321,108 @@ fn json_schema_tool(oxp_runtime::Input(contact): oxp_runtime::Input<Contact>) ->
     format!("contact {}", contact.name.unwrap_or_default())
 }
 
+// The suite's resources, prompts and completion, written with `#[resource]` and `#[prompt]`.
+
+/// A static text resource.
+#[resource(uri = "test://static-text", name = "static_text")]
+fn static_text() -> &'static str {
+    "This is the content of the static text resource."
+}
+
+/// A static binary resource: a 1×1 red PNG.
+#[resource(
+    uri = "test://static-binary",
+    name = "static_binary",
+    mime_type = "image/png"
+)]
+fn static_binary() -> Vec<u8> {
+    RED_PIXEL.to_vec()
+}
+
+/// A resource template: data for an id.
+#[resource(
+    uri = "test://template/{id}/data",
+    name = "template_data",
+    mime_type = "application/json"
+)]
+fn template_data(
+    /// The id.
+    id: String,
+) -> String {
+    serde_json::json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+        .to_string()
+}
+
+/// A simple prompt without arguments.
+#[prompt]
+fn test_simple_prompt() -> &'static str {
+    "This is a simple prompt for testing."
+}
+
+/// What completion offers for `arg1`.
+fn first_values(typed: &str) -> Vec<String> {
+    ["testValue1", "test-value", "other"]
+        .into_iter()
+        .filter(|value| value.starts_with(typed))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A prompt with arguments.
+#[prompt]
+fn test_prompt_with_arguments(
+    /// First test argument.
+    #[complete(first_values)]
+    arg1: String,
+    /// Second test argument.
+    arg2: String,
+) -> String {
+    format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'")
+}
+
+/// A prompt with an embedded resource.
+#[prompt]
+fn test_prompt_with_embedded_resource(
+    /// URI of the resource to embed.
+    #[serde(rename = "resourceUri")]
+    resource_uri: String,
+) -> Result<Vec<Message>, ToolError> {
+    Ok(vec![
+        Message::user_content(Content::text_resource(
+            resource_uri,
+            "text/plain",
+            "Embedded resource content for testing.",
+        )?),
+        Message::user("Please process the embedded resource above."),
+    ])
+}
+
+/// A prompt with an image.
+#[prompt]
+fn test_prompt_with_image() -> Result<Vec<Message>, ToolError> {
+    Ok(vec![
+        Message::user_content(Content::image(RED_PIXEL, "image/png")?),
+        Message::user("Please analyze the image above."),
+    ])
+}
+
+/// The context a prompt asks its user for.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PromptContext {
+    context: String,
+}
+
+/// A prompt that asks its user for context before it is rendered.
+#[prompt]
+fn test_input_required_result_prompt(ctx: &ToolContext) -> Result<String, ToolError> {
+    let PromptContext { context } =
+        ctx.ask("user_context", "What context should the prompt use?")?;
+    Ok(format!("Use this context: {context}"))
+}
+
+// The skills extension's scenarios read the skills in `tests/skills`.
+oxp_runtime::skills!("skills");
+
 /// The suite's binary, when `npm install` in `tests/mcp_conformance` put it there (with the
 /// Node.js >= 22 it needs).
 fn suite() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -361,6 +468,15 @@ async fn the_official_mcp_conformance_suite() {
         .tool(streaming_elicitation::TOOL)
         .tool(logging_tool::TOOL)
         .tool(json_schema_tool::TOOL)
+        .resource(static_text::RESOURCE)
+        .resource(static_binary::RESOURCE)
+        .resource(template_data::RESOURCE)
+        .prompt(test_simple_prompt::PROMPT)
+        .prompt(test_prompt_with_arguments::PROMPT)
+        .prompt(test_prompt_with_embedded_resource::PROMPT)
+        .prompt(test_prompt_with_image::PROMPT)
+        .prompt(test_input_required_result_prompt::PROMPT)
+        .all_skills()
         .build()
         .unwrap();
     let pipeline = Pipeline::new(registry);

@@ -10,8 +10,10 @@
 mod errors;
 mod expand;
 mod model;
+mod other;
 mod parse;
 mod rules;
+mod skills;
 mod validate;
 
 use proc_macro::TokenStream;
@@ -20,4 +22,22 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::tool(args.into(), item.into()).into()
+}
+
+/// Registers a function as a resource. See `oxp_runtime::resource` for the grammar.
+#[proc_macro_attribute]
+pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
+    other::expand(other::Kind::Resource, args.into(), item.into()).into()
+}
+
+/// Registers a function as a prompt. See `oxp_runtime::prompt` for the grammar.
+#[proc_macro_attribute]
+pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
+    other::expand(other::Kind::Prompt, args.into(), item.into()).into()
+}
+
+/// Embeds a folder of Agent Skills. See `oxp_runtime::skills` for the grammar.
+#[proc_macro]
+pub fn skills(args: TokenStream) -> TokenStream {
+    skills::expand(args.into()).into()
 }

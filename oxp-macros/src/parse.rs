@@ -186,7 +186,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
 }
 
 /// `key = "string"`; anything else is reported with an example of what to write.
-fn string(
+pub(crate) fn string(
     meta: &ParseNestedMeta,
     key: &str,
     example: &str,
@@ -326,7 +326,7 @@ fn authorization(
 }
 
 /// Consumes whatever follows a key we reject, so parsing can go on to report the next problem.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         meta.value()?.parse::<syn::Expr>()?;
     } else if meta.input.peek(syn::token::Paren) {
@@ -337,7 +337,7 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     Ok(())
 }
 
-fn unknown_key_message(what: &str, keys: &[&str]) -> String {
+pub(crate) fn unknown_key_message(what: &str, keys: &[&str]) -> String {
     let key = what.trim_matches('`');
     let suggestion = keys
         .iter()

@@ -373,3 +373,70 @@ fn fallback_schema() -> Schema {
 fn fallback_invoke(_: ToolContext, _: Value) -> InvokeResult {
     unreachable!("a tool whose #[tool] failed to compile is never called")
 }
+
+pub use crate::resource::{Argument, PromptDescriptor, ResourceDescriptor};
+
+/// What a `#[resource]` fn must return.
+pub const fn assert_resource_output<T: crate::resource::ResourceOutput>() {}
+/// What a `#[prompt]` fn must return.
+pub const fn assert_prompt_output<T: crate::prompt::PromptOutput>() {}
+
+/// A template parameter or prompt argument, read from the glue's input as `T`.
+pub fn argument<T: ToolParameter>(input: &Value, name: &str) -> Result<T, InvokeError> {
+    crate::resource::argument(input, name)
+}
+
+/// The URI a resource's glue was asked to read.
+pub fn resource_uri(input: &Value) -> String {
+    input
+        .get("uri")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A resource's return, as its contents read from `uri`.
+pub fn resource_contents<T: crate::resource::ResourceOutput>(
+    returned: T,
+    uri: &str,
+    mime_type: Option<&str>,
+) -> InvokeResult {
+    crate::resource::contents(returned, uri, mime_type)
+}
+
+/// A prompt's return, as its messages.
+pub fn prompt_messages<T: crate::prompt::PromptOutput>(returned: T) -> InvokeResult {
+    crate::prompt::messages(returned)
+}
+
+/// The placeholder `fn_name::RESOURCE` of a `#[resource]` that did not compile.
+pub const FALLBACK_RESOURCE: ResourceDescriptor = ResourceDescriptor {
+    uri: "",
+    name: "",
+    title: None,
+    description: "",
+    mime_type: None,
+    arguments: &[],
+    timeout_ms: None,
+    read: Invoke::Blocking(fallback_invoke),
+    module_path: "",
+    fn_name: "",
+    file: "",
+    line: 0,
+};
+
+/// The placeholder `fn_name::PROMPT` of a `#[prompt]` that did not compile.
+pub const FALLBACK_PROMPT: PromptDescriptor = PromptDescriptor {
+    name: "",
+    title: None,
+    description: "",
+    arguments: &[],
+    timeout_ms: None,
+    get: Invoke::Blocking(fallback_invoke),
+    module_path: "",
+    fn_name: "",
+    file: "",
+    line: 0,
+};
+
+pub use crate::skill::{SkillDescriptor, SkillFile};

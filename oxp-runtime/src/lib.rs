@@ -52,10 +52,12 @@ pub mod oauth;
 pub mod otel;
 mod outcome;
 mod principal;
+pub mod prompt;
 pub mod protocol;
 pub mod providers;
 mod random;
 pub mod registry;
+pub mod resource;
 // The identity rules, shared with `#[tool]` (the file is `oxp-macros/src/rules.rs`); the macro
 // alone names fns and crates.
 #[allow(dead_code)]
@@ -65,6 +67,7 @@ mod seal;
 mod selection;
 pub mod server;
 pub mod signals;
+pub mod skill;
 mod striped;
 pub mod version;
 
@@ -79,6 +82,15 @@ pub use version::ToolVersion;
 
 #[doc = include_str!("tool_attribute.md")]
 pub use oxp_macros::tool;
+
+#[doc = include_str!("resource_attribute.md")]
+pub use oxp_macros::resource;
+
+#[doc = include_str!("prompt_attribute.md")]
+pub use oxp_macros::prompt;
+
+#[doc = include_str!("skills_macro.md")]
+pub use oxp_macros::skills;
 
 /// The serde `#[tool]` reads inputs and writes results with, so that one dependency is enough:
 /// derive through it, and tell the derive where it is.

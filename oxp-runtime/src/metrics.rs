@@ -14,6 +14,8 @@ use std::time::Instant;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry as Families;
@@ -460,6 +462,10 @@ pub(crate) struct Metrics {
 
 struct Inner {
     families: Families,
+    /// Resource reads by resource (its registered URI or template) and outcome.
+    resource_reads: Family<Vec<(&'static str, String)>, Counter>,
+    /// Prompt gets by prompt name and outcome.
+    prompt_gets: Family<Vec<(&'static str, String)>, Counter>,
     table: Arc<Table>,
     blocking_in_use: Gauge,
     store_entries: Gauge,
@@ -522,9 +528,25 @@ impl Metrics {
             "The oxp runtime serving",
             Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
+        // Labelled by what the registry registered (URI templates, prompt names), never by the
+        // URI read or an argument: as bounded as the tool labels.
+        let resource_reads = Family::default();
+        families.register(
+            "oxp_resource_reads",
+            "Resource reads, by resource (its URI or URI template) and outcome",
+            resource_reads.clone(),
+        );
+        let prompt_gets = Family::default();
+        families.register(
+            "oxp_prompt_gets",
+            "Prompt gets, by prompt and outcome",
+            prompt_gets.clone(),
+        );
         Metrics {
             inner: Arc::new(Inner {
                 families,
+                resource_reads,
+                prompt_gets,
                 table,
                 blocking_in_use,
                 store_entries,
@@ -543,6 +565,21 @@ impl Metrics {
             front,
             started: Instant::now(),
         }
+    }
+
+    /// A resource read (`prompt` false) or a prompt get, of the registered `name`, ended.
+    pub(crate) fn read(&self, prompt: bool, name: &'static str, outcome: Outcome) {
+        let (family, label) = if prompt {
+            (&self.inner.prompt_gets, "prompt")
+        } else {
+            (&self.inner.resource_reads, "resource")
+        };
+        family
+            .get_or_create(&vec![
+                (label, name.to_owned()),
+                ("outcome", outcome.as_str().to_owned()),
+            ])
+            .inc();
     }
 
     pub(crate) fn refused(&self, reason: Refusal) {

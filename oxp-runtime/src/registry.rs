@@ -10,6 +10,8 @@ use crate::protocol::{
     AuthorizationRequirement, OAuth2Requirement, SecretRequirement, ToolDefinition,
     ToolRequirements,
 };
+use crate::resource::{PromptDescriptor, ResourceDescriptor};
+pub use crate::resource::{RegisteredPrompt, RegisteredResource};
 use crate::selection::Selection;
 use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
 use crate::{rules, schema};
@@ -290,6 +292,12 @@ pub struct Registry {
     by_path: Index<Vec<usize>>,
     /// `Toolkit_Name` → `Toolkit.Name`.
     by_wire_name: Index<String>,
+    /// Resources, fixed URIs before templates, each group by URI.
+    resources: Vec<RegisteredResource>,
+    /// Prompts, by name.
+    prompts: Vec<RegisteredPrompt>,
+    /// Skills, by name.
+    skills: Vec<crate::skill::RegisteredSkill>,
 }
 
 impl Registry {
@@ -337,6 +345,96 @@ impl Registry {
     /// ```
     pub fn tools(&self) -> &[RegisteredTool] {
         &self.tools
+    }
+
+    /// Every resource: fixed URIs first, then templates, each by URI.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// A day's log.
+    /// #[resource(uri = "file:///logs/{day}")]
+    /// fn log(day: String) -> String { day }
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// let registry = Registry::builder().resource(log::RESOURCE).resource(settings::RESOURCE).build().unwrap();
+    /// let uris: Vec<&str> = registry.resources().iter().map(|r| r.descriptor().uri).collect();
+    /// assert_eq!(uris, ["config://app", "file:///logs/{day}"]);
+    /// ```
+    pub fn resources(&self) -> &[RegisteredResource] {
+        &self.resources
+    }
+
+    /// Every prompt, by name.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert_eq!(registry.prompts()[0].descriptor().name, "greet");
+    /// ```
+    pub fn prompts(&self) -> &[RegisteredPrompt] {
+        &self.prompts
+    }
+
+    /// Every skill, by name.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// assert!(registry.skills().is_empty());
+    /// ```
+    pub fn skills(&self) -> &[crate::skill::RegisteredSkill] {
+        &self.skills
+    }
+
+    /// The resource that serves `uri` (a fixed URI before a template), and the template's
+    /// values.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// A day's log.
+    /// #[resource(uri = "file:///logs/{day}")]
+    /// fn log(day: String) -> String { day }
+    ///
+    /// let registry = Registry::builder().resource(log::RESOURCE).build().unwrap();
+    /// let (found, values) = registry.resolve_resource("file:///logs/monday").unwrap();
+    /// assert_eq!((found.descriptor().fn_name, &values["day"]), ("log", &serde_json::json!("monday")));
+    /// assert!(registry.resolve_resource("file:///other").is_none());
+    /// ```
+    pub fn resolve_resource(
+        &self,
+        uri: &str,
+    ) -> Option<(
+        &RegisteredResource,
+        serde_json::Map<String, serde_json::Value>,
+    )> {
+        self.resources
+            .iter()
+            .find_map(|resource| resource.matches(uri).map(|values| (resource, values)))
+    }
+
+    /// The prompt named `name`.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert!(registry.prompt("greet").is_some() && registry.prompt("other").is_none());
+    /// ```
+    pub fn prompt(&self, name: &str) -> Option<&RegisteredPrompt> {
+        self.prompts.iter().find(|p| p.descriptor().name == name)
     }
 
     /// Every tool's definition, as `GET /tools` lists them.
@@ -518,6 +616,9 @@ impl std::error::Error for ResolveError {}
 #[derive(Debug, Default)]
 pub struct RegistryBuilder {
     descriptors: Vec<&'static ToolDescriptor>,
+    resources: Vec<&'static ResourceDescriptor>,
+    prompts: Vec<&'static PromptDescriptor>,
+    skills: Vec<&'static crate::skill::SkillDescriptor>,
     selection: Option<String>,
 }
 
@@ -540,7 +641,77 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds every `#[tool]` linked into the binary.
+    /// Adds one resource: `#[resource] fn log` defines `log::RESOURCE`.
+    ///
+    /// ```
+    /// use oxp_runtime::{resource, Registry};
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// let registry = Registry::builder().resource(settings::RESOURCE).build().unwrap();
+    /// assert_eq!(registry.resources().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn resource(mut self, descriptor: &'static ResourceDescriptor) -> Self {
+        self.resources.push(descriptor);
+        self
+    }
+
+    /// Adds one prompt: `#[prompt] fn greet` defines `greet::PROMPT`.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, Registry};
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let registry = Registry::builder().prompt(greet::PROMPT).build().unwrap();
+    /// assert_eq!(registry.prompts().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn prompt(mut self, descriptor: &'static PromptDescriptor) -> Self {
+        self.prompts.push(descriptor);
+        self
+    }
+
+    /// Adds one skill (what [`skills!`](crate::skills) embeds is found by [`all`](Self::all)).
+    ///
+    /// ```
+    /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
+    ///
+    /// static SKILL: SkillDescriptor = SkillDescriptor {
+    ///     name: "greeting",
+    ///     description: "Greet people warmly.",
+    ///     frontmatter: r#"{"name": "greeting", "description": "Greet people warmly."}"#,
+    ///     files: &[SkillFile { path: "SKILL.md", bytes: b"Greet warmly." }],
+    ///     source: "skills/greeting/SKILL.md",
+    /// };
+    /// let registry = oxp_runtime::Registry::builder().skill(&SKILL).build().unwrap();
+    /// assert_eq!(registry.skills().len(), 1);
+    /// ```
+    #[must_use]
+    pub fn skill(mut self, descriptor: &'static crate::skill::SkillDescriptor) -> Self {
+        self.skills.push(descriptor);
+        self
+    }
+
+    /// Adds every skill [`skills!`](crate::skills) embedded in the binary, and nothing else.
+    ///
+    /// ```
+    /// let registry = oxp_runtime::Registry::builder().all_skills().build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    #[must_use]
+    pub fn all_skills(mut self) -> Self {
+        self.skills
+            .extend(inventory::iter::<crate::skill::SkillDescriptor>);
+        self
+    }
+
+    /// Adds every `#[tool]`, `#[resource]`, `#[prompt]` and skill linked into the binary.
     ///
     /// ```standalone_crate
     /// use oxp_runtime::{tool, Registry};
@@ -567,6 +738,10 @@ impl RegistryBuilder {
     #[must_use]
     pub fn all(mut self) -> Self {
         self.descriptors.extend(inventory::iter::<ToolDescriptor>);
+        self.resources.extend(inventory::iter::<ResourceDescriptor>);
+        self.prompts.extend(inventory::iter::<PromptDescriptor>);
+        self.skills
+            .extend(inventory::iter::<crate::skill::SkillDescriptor>);
         self
     }
 
@@ -574,7 +749,31 @@ impl RegistryBuilder {
     /// comma-separated list of `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1` (major 1),
     /// `Toolkit.Name@1.2.3`, `tag:NAME`, each excluding with a `-` before it. With no inclusion,
     /// everything is included first; exclusions apply last. An item that matches no tool, or a
-    /// selection that leaves none, is a build error.
+    /// selection that leaves none, is a build error. Resources and prompts are selected the
+    /// same way by their own items, `resource:URI` (as registered) and `prompt:NAME`: a kind
+    /// the selection has no inclusion of is served whole.
+    ///
+    /// ```
+    /// use oxp_runtime::{prompt, resource, Registry};
+    ///
+    /// /// Settings.
+    /// #[resource(uri = "config://app")]
+    /// fn settings() -> String { "{}".into() }
+    ///
+    /// /// Secrets.
+    /// #[resource(uri = "config://secrets")]
+    /// fn secrets() -> String { "{}".into() }
+    ///
+    /// /// Greet.
+    /// #[prompt]
+    /// fn greet() -> String { "Say hello.".into() }
+    ///
+    /// let all = || Registry::builder().resource(settings::RESOURCE).resource(secrets::RESOURCE).prompt(greet::PROMPT);
+    /// let registry = all().select("-resource:config://secrets").build().unwrap();
+    /// assert_eq!(registry.resources().len(), 1);
+    /// assert_eq!(registry.prompts().len(), 1, "prompts are not named: all are served");
+    /// assert!(all().select("prompt:other").build().is_err(), "matches no prompt");
+    /// ```
     ///
     /// ```
     /// use oxp_runtime::{tool, Registry};
@@ -619,17 +818,29 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
         let mut tools = Vec::new();
-        let descriptors = match &self.selection {
-            None => self.descriptors,
-            Some(text) => match Selection::parse(text).and_then(|s| s.apply(self.descriptors)) {
-                Ok(selected) => selected,
-                Err(what) => {
-                    return Err(RegistryError {
-                        problems: vec![RegistryProblem::Selection { what }],
-                    });
+        let (descriptors, resources, prompts) = match &self.selection {
+            None => (self.descriptors, self.resources, self.prompts),
+            Some(text) => {
+                let selected = Selection::parse(text).and_then(|s| {
+                    Ok((
+                        s.apply(self.descriptors)?,
+                        s.apply_resources(self.resources)?,
+                        s.apply_prompts(self.prompts)?,
+                    ))
+                });
+                match selected {
+                    Ok(selected) => selected,
+                    Err(what) => {
+                        return Err(RegistryError {
+                            problems: vec![RegistryProblem::Selection { what }],
+                        });
+                    }
                 }
-            },
+            }
         };
+        let resources = crate::resource::register_resources(&resources, &mut problems);
+        let prompts = crate::resource::register_prompts(&prompts, &mut problems);
+        let skills = crate::skill::register(&self.skills, &mut problems);
         for descriptor in descriptors {
             match register(descriptor) {
                 Ok(tool) => tools.push(tool),
@@ -682,6 +893,15 @@ impl RegistryBuilder {
             if toolkits.len() == 1 { "" } else { "s" },
             toolkits.into_iter().collect::<Vec<_>>().join(", ")
         );
+        if !(resources.is_empty() && prompts.is_empty() && skills.is_empty()) {
+            let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+            tracing::info!(
+                "{}, {} and {} (served over MCP)",
+                count(resources.len(), "resource"),
+                count(prompts.len(), "prompt"),
+                count(skills.len(), "skill")
+            );
+        }
         let by_id = tools
             .iter()
             .enumerate()
@@ -692,6 +912,9 @@ impl RegistryBuilder {
             by_id,
             by_path,
             by_wire_name,
+            resources,
+            prompts,
+            skills,
         })
     }
 }
@@ -933,6 +1156,15 @@ pub enum RegistryProblem {
         /// What is wrong.
         what: String,
     },
+    /// Two resources serve the same URI, or two prompts have the same name.
+    Duplicate {
+        /// The URI or the name.
+        what: String,
+        /// One fn.
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// A schema breaks the schema policy.
     Schema {
         /// The tool.
@@ -962,6 +1194,14 @@ impl fmt::Display for RegistryProblem {
                 "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
             ),
             RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
+            RegistryProblem::Duplicate {
+                what,
+                first,
+                second,
+            } => write!(
+                f,
+                "{what} is registered twice: by {first} and by {second}; rename one of them"
+            ),
             RegistryProblem::Selection { what } => f.write_str(what),
             RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
         }

@@ -1,11 +1,14 @@
 //! Which tools a server exposes: `OXP_TOOLS` and [`RegistryBuilder::select`](crate::RegistryBuilder::select).
 //!
 //! A comma-separated list of `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1` (major 1),
-//! `Toolkit.Name@1.2` (1.2.x), `Toolkit.Name@1.2.3`, and `tag:NAME`; `-` before any of them
-//! excludes. With no inclusion everything is included first; exclusions apply last, so
-//! `tag:math,-Calculator.Div` is the math tools but one.
+//! `Toolkit.Name@1.2` (1.2.x), `Toolkit.Name@1.2.3`, and `tag:NAME` for tools, `resource:URI`
+//! (the URI or template as registered) and `prompt:NAME`; `-` before any of them excludes. Each
+//! kind is selected by its own items: with no inclusion of a kind, all of that kind are
+//! included first; exclusions apply last, so `tag:math,-Calculator.Div` is the math tools but
+//! one (and every resource and prompt), and `-prompt:review` is everything but one prompt.
 
 use crate::descriptor::ToolDescriptor;
+use crate::resource::{PromptDescriptor, ResourceDescriptor};
 use crate::rules;
 
 /// A parsed selection.
@@ -31,6 +34,26 @@ enum Pattern {
         version: Vec<u64>,
     },
     Tag(String),
+    Resource(String),
+    Prompt(String),
+}
+
+/// What an item selects among.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tool,
+    Resource,
+    Prompt,
+}
+
+impl Pattern {
+    fn kind(&self) -> Kind {
+        match self {
+            Pattern::Resource(_) => Kind::Resource,
+            Pattern::Prompt(_) => Kind::Prompt,
+            _ => Kind::Tool,
+        }
+    }
 }
 
 impl Selection {
@@ -49,36 +72,78 @@ impl Selection {
         Ok(Selection { items })
     }
 
-    /// The descriptors selected, in their order; an error when an item matches no tool (a
-    /// typo would otherwise hide or expose tools silently) or nothing is left.
+    /// The tools selected, in their order; an error when an item matches no tool (a typo would
+    /// otherwise hide or expose tools silently) or no tool is left.
     pub(crate) fn apply(
         &self,
         descriptors: Vec<&'static ToolDescriptor>,
     ) -> Result<Vec<&'static ToolDescriptor>, String> {
-        if let Some(unused) = self
-            .items
-            .iter()
-            .find(|item| !descriptors.iter().any(|d| item.pattern.matches(d)))
-        {
-            return Err(format!(
-                "`{}` in the tool selection matches no tool",
-                unused.text
-            ));
-        }
-        let included = |d: &ToolDescriptor| {
-            let mut includes = self.items.iter().filter(|i| !i.exclude).peekable();
-            includes.peek().is_none() || includes.any(|i| i.pattern.matches(d))
-        };
-        let excluded =
-            |d: &ToolDescriptor| self.items.iter().any(|i| i.exclude && i.pattern.matches(d));
-        let selected: Vec<_> = descriptors
-            .into_iter()
-            .filter(|d| included(d) && !excluded(d))
-            .collect();
-        if selected.is_empty() {
+        let had = !descriptors.is_empty();
+        let selected = self.select(Kind::Tool, "tool", descriptors, |p, d| p.matches(d))?;
+        if had && selected.is_empty() {
             return Err("the tool selection leaves no tool to serve".into());
         }
         Ok(selected)
+    }
+
+    /// The resources selected (`resource:URI` items), in their order.
+    pub(crate) fn apply_resources(
+        &self,
+        descriptors: Vec<&'static ResourceDescriptor>,
+    ) -> Result<Vec<&'static ResourceDescriptor>, String> {
+        self.select(
+            Kind::Resource,
+            "resource",
+            descriptors,
+            |p, d| matches!(p, Pattern::Resource(uri) if uri == d.uri),
+        )
+    }
+
+    /// The prompts selected (`prompt:NAME` items), in their order.
+    pub(crate) fn apply_prompts(
+        &self,
+        descriptors: Vec<&'static PromptDescriptor>,
+    ) -> Result<Vec<&'static PromptDescriptor>, String> {
+        self.select(
+            Kind::Prompt,
+            "prompt",
+            descriptors,
+            |p, d| matches!(p, Pattern::Prompt(name) if name == d.name),
+        )
+    }
+
+    /// The descriptors of one kind that its items select: an item that matches none of them is
+    /// an error.
+    fn select<D: Copy>(
+        &self,
+        kind: Kind,
+        what: &str,
+        descriptors: Vec<D>,
+        matches: impl Fn(&Pattern, D) -> bool,
+    ) -> Result<Vec<D>, String> {
+        let items: Vec<&Item> = self
+            .items
+            .iter()
+            .filter(|i| i.pattern.kind() == kind)
+            .collect();
+        if let Some(unused) = items
+            .iter()
+            .find(|item| !descriptors.iter().any(|d| matches(&item.pattern, *d)))
+        {
+            return Err(format!(
+                "`{}` in the tool selection matches no {what}",
+                unused.text
+            ));
+        }
+        let included = |d: D| {
+            let mut includes = items.iter().filter(|i| !i.exclude).peekable();
+            includes.peek().is_none() || includes.any(|i| matches(&i.pattern, d))
+        };
+        let excluded = |d: D| items.iter().any(|i| i.exclude && matches(&i.pattern, d));
+        Ok(descriptors
+            .into_iter()
+            .filter(|d| included(*d) && !excluded(*d))
+            .collect())
     }
 }
 
@@ -90,10 +155,20 @@ impl Item {
         };
         let bad = |why: &str| {
             Err(format!(
-                "`{text}` in the tool selection: {why} (items are `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, each optionally after `-`)"
+                "`{text}` in the tool selection: {why} (items are `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `resource:URI`, `prompt:NAME`, each optionally after `-`)"
             ))
         };
-        let pattern = if let Some(tag) = pattern.strip_prefix("tag:") {
+        let pattern = if let Some(uri) = pattern.strip_prefix("resource:") {
+            if uri.is_empty() {
+                return bad("a resource needs its URI");
+            }
+            Pattern::Resource(uri.to_owned())
+        } else if let Some(name) = pattern.strip_prefix("prompt:") {
+            if name.is_empty() {
+                return bad("a prompt needs its name");
+            }
+            Pattern::Prompt(name.to_owned())
+        } else if let Some(tag) = pattern.strip_prefix("tag:") {
             if tag.is_empty() {
                 return bad("a tag needs a name");
             }
@@ -147,6 +222,7 @@ impl Item {
 impl Pattern {
     fn matches(&self, d: &ToolDescriptor) -> bool {
         match self {
+            Pattern::Resource(_) | Pattern::Prompt(_) => false,
             Pattern::Toolkit(toolkit) => d.toolkit == toolkit,
             Pattern::Tag(tag) => d.hints.tags.contains(&tag.as_str()),
             Pattern::Tool {

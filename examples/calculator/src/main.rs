@@ -1,6 +1,7 @@
 //! The example server: `cargo run` serves these tools on http://127.0.0.1:8000.
 
-use oxp_runtime::{ToolContext, ToolError, tool};
+use oxp_runtime::prompt::Message;
+use oxp_runtime::{ToolContext, ToolError, prompt, resource, tool};
 
 /// Add two integers.
 #[tool(toolkit = "Calculator", name = "Add", version = "1.0.0")]
@@ -63,6 +64,47 @@ async fn ring_all(
     }
     doorbells
 }
+
+/// The doorbells this example knows, offered as completions of `doorbell_id`.
+fn doorbell_ids(typed: &str) -> Vec<String> {
+    ["doorbell42", "doorbell84"]
+        .into_iter()
+        .filter(|id| id.starts_with(typed))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A doorbell's status, as a resource MCP clients read.
+#[resource(
+    uri = "doorbell://{doorbell_id}/status",
+    mime_type = "application/json"
+)]
+fn doorbell_status(
+    /// The doorbell.
+    #[complete(doorbell_ids)]
+    doorbell_id: String,
+) -> Result<String, ToolError> {
+    if !doorbell_ids("").contains(&doorbell_id) {
+        return Err(ToolError::new(format!("No doorbell {doorbell_id}")));
+    }
+    Ok(format!(
+        r#"{{"doorbell": "{doorbell_id}", "battery": "ok"}}"#
+    ))
+}
+
+/// Greet a visitor at the door: a prompt hosts show in their menus.
+#[prompt(title = "Greet a visitor")]
+fn greet_visitor(
+    /// The visitor's name.
+    name: String,
+) -> Vec<Message> {
+    vec![Message::user(format!(
+        "Ring doorbell42, then welcome {name} in one friendly sentence."
+    ))]
+}
+
+// The skills in `skills/`, served to MCP clients with the skills extension.
+oxp_runtime::skills!();
 
 #[tokio::main]
 async fn main() {

@@ -89,6 +89,23 @@ fn redact(text: &mut String, value: &str) {
     }
 }
 
+/// What runs: a tool, or another fn with a tool's glue (a resource's read, a prompt's get)
+/// under its name.
+#[derive(Clone, Copy)]
+pub(super) enum Subject {
+    Tool(&'static ToolDescriptor),
+    Other { name: &'static str, invoke: Invoke },
+}
+
+impl Subject {
+    fn invoke(self) -> Invoke {
+        match self {
+            Subject::Tool(tool) => tool.invoke,
+            Subject::Other { invoke, .. } => invoke,
+        }
+    }
+}
+
 /// How long a run may take, and how large its result may be.
 pub(super) struct Bounds {
     pub(super) timeout: Option<Duration>,
@@ -100,7 +117,7 @@ pub(super) struct Bounds {
 /// disconnect does not cancel; owns the call's admission too, so that the concurrency limit
 /// counts the run for as long as it goes on.
 pub(super) fn execute(
-    descriptor: &'static ToolDescriptor,
+    subject: Subject,
     context: ToolContext,
     input: Value,
     bounds: Bounds,
@@ -114,7 +131,7 @@ pub(super) fn execute(
     } = bounds;
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
-    let (run, admission) = match descriptor.invoke {
+    let (run, admission) = match subject.invoke() {
         // The glue reads the input (a parameter's own `Deserialize` is tool code, and may
         // panic) and boxes the tool's future without running any of the fn.
         Invoke::Async(glue) => {
@@ -140,7 +157,7 @@ pub(super) fn execute(
         }
     };
     Execution {
-        descriptor,
+        subject,
         call_id,
         redactor,
         run,
@@ -170,7 +187,7 @@ type Run = Either<
 /// its locals besides (three times this size): every call's future is moved into the tasks and
 /// boxes of the HTTP stack, so its size is paid per call.
 pub(super) struct Execution {
-    descriptor: &'static ToolDescriptor,
+    subject: Subject,
     call_id: String,
     redactor: Redactor,
     run: Run,
@@ -258,10 +275,15 @@ impl Execution {
             },
             Err(InvokeError::Input(e)) => {
                 return CallOutcome::Invalid(self.redactor.invalid(ValidationErrorResponse {
-                    message: format!(
-                        "The input for '{}_{}' is invalid: {e}",
-                        self.descriptor.toolkit, self.descriptor.name
-                    ),
+                    message: match self.subject {
+                        Subject::Tool(tool) => format!(
+                            "The input for '{}_{}' is invalid: {e}",
+                            tool.toolkit, tool.name
+                        ),
+                        Subject::Other { name, .. } => {
+                            format!("The input for '{name}' is invalid: {e}")
+                        }
+                    },
                     parameter_errors: BTreeMap::new(),
                 }));
             }

@@ -6,6 +6,7 @@
 
 mod gate;
 mod invoke;
+mod other;
 mod requirements;
 mod validate;
 
@@ -24,6 +25,7 @@ pub use crate::metrics::Front;
 pub use crate::outcome::{CallOutcome, RETRY_AFTER_MS};
 pub use gate::{CallStats, DEFAULT_MAX_BLOCKING, default_max_calls};
 pub use invoke::install_panic_hook;
+pub use other::ReadError;
 
 use crate::authorization::AuthorizationProvider;
 use crate::idempotency::{
@@ -698,7 +700,7 @@ impl Pipeline {
             _ => None,
         };
         let execution = invoke::execute(
-            descriptor,
+            invoke::Subject::Tool(descriptor),
             context,
             input,
             invoke::Bounds {

@@ -8,6 +8,11 @@
 //! a new major version (a new minor for `0.y.z`), an additive one at least a new minor. That is
 //! what lets a caller ask for `Calculator.Add@1` or the latest and trust the answer.
 //!
+//! Resources and prompts are recorded beside the tools (by URI and by name; the keys are written
+//! only by a server that has them). Without versions, what was published holds while they are
+//! served: none disappears unless retired, a resource keeps its media type, a prompt keeps its
+//! arguments (none removed or made required, no new required one).
+//!
 //! Keep the check in `cargo test`:
 //!
 //! ```no_run
@@ -20,6 +25,7 @@
 //! ```
 
 mod diff;
+mod other;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,6 +61,10 @@ const FORMAT: u64 = 1;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Lock {
     tools: BTreeMap<String, Value>,
+    /// Resources by URI (or template): their name, description, media type and parameters.
+    resources: BTreeMap<String, Value>,
+    /// Prompts by name: their description and arguments.
+    prompts: BTreeMap<String, Value>,
 }
 
 /// Which part of a tool a finding is about.
@@ -76,6 +86,10 @@ pub enum Part {
     Description,
     /// The tool as a whole (a version gone).
     Tool,
+    /// A resource (by its URI or template).
+    Resource,
+    /// A prompt (by its name).
+    Prompt,
 }
 
 impl fmt::Display for Part {
@@ -86,6 +100,8 @@ impl fmt::Display for Part {
             Part::Requirements => "requirements",
             Part::Description => "description",
             Part::Tool => "tool",
+            Part::Resource => "resource",
+            Part::Prompt => "prompt",
         })
     }
 }
@@ -108,7 +124,7 @@ impl fmt::Display for Part {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
-    /// The tool id, with its version.
+    /// The tool id, with its version; `resource <URI>` or `prompt <name>` for those.
     pub tool_id: String,
     /// What part of it.
     pub part: Part,
@@ -123,13 +139,16 @@ pub struct Violation {
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.tool_id)?;
-        // A finding about the whole tool says so by its change ("removed", "new, …").
-        if self.part != Part::Tool {
+        // A finding about the whole tool says so by its change ("removed", "new, …"); one
+        // about a resource or prompt names it in its id already.
+        if !matches!(self.part, Part::Tool | Part::Resource | Part::Prompt) {
             write!(f, "{}", self.part)?;
             if !self.pointer.is_empty() {
                 write!(f, " {}", self.pointer)?;
             }
             write!(f, ": ")?;
+        } else if self.part != Part::Tool && !self.pointer.is_empty() {
+            write!(f, "{}: ", self.pointer)?;
         }
         write!(f, "{} — {}", self.change, self.rule)
     }
@@ -208,7 +227,11 @@ impl Lock {
                 )
             })
             .collect();
-        Lock { tools }
+        Lock {
+            tools,
+            resources: other::resources(registry),
+            prompts: other::prompts(registry),
+        }
     }
 
     /// Reads `path`.
@@ -254,7 +277,24 @@ impl Lock {
             }
             locked.insert(id.clone(), definition.clone());
         }
-        Ok(Lock { tools: locked })
+        // Resources and prompts, by URI and by name (absent from a lock of tools alone).
+        let read = |key: &str| -> Result<BTreeMap<String, Value>, LockError> {
+            match &value[key] {
+                Value::Null => Ok(BTreeMap::new()),
+                Value::Object(entries) if entries.values().all(Value::is_object) => {
+                    Ok(entries.clone().into_iter().collect())
+                }
+                _ => Err(LockError::Format(format!(
+                    "`{key}` is not an object of objects"
+                ))),
+            }
+        };
+        let (resources, prompts) = (read("resources")?, read("prompts")?);
+        Ok(Lock {
+            tools: locked,
+            resources,
+            prompts,
+        })
     }
 
     /// The file's text: ids sorted, every object's keys sorted, two-space indents, a final
@@ -270,7 +310,14 @@ impl Lock {
             .iter()
             .map(|(id, d)| (id.clone(), sorted(d)))
             .collect();
-        let file = sorted(&json!({ "format": FORMAT, "tools": tools }));
+        let mut file = json!({ "format": FORMAT, "tools": tools });
+        // Only a server that has them writes them: a lock of tools alone reads as it always did.
+        for (key, entries) in [("resources", &self.resources), ("prompts", &self.prompts)] {
+            if !entries.is_empty() {
+                file[key] = Value::Object(entries.clone().into_iter().collect());
+            }
+        }
+        let file = sorted(&file);
         let mut text = serde_json::to_string_pretty(&file).expect("JSON serializes");
         text.push('\n');
         text
@@ -416,6 +463,12 @@ impl Lock {
                 None => review.notices.push(unlocked(id, "a new tool".into())),
             }
         }
+        other::compare(
+            (&self.resources, &self.prompts),
+            (&current.resources, &current.prompts),
+            allow_removal,
+            &mut review,
+        );
         review
     }
 

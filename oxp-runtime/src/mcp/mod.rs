@@ -43,6 +43,9 @@ mod asking;
 mod fallback;
 mod headers;
 mod logging;
+mod prompts;
+mod resources;
+mod skills;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -595,15 +598,24 @@ fn text_error(text: impl Into<String>) -> CallToolResult {
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // logging: see `set_level`
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_logging()
-                .enable_prompts()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .build();
+        // The skills extension, declared by a server that has skills (settings inline), with
+        // the folder reads it serves.
+        if !self.pipeline.registry().skills().is_empty() {
+            let settings = JsonObject::from_iter([("directoryRead".to_owned(), Value::Bool(true))]);
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), settings);
+        }
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
     }
 
     #[allow(deprecated)] // logging, deprecated by the newest revision, still asked for by clients
@@ -659,18 +671,101 @@ impl ServerHandler for McpServer {
             .cloned()
     }
 
-    /// No resources are served (prompts and resources are declared so that a client asking
-    /// for their lists gets an empty one, with caching hints, rather than an error): reading
-    /// any is the spec's "not found" (SEP-2164), naming the URI.
+    /// The fixed resources and each skill's `SKILL.md`, with the caching hints of `tools/list`.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let mut list = resources::list(self.pipeline.registry(), self.list_ttl);
+        list.resources
+            .extend(skills::resources(self.pipeline.registry()));
+        Ok(list)
+    }
+
+    /// The resource templates, with the caching hints of `tools/list`.
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates(
+            self.pipeline.registry(),
+            self.list_ttl,
+        ))
+    }
+
+    /// Reads a resource through the pipeline; an unknown URI is SEP-2164's not-found.
     async fn read_resource(
         &self,
         request: rmcp::model::ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        Err(McpError::invalid_params(
-            "Resource not found: this server serves tools only",
-            Some(serde_json::json!({ "uri": request.uri })),
-        ))
+        if request.uri.starts_with(skills::SCHEME) {
+            if let Some(contents) = skills::read(self.pipeline.registry(), &request.uri) {
+                return Ok(rmcp::model::ReadResourceResult::new(vec![contents])
+                    .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+                    .with_cache_scope(CacheScope::Private)
+                    .into());
+            }
+        }
+        resources::read(&self.pipeline, request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    /// The skills, each with its files' digests (SEP-2640).
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        Ok(skills::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// The files and folders directly in a skill's folder (SEP-2640's directory reads).
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        skills::directory(self.pipeline.registry(), &request.uri, self.list_ttl)
+    }
+
+    /// One skill by its `SKILL.md` URI.
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        skills::get(self.pipeline.registry(), &request, self.list_ttl)
+    }
+
+    /// The prompts, with the caching hints of `tools/list`.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Ok(prompts::list(self.pipeline.registry(), self.list_ttl))
+    }
+
+    /// Renders a prompt through the pipeline.
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        prompts::get(self, request, &context).await
+    }
+
+    /// Values for a prompt argument or a resource template parameter.
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        prompts::complete(self.pipeline.registry(), &request)
     }
 
     async fn call_tool(

@@ -1,0 +1,115 @@
+//! `resources/list`, `resources/templates/list` and `resources/read`: the registry's
+//! `#[resource]`s, read through the pipeline (its limits, time limit, panic containment and
+//! result cap), with the caching hints `tools/list` has.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CacheScope, ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+
+use crate::call::{CallMeta, Front, Pipeline, ReadError};
+use crate::registry::Registry;
+use crate::resource::ResourceDescriptor;
+
+fn ttl_ms(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The fixed resources.
+pub(super) fn list(registry: &Registry, ttl: Duration) -> ListResourcesResult {
+    let resources = registry
+        .resources()
+        .iter()
+        .map(|r| r.descriptor())
+        .filter(|d| !d.is_template())
+        .map(|d| {
+            let mut resource = Resource::new(d.uri, d.name);
+            describe(d, &mut resource.title, &mut resource.description);
+            resource.mime_type = d.mime_type.map(str::to_owned);
+            resource
+        })
+        .collect();
+    // Private, as `tools/list`: a server behind authentication answers its callers only.
+    ListResourcesResult::with_all_items(resources)
+        .with_ttl_ms(ttl_ms(ttl))
+        .with_cache_scope(CacheScope::Private)
+}
+
+/// The URI templates.
+pub(super) fn templates(registry: &Registry, ttl: Duration) -> ListResourceTemplatesResult {
+    let templates = registry
+        .resources()
+        .iter()
+        .map(|r| r.descriptor())
+        .filter(|d| d.is_template())
+        .map(|d| {
+            let mut template = ResourceTemplate::new(d.uri, d.name);
+            describe(d, &mut template.title, &mut template.description);
+            template.mime_type = d.mime_type.map(str::to_owned);
+            template
+        })
+        .collect();
+    ListResourceTemplatesResult::with_all_items(templates)
+        .with_ttl_ms(ttl_ms(ttl))
+        .with_cache_scope(CacheScope::Private)
+}
+
+fn describe(d: &ResourceDescriptor, title: &mut Option<String>, description: &mut Option<String>) {
+    *title = d.title.map(str::to_owned);
+    *description = Some(d.description.to_owned()).filter(|text| !text.is_empty());
+}
+
+/// Reads a resource; a URI no resource serves is SEP-2164's not-found (`-32602`, the URI in
+/// `data`).
+pub(super) async fn read(
+    pipeline: &Pipeline,
+    request: ReadResourceRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Result<ReadResourceResult, McpError> {
+    let meta = CallMeta {
+        front: Front::Mcp,
+        ..CallMeta::default()
+    };
+    let uri = request.uri;
+    // A cancelled request's read is dropped (its run ends as a call's would).
+    let read = tokio::select! {
+        read = pipeline.read_resource(&uri, &meta) => read,
+        () = context.ct.cancelled() => {
+            return Err(McpError::internal_error("the read was cancelled", None));
+        }
+    };
+    let contents = read.map_err(|error| error_of(error, "resource", &uri))?;
+    let contents = contents
+        .into_iter()
+        .map(|resource| {
+            serde_json::to_value(resource)
+                .and_then(serde_json::from_value::<ResourceContents>)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // A function's answer may change with every read: fresh for no time, and the caller's.
+    Ok(ReadResourceResult::new(contents)
+        .with_ttl_ms(0)
+        .with_cache_scope(CacheScope::Private))
+}
+
+/// A read's or a get's failure as MCP's error: what is not there, or an argument that does
+/// not fit, is the caller's (`-32602`); the function's own failure is the server's.
+pub(super) fn error_of(error: ReadError, what: &str, key: &str) -> McpError {
+    let data = |key_name: &str| Some(serde_json::json!({ key_name: key }));
+    match error {
+        ReadError::NotFound if what == "resource" => {
+            McpError::invalid_params(format!("Resource not found: {key}"), data("uri"))
+        }
+        ReadError::NotFound => {
+            McpError::invalid_params(format!("Prompt not found: {key}"), data("name"))
+        }
+        ReadError::InvalidArguments(why) => McpError::invalid_params(why, None),
+        ReadError::Failed(error) => McpError::internal_error(error.for_model(), None),
+        ReadError::Unavailable(why) => McpError::internal_error(why, None),
+    }
+}
