@@ -238,8 +238,9 @@ fn python() -> String {
     std::env::var("OXP_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_mcp_client_over_http_and_stdio() {
+/// Runs `tests/python/<script>` with the Python `mcp` package and `args`, and checks it ends
+/// saying `ok`; prints the skip line (and returns) when the package is missing.
+async fn python_mcp_script(script: &str, args: Vec<String>, ok: &str) {
     let found = Command::new(python())
         .args(["-c", "import mcp"])
         .output()
@@ -250,15 +251,11 @@ async fn the_python_mcp_client_over_http_and_stdio() {
         );
         return;
     }
-    let example = harness::start_example(&[]);
-    let binary = harness::example_binary();
-    let script = format!("{}/python/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
-    let base = example.base.clone();
+    let script = format!("{}/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python())
             .arg(script)
-            .arg(format!("{base}/mcp"))
-            .arg(binary)
+            .args(args)
             .output()
             .unwrap()
     })
@@ -267,38 +264,22 @@ async fn the_python_mcp_client_over_http_and_stdio() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("mcp client: ok"), "{stdout}");
+    assert!(stdout.contains(ok), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_client_over_http_and_stdio() {
+    let example = harness::start_example(&[]);
+    let args = vec![format!("{}/mcp", example.base), harness::example_binary()];
+    python_mcp_script("mcp_client.py", args, "mcp client: ok").await;
 }
 
 /// The Python `mcp` client answers a tool's questions over stdio at its own (earlier) revision:
 /// the server asks by requests of its own, and each call goes on with the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_mcp_client_answers_questions_over_stdio() {
-    let found = Command::new(python())
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        harness::skip(
-            "Python with the `mcp` package (`pip install mcp`, then set OXP_TEST_PYTHON)",
-        );
-        return;
-    }
-    let binary = harness::test_example_binary("confirm_server");
-    let script = format!("{}/python/mcp_asking.py", env!("CARGO_MANIFEST_DIR"));
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(script)
-            .arg(binary)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("mcp asking: ok"), "{stdout}");
+    let args = vec![harness::test_example_binary("confirm_server")];
+    python_mcp_script("mcp_asking.py", args, "mcp asking: ok").await;
 }
 
 /// Over HTTP, an MCP caller is itself. A server started with the operator's user and

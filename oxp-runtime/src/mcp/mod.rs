@@ -808,7 +808,9 @@ impl ServerHandler for McpServer {
         // What the tool does if this caller cannot answer it; a relayed confirmation comes as
         // an argument the tool itself never sees.
         let policy = fallback::policy(tool, self.cannot_ask);
-        let answers = self.caller_can_answer(&context);
+        let declared = asking::declared(&context);
+        let client = asking::supports(declared.as_ref());
+        let answers = client(Capability::Elicitation);
         if !answers && policy == crate::ask::CannotAsk::Hide {
             self.count(crate::metrics::Fallback::Hidden);
             return unsupported(
@@ -875,8 +877,6 @@ impl ServerHandler for McpServer {
         // and a replay of any of its rounds gets that answer instead of a second run.
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
         let newest = speaks_2026_07_28(&context);
-        let declared = asking::declared(&context);
-        let client = asking::supports(declared.as_ref());
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
         let can =
