@@ -113,6 +113,10 @@ impl KeySet {
         // however many tokens name one).
         if stale || may_fetch_for_miss {
             self.refresh(fetcher, tuning, generation, !stale).await;
+        } else {
+            // A fetch under way (another token's miss) may bring this key, as when a provider
+            // has just rotated: wait for it rather than refuse a genuine token.
+            drop(self.fetching.lock().await);
         }
         let cached = self.cached();
         match (pick(&cached.keys, kid), &cached.failure) {
@@ -235,6 +239,49 @@ mod tests {
             set.find(Some("k"), &fetcher, &tuning).await,
             Found::Key(_)
         ));
+    }
+
+    /// Tokens of a key the provider has just published, arriving while the first one's fetch
+    /// is under way, wait for that fetch and find the key, though the interval between refetches
+    /// allows no fetch of their own.
+    #[tokio::test]
+    async fn misses_during_a_fetch_wait_for_it() {
+        static FETCHES: AtomicUsize = AtomicUsize::new(0);
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(|| async {
+                // The set at start-up has the old key; every later one the new key too.
+                let new = FETCHES.fetch_add(1, Ordering::SeqCst) > 0;
+                let key = |kid: &str| {
+                    serde_json::json!({"kty": "OKP", "crv": "Ed25519", "kid": kid,
+                        "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"})
+                };
+                let keys = if new {
+                    vec![key("old"), key("new")]
+                } else {
+                    vec![key("old")]
+                };
+                serde_json::json!({ "keys": keys }).to_string()
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let tuning = crate::oauth::OAuth::new("https://h")
+            .key_refetch_interval(Duration::from_secs(3600))
+            .tuning;
+        let fetcher = Fetcher::new(Duration::from_secs(5), 1 << 16, &[]);
+        let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
+        set.load(&fetcher, &tuning).await.unwrap();
+        // Polled together on one task: the first lookup starts the fetch and waits on the
+        // network; each later one finds it under way, its own fetch not allowed.
+        let lookups = (0..10).map(|_| set.find(Some("new"), &fetcher, &tuning));
+        let found = futures_util::future::join_all(lookups).await;
+        assert!(
+            found.iter().all(|f| matches!(f, Found::Key(_))),
+            "a miss during the fetch was refused"
+        );
+        assert_eq!(FETCHES.load(Ordering::SeqCst), 2);
     }
 
     /// A known key of a stale set answers at once while the refresh waits on the provider,

@@ -78,10 +78,15 @@ impl Key {
                     let first = v.iter().position(|b| *b != 0).unwrap_or(v.len());
                     v[first..].to_vec()
                 };
-                Material::Rsa {
-                    n: strip(n),
-                    e: strip(e),
+                let n = strip(n);
+                // What ring verifies (2048 to 8192 bits): a key outside it is left out here,
+                // not kept to fail each token later, so a set of one good key and one such key
+                // still has one usable key.
+                let bits = n.len() * 8 - n.first().map_or(8, |b| b.leading_zeros() as usize);
+                if !(2048..=8192).contains(&bits) {
+                    return Err("an RSA key of fewer than 2048 or more than 8192 bits");
                 }
+                Material::Rsa { n, e: strip(e) }
             }
             AlgorithmParameters::EllipticCurve(ec) => {
                 let (x, y) = (decode(&ec.x)?, decode(&ec.y)?);
@@ -244,12 +249,13 @@ mod tests {
             {"kty": "OKP", "crv": "Ed448", "x": "AAAA", "kid": "448"},
             {"kty": "EC", "crv": "P-521", "x": "AAAA", "y": "AAAA", "kid": "521"},
             {"kty": "XYZ", "kid": "unknown"},
+            {"kty": "RSA", "n": "AQAB", "e": "AQAB", "kid": "tiny"},
             {"kty": "EC", "crv": "P-256", "alg": "RS256", "x": URL_SAFE_NO_PAD.encode([1u8; 32]),
              "y": URL_SAFE_NO_PAD.encode([2u8; 32]), "kid": "mismatch"},
             p256,
         ]});
         let (keys, skipped) = parse_set(&set).unwrap();
-        assert_eq!(skipped, 7);
+        assert_eq!(skipped, 8);
         assert_eq!(keys.len(), 1);
         assert_eq!(keys[0].kid.as_deref(), Some("ec"));
         assert!(keys[0].fits(Algorithm::ES256));

@@ -84,12 +84,7 @@ pub(super) async fn authenticate(
         error.into_response()
     };
     // A token in the URL ends up in logs and histories (RFC 6750 §2.3, OAuth 2.1 §5.1.1).
-    if state.auth.has_oauth()
-        && request
-            .uri()
-            .query()
-            .is_some_and(|q| q.split('&').any(|p| p.starts_with("access_token=")))
-    {
+    if state.auth.has_oauth() && request.uri().query().is_some_and(names_access_token) {
         return refused(
             AuthError::invalid("Send the token in the Authorization header, never in the URL."),
             request.uri().path(),
@@ -443,4 +438,46 @@ fn resolve<'a>(state: &'a AppState, tool_id: &str) -> Option<&'a crate::registry
             .then(|| registry.resolve_wire_name(tool_id))
             .flatten()
     })
+}
+
+/// Whether a query string carries a parameter named `access_token` however it is spelled:
+/// separated by `&` or `;`, any case, percent-encoded.
+fn names_access_token(query: &str) -> bool {
+    query.split(['&', ';']).any(|parameter| {
+        let name = parameter.split('=').next().unwrap_or_default();
+        let mut decoded = Vec::with_capacity(name.len());
+        let mut bytes = name.bytes();
+        while let Some(b) = bytes.next() {
+            let hex = |b: Option<u8>| b.and_then(|b| char::from(b).to_digit(16));
+            decoded.push(match b {
+                b'%' => match (hex(bytes.next()), hex(bytes.next())) {
+                    (Some(hi), Some(lo)) => (hi * 16 + lo) as u8,
+                    _ => return false,
+                },
+                b'+' => b' ',
+                b => b,
+            });
+        }
+        decoded.eq_ignore_ascii_case(b"access_token")
+    })
+}
+
+#[cfg(test)]
+mod query_tests {
+    #[test]
+    fn a_token_in_the_query_is_found_however_it_is_spelled() {
+        for query in [
+            "access_token=x",
+            "a=1&access_token=x",
+            "a=1;access_token=x",
+            "ACCESS_TOKEN=x",
+            "access%5Ftoken=x",
+            "access%5ftoken",
+        ] {
+            assert!(super::names_access_token(query), "{query}");
+        }
+        for query in ["a=1", "access_tokens=x", "x=access_token", "access%5"] {
+            assert!(!super::names_access_token(query), "{query}");
+        }
+    }
 }
