@@ -50,8 +50,10 @@
 //! A client that did not declare the capability an ask needs (elicitation, sampling, roots)
 //! makes the ask fail at once with [`AskError::Unsupported`]: a tool may go on without the
 //! answer, or pass the error on, which answers the call with MCP's "missing required client
-//! capability" error. Earlier MCP revisions have no way to answer, and
-//! OXP 1.0 none either: there a pending ask ends the call with an error naming what the tool
+//! capability" error, or what the tool's [`CannotAsk`] chose. Before 2026-07-28, over stdio,
+//! the server asks by requests of its own on the call's connection and the tool runs again with
+//! the answers within the same call; over HTTP those revisions have no way to answer, and OXP
+//! 1.0 none either: there a pending ask ends the call with an error naming what the tool
 //! needed.
 
 use std::collections::BTreeMap;
