@@ -92,12 +92,7 @@ impl Pipeline {
                 meta,
             )
             .await?;
-        serde_json::from_value(value).map_err(|e| {
-            ReadError::Failed(
-                ToolError::new("The resource's contents could not be sent.")
-                    .developer_message(e.to_string()),
-            )
-        })
+        decoded(value, "The resource's contents could not be sent.")
     }
 
     /// Renders the prompt `name` with `arguments` (strings, read as each parameter's type).
@@ -144,12 +139,7 @@ impl Pipeline {
                 meta,
             )
             .await?;
-        serde_json::from_value(value).map_err(|e| {
-            ReadError::Failed(
-                ToolError::new("The prompt's messages could not be sent.")
-                    .developer_message(e.to_string()),
-            )
-        })
+        decoded(value, "The prompt's messages could not be sent.")
     }
 
     /// Runs a resource's or a prompt's glue as a tool's run, counted under `label` (whether
@@ -262,4 +252,11 @@ impl Pipeline {
             None => execution.await,
         })
     }
+}
+
+/// What a resource's or a prompt's glue returned, read back as its type; `failure` the message
+/// when it cannot be.
+fn decoded<T: serde::de::DeserializeOwned>(value: Value, failure: &str) -> Result<T, ReadError> {
+    serde_json::from_value(value)
+        .map_err(|e| ReadError::Failed(ToolError::new(failure).developer_message(e.to_string())))
 }

@@ -11,6 +11,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use serde_json::Value;
 
 use crate::ask::{Capability, Round};
+use crate::seal::{Binding, Ledger};
 
 /// The most rounds of questions one call may ask by requests of the server's own: a tool that
 /// keeps asking must not hold its client forever.
@@ -100,21 +101,61 @@ pub(crate) fn supports(
     }
 }
 
-/// The round's end when it asked: its asks, and `state`, what the next round needs. Every ask
-/// goes out: one MCP's types cannot carry is an error here, never a request left out (the tool
-/// checks its forms when it asks; this is the last line).
-pub(crate) fn input_required(round: &Round, state: String) -> Result<InputRequiredResult, String> {
-    let requests = round
-        .asked()
-        .into_iter()
-        .map(|(key, request)| match serde_json::from_value(request) {
-            Ok(request) => Ok((key, request)),
-            Err(error) => Err(format!("the ask `{key}` is not one MCP can carry: {error}")),
+/// What a round presented with `ledger` needs of its client that `can` says it cannot give:
+/// such a round is refused before it runs (it neither runs nor uses its call up).
+pub(crate) fn lacking(
+    ledger: Option<&Ledger>,
+    can: impl Fn(Capability) -> bool,
+) -> Option<Capability> {
+    (ledger.into_iter())
+        .flat_map(|ledger| ledger.needs.iter())
+        .filter_map(|name| Capability::from_name(name))
+        .find(|capability| !can(*capability))
+}
+
+impl super::McpServer {
+    /// The ledger a request's `state` carries (named `what` in the refusal), bound to
+    /// `binding`; a refused state is counted and answered -32602 saying which check failed.
+    pub(crate) fn open_state(
+        &self,
+        state: &str,
+        binding: &Binding<'_>,
+        what: &str,
+    ) -> Result<Ledger, rmcp::ErrorData> {
+        self.sealer.open(state, binding).map_err(|bad| {
+            if let Some(metrics) = self.pipeline.metrics_handle() {
+                metrics.refused_state(bad);
+            }
+            rmcp::ErrorData::invalid_params(format!("The {what} {}.", bad.reason()), None)
         })
-        .collect::<Result<_, _>>()?;
-    let mut result = InputRequiredResult::from_request_state(state);
-    result.input_requests = Some(requests);
-    Ok(result)
+    }
+
+    /// The end of a round that asked: its asks, and `ledger` sealed for the next round. Every
+    /// ask goes out: one MCP's types cannot carry, or a state too large to come back, is an
+    /// error here, never a request left out (the tool checks its forms when it asks; this is
+    /// the last line).
+    pub(crate) fn input_required(
+        &self,
+        round: &Round,
+        ledger: Ledger,
+        binding: &Binding<'_>,
+    ) -> Result<InputRequiredResult, String> {
+        let state = self
+            .sealer
+            .seal(ledger, binding)
+            .map_err(|too_large| too_large.to_string())?;
+        let requests = round
+            .asked()
+            .into_iter()
+            .map(|(key, request)| match serde_json::from_value(request) {
+                Ok(request) => Ok((key, request)),
+                Err(error) => Err(format!("the ask `{key}` is not one MCP can carry: {error}")),
+            })
+            .collect::<Result<_, _>>()?;
+        let mut result = InputRequiredResult::from_request_state(state);
+        result.input_requests = Some(requests);
+        Ok(result)
+    }
 }
 
 #[cfg(test)]

@@ -865,12 +865,7 @@ impl ServerHandler for McpServer {
             // pipeline, as any call's), whatever state comes with it: the state is bound to a
             // valid input and could only say it belongs to another call.
             Some(_) if !tool.validator().is_valid(&input) => None,
-            Some(state) => Some(self.sealer.open(state, &binding).map_err(|bad| {
-                if let Some(metrics) = self.pipeline.metrics_handle() {
-                    metrics.refused_state(bad);
-                }
-                McpError::invalid_params(format!("The {what} {}.", bad.reason()), None)
-            })?),
+            Some(state) => Some(self.open_state(state, &binding, what)?),
             None => None,
         };
         // A round that continues a call runs under the call's own `call_id`: its end is kept,
@@ -883,11 +878,7 @@ impl ServerHandler for McpServer {
             |capability| client(capability) || (relaying && capability == Capability::Elicitation);
         // A round whose client cannot answer what was asked is refused before it runs: it
         // neither runs the tool nor uses the call up.
-        let lacking = (ledger.iter())
-            .flat_map(|ledger| ledger.needs.iter())
-            .filter_map(|name| Capability::from_name(name))
-            .find(|capability| !can(*capability));
-        if let Some(capability) = lacking {
+        if let Some(capability) = asking::lacking(ledger.as_ref(), can) {
             self.count(crate::metrics::Fallback::Refused);
             return unsupported(capability, newest, &context);
         }
@@ -969,12 +960,7 @@ impl ServerHandler for McpServer {
                 };
             }
             if let Some(ledger) = round.next() {
-                let asked = self
-                    .sealer
-                    .seal(ledger, &binding)
-                    .map_err(|too_large| too_large.to_string())
-                    .and_then(|state| asking::input_required(&round, state));
-                return Ok(match asked {
+                return Ok(match self.input_required(&round, ledger, &binding) {
                     Ok(asks) => asks.into(),
                     Err(problem) => {
                         text_error(format!("The tool's question could not be sent: {problem}."))

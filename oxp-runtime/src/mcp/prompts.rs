@@ -79,22 +79,13 @@ pub(super) async fn get(
         user: "",
     };
     let ledger = match request.request_state.as_deref() {
-        Some(state) => Some(server.sealer.open(state, &binding).map_err(|bad| {
-            if let Some(metrics) = pipeline.metrics_handle() {
-                metrics.refused_state(bad);
-            }
-            McpError::invalid_params(format!("The requestState {}.", bad.reason()), None)
-        })?),
+        Some(state) => Some(server.open_state(state, &binding, "requestState")?),
         None => None,
     };
     let newest = super::speaks_2026_07_28(context);
     let capabilities = context.meta.client_capabilities();
     let client = super::asking::supports(capabilities.as_ref().filter(|_| newest));
-    let lacking = (ledger.iter())
-        .flat_map(|ledger| ledger.needs.iter())
-        .filter_map(|name| Capability::from_name(name))
-        .find(|capability| !client(*capability));
-    if let Some(capability) = lacking {
+    if let Some(capability) = super::asking::lacking(ledger.as_ref(), &client) {
         return Err(cannot_ask(capability, newest));
     }
     let round = Round::resume(ledger, request.input_responses.unwrap_or_default(), &client);
@@ -114,10 +105,7 @@ pub(super) async fn get(
         Err(ReadError::Failed(_)) if round.next().is_some() => {
             let ledger = round.next().expect("checked just above");
             let asked = server
-                .sealer
-                .seal(ledger, &binding)
-                .map_err(|too_large| too_large.to_string())
-                .and_then(|state| super::asking::input_required(&round, state))
+                .input_required(&round, ledger, &binding)
                 .map_err(|problem| {
                     McpError::internal_error(
                         format!("The prompt's question could not be sent: {problem}."),
