@@ -285,6 +285,12 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
         Some("relay") => quote!(::core::option::Option::Some(#oxp::CannotAsk::Relay)),
         _ => quote!(::core::option::Option::None),
     };
+    // Checked by `validate`: one of `rules::TASK`.
+    let task = match args.task.as_ref().map(syn::LitStr::value).as_deref() {
+        Some("optional") => quote!(::core::option::Option::Some(#oxp::TaskSupport::Optional)),
+        Some("required") => quote!(::core::option::Option::Some(#oxp::TaskSupport::Required)),
+        _ => quote!(::core::option::Option::None),
+    };
     let read_only = some_flag(&args.read_only);
     let destructive = some_flag(&args.destructive);
     let idempotent = some_flag(&args.idempotent);
@@ -293,7 +299,7 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
     quote! {
         #oxp::ToolHints::__new(
             #title, #read_only, #destructive, #idempotent, #open_world,
-            &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm, #cannot_ask,
+            &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm, #cannot_ask, #task,
         )
     }
 }

@@ -37,6 +37,7 @@ pub const KEYS: &[&str] = &[
     "deprecated",
     "confirm",
     "cannot_ask",
+    "task",
     "crate",
 ];
 
@@ -67,6 +68,8 @@ pub struct Args {
     pub confirm: Option<LitStr>,
     /// `cannot_ask = "hide"`: what the tool does for a caller that cannot answer.
     pub cannot_ask: Option<LitStr>,
+    /// `task = "optional"`: whether the tool may run as an MCP task.
+    pub task: Option<LitStr>,
 }
 
 /// A behaviour hint: `read_only` (true) or `read_only = false`, with where it was written.
@@ -143,6 +146,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             "title" => args.title = string(&meta, &key, "\"Add numbers\"", errors)?,
             "confirm" => args.confirm = string(&meta, &key, "\"Delete {path}?\"", errors)?,
             "cannot_ask" => args.cannot_ask = string(&meta, &key, "\"hide\"", errors)?,
+            "task" => args.task = string(&meta, &key, "\"optional\"", errors)?,
             "deprecated" => {
                 args.deprecated = string(&meta, &key, "\"use Calculator.Add@2\"", errors)?;
             }

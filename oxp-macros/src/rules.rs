@@ -112,6 +112,9 @@ fn capitalized(part: &str) -> String {
 /// What `cannot_ask = "…"` may say a tool does for a caller that cannot answer its questions.
 pub const CANNOT_ASK: [&str; 3] = ["refuse", "hide", "relay"];
 
+/// What `task = "…"` may say of a tool: whether it may, or must, run as an MCP task.
+pub const TASK: [&str; 2] = ["optional", "required"];
+
 /// A piece of a `confirm = "…"` question: text as written (`{{` and `}}` read as braces), or
 /// the name of a parameter whose value goes there.
 #[derive(Debug, PartialEq, Eq)]

@@ -43,6 +43,7 @@ pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) 
     check_hints(args, errors);
     check_confirm(args, tool, errors);
     check_cannot_ask(args, errors);
+    check_task(args, errors);
     Identity {
         toolkit: toolkit.value,
         name: name.value,
@@ -303,6 +304,21 @@ fn check_cannot_ask(args: &Args, errors: &mut Errors) {
             choice.span(),
             "`cannot_ask = \"relay\"` relays the tool's `confirm` question through the model: \
              add `confirm = \"…\"`, or choose \"refuse\" or \"hide\"",
+        );
+    }
+}
+
+/// `task = "…"`: one of the words it takes.
+fn check_task(args: &Args, errors: &mut Errors) {
+    let Some(choice) = &args.task else {
+        return;
+    };
+    if !rules::TASK.contains(&choice.value().as_str()) {
+        errors.error(
+            choice.span(),
+            "`task` is \"optional\" (a task for a client that declares MCP's tasks extension, \
+             a plain call for others) or \"required\" (only as a task over MCP); leave it out \
+             for a tool that never runs as a task",
         );
     }
 }

@@ -14,6 +14,7 @@ pub use crate::descriptor::{
 };
 pub use crate::error::ToolError;
 pub use crate::schema::{input_schema, output_schema};
+pub use crate::tasks::TaskSupport;
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::Serialize;

@@ -253,6 +253,9 @@ pub struct ToolHints {
     /// What it does for a caller that cannot answer its questions (`cannot_ask = "hide"`);
     /// `None`: the server's default. See [`CannotAsk`](crate::ask::CannotAsk).
     pub cannot_ask: Option<crate::ask::CannotAsk>,
+    /// Whether it may, or must, run as an MCP task (`task = "optional"`); `None`: never. See
+    /// [`tasks`](crate::tasks).
+    pub task: Option<crate::tasks::TaskSupport>,
 }
 
 impl ToolHints {
@@ -272,6 +275,7 @@ impl ToolHints {
         deprecated: None,
         confirm: None,
         cannot_ask: None,
+        task: None,
     };
 
     /// Hints from `#[tool]`'s expansion (the struct is `#[non_exhaustive]` so it may grow).
@@ -288,6 +292,7 @@ impl ToolHints {
         deprecated: Option<&'static str>,
         confirm: Option<&'static str>,
         cannot_ask: Option<crate::ask::CannotAsk>,
+        task: Option<crate::tasks::TaskSupport>,
     ) -> ToolHints {
         ToolHints {
             title,
@@ -300,6 +305,7 @@ impl ToolHints {
             deprecated,
             confirm,
             cannot_ask,
+            task,
         }
     }
 }

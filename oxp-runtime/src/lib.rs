@@ -69,6 +69,7 @@ pub mod server;
 pub mod signals;
 pub mod skill;
 mod striped;
+pub mod tasks;
 pub mod version;
 
 pub use app::serve;

@@ -262,7 +262,20 @@ struct Table {
     fallbacks: [Striped; 4],
     /// Fetches of an identity provider's key set: `[ok, error]`.
     key_set_fetches: [Striped; 2],
+    /// Tasks that came to each status, by [`TASK_STATUSES`]' order.
+    tasks: [Striped; TASK_STATUSES.len()],
+    /// Task runs stopped because their lease was lost.
+    leases_lost: Striped,
 }
+
+/// The statuses of MCP tasks, the `status` label of `oxp_tasks_total`.
+const TASK_STATUSES: [&str; 5] = [
+    "working",
+    "input_required",
+    "completed",
+    "failed",
+    "cancelled",
+];
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -406,7 +419,28 @@ impl Collector for Table {
                 ("ok", &self.key_set_fetches[0]),
                 ("error", &self.key_set_fetches[1]),
             ],
-        )
+        )?;
+        counters(
+            &mut encoder,
+            (
+                "oxp_tasks",
+                "MCP tasks that came to a status in this process: working (made, or resumed by \
+                 answers), input_required, completed, failed (a panic, a lapsed lease, a stop), \
+                 cancelled",
+            ),
+            "status",
+            std::array::from_fn::<_, 5, _>(|at| (TASK_STATUSES[at], &self.tasks[at])),
+        )?;
+        let lost = self.leases_lost.sum();
+        encoder
+            .encode_descriptor(
+                "oxp_leases_lost",
+                "Task runs stopped because another process took over their task (their lease \
+                 lapsed while they ran)",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&lost, None)
     }
 }
 
@@ -502,6 +536,8 @@ impl Metrics {
             refused_states: Default::default(),
             fallbacks: Default::default(),
             key_set_fetches: Default::default(),
+            tasks: Default::default(),
+            leases_lost: Striped::default(),
         });
         let mut families = Families::default();
         families.register_collector(Box::new(table.clone()));
@@ -609,6 +645,20 @@ impl Metrics {
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn key_set_fetched(&self, ok: bool) {
         self.inner.table.key_set_fetches[usize::from(!ok)].add(1);
+    }
+
+    /// A task that came to `status` (one of `TASK_STATUSES`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn task(&self, status: &str) {
+        if let Some(at) = TASK_STATUSES.iter().position(|s| *s == status) {
+            self.inner.table.tasks[at].add(1);
+        }
+    }
+
+    /// A task run stopped because its lease was lost.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn lease_lost(&self) {
+        self.inner.table.leases_lost.add(1);
     }
 
     /// A call of a tool that asks, by a caller that cannot answer, and what it got.

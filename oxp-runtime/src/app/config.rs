@@ -72,6 +72,8 @@ pub enum LogFormat {
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
+/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation; a client asking less gets less (see `tasks`) |
+/// | `OXP_LEASE_MS` | `30000` | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
@@ -129,6 +131,10 @@ pub struct ServerConfig {
     pub state_ttl: Duration,
     /// `OXP_CANNOT_ASK`.
     pub cannot_ask: crate::ask::CannotAsk,
+    /// `OXP_TASK_TTL_MS`.
+    pub task_ttl: Duration,
+    /// `OXP_LEASE_MS`.
+    pub lease: Duration,
     /// `OXP_PUBLIC_URL`.
     pub public_url: Option<String>,
     /// `OXP_TOOLS`: the tool selection ([`RegistryBuilder::select`](crate::RegistryBuilder::select));
@@ -568,6 +574,8 @@ impl ServerConfig {
             state_key,
             state_ttl,
             cannot_ask,
+            task_ttl: millis("OXP_TASK_TTL_MS", 1)?.unwrap_or(crate::tasks::DEFAULT_TTL),
+            lease: millis("OXP_LEASE_MS", 10)?.unwrap_or(crate::tasks::DEFAULT_LEASE),
             langchain_compat,
             playground,
             metrics,
@@ -701,7 +709,8 @@ impl ServerConfig {
             .single_tenant(self.mcp_single_tenant)
             .cannot_ask(self.cannot_ask)
             .max_body_bytes(self.max_body_bytes)
-            .list_ttl(self.mcp_list_ttl))
+            .list_ttl(self.mcp_list_ttl)
+            .tasks(self.task_ttl, self.lease))
     }
 
     /// Where answers to repeated `call_id`s are kept: nowhere (`OXP_IDEMPOTENCY_TTL_MS=0`),
@@ -720,7 +729,7 @@ impl ServerConfig {
                     variable: "OXP_REDIS_URL",
                     problem: format!("cannot connect: {e}"),
                 })?;
-            return Ok(Some(Box::new(store)));
+            return Ok(Some(Box::new(store.lease(self.lease))));
         }
         let store = InMemoryIdempotency::new(self.idempotency_capacity, ttl)
             .max_bytes(self.idempotency_max_bytes);

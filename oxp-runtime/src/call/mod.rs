@@ -405,6 +405,11 @@ impl Pipeline {
         self.gate.drain();
     }
 
+    /// The store that keeps `call_id` answers and tasks, if any.
+    pub(crate) fn store(&self) -> Option<&Arc<dyn IdempotencyStore>> {
+        self.idempotency.as_ref()
+    }
+
     /// Whether [`drain`](Self::drain) was called.
     ///
     /// ```

@@ -51,6 +51,18 @@ struct State {
     finished: VecDeque<Finished>,
     finished_bytes: usize,
     next_generation: u64,
+    /// Tasks' records (see [`crate::tasks`]) by key, within the same count and byte budgets:
+    /// kept until they expire, never evicted to make room (a task's id was given out).
+    records: std::collections::HashMap<Vec<u8>, Record>,
+    record_bytes: usize,
+}
+
+/// A record as this store keeps it.
+struct Record {
+    version: u64,
+    body: String,
+    /// Unix time in milliseconds.
+    expires_at: u64,
 }
 
 /// A line of [`State::finished`]: which entry it is, by its hash and its generation, without its
@@ -236,7 +248,8 @@ impl InMemoryIdempotency {
     /// # });
     /// ```
     pub fn len(&self) -> usize {
-        self.inner.lock().entries.len()
+        let state = self.inner.lock();
+        state.entries.len() + state.records.len()
     }
 
     /// Whether it holds nothing.
@@ -254,7 +267,8 @@ impl InMemoryIdempotency {
     /// assert_eq!(oxp_runtime::idempotency::InMemoryIdempotency::default().bytes(), 0);
     /// ```
     pub fn bytes(&self) -> usize {
-        self.inner.lock().finished_bytes
+        let state = self.inner.lock();
+        state.finished_bytes + state.record_bytes
     }
 }
 
@@ -309,7 +323,12 @@ impl Inner {
             hash,
             generation,
         });
-        while state.finished.len() > self.capacity || state.finished_bytes > self.max_bytes {
+        while state.finished.len() + state.records.len() > self.capacity
+            || state.finished_bytes + state.record_bytes > self.max_bytes
+        {
+            if state.finished.is_empty() {
+                break;
+            }
             state.pop_oldest();
         }
     }
@@ -454,7 +473,115 @@ impl Drop for Leader {
     }
 }
 
+impl State {
+    /// Forgets the records whose time is up.
+    fn expire_records(&mut self, now_ms: u64) {
+        if self.records.values().any(|r| r.expires_at <= now_ms) {
+            let mut freed = 0;
+            self.records.retain(|_, r| {
+                let keep = r.expires_at > now_ms;
+                if !keep {
+                    freed += r.body.len();
+                }
+                keep
+            });
+            self.record_bytes -= freed;
+        }
+    }
+}
+
+impl Inner {
+    /// Makes room for a record of `bytes`: expired ones go, then the oldest finished answers;
+    /// records in use never do.
+    fn room_for_record(&self, state: &mut State, bytes: usize) -> Result<(), StoreError> {
+        state.expire_records(crate::seal::now_ms());
+        let over = |state: &State| {
+            state.finished.len() + state.records.len() + 1 > self.capacity
+                || state.finished_bytes + state.record_bytes + bytes > self.max_bytes
+        };
+        while over(state) && !state.finished.is_empty() {
+            state.pop_oldest();
+        }
+        if over(state) {
+            return Err(StoreError::Full);
+        }
+        Ok(())
+    }
+}
+
 impl IdempotencyStore for InMemoryIdempotency {
+    fn create_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        body: String,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let bytes = key_bytes(key);
+        let mut state = self.inner.lock();
+        let created = match self.inner.room_for_record(&mut state, body.len()) {
+            Err(full) => Err(full),
+            Ok(()) if state.records.contains_key(&bytes) => Ok(false),
+            Ok(()) => {
+                state.record_bytes += body.len();
+                let record = Record {
+                    version: 1,
+                    body,
+                    expires_at,
+                };
+                state.records.insert(bytes, record);
+                Ok(true)
+            }
+        };
+        future::ready(created).boxed()
+    }
+
+    fn read_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
+        let now = crate::seal::now_ms();
+        let state = self.inner.lock();
+        let found = (state.records.get(key_bytes(key).as_slice()))
+            .filter(|record| record.expires_at > now)
+            .map(|record| Versioned {
+                version: record.version,
+                body: record.body.clone(),
+            });
+        future::ready(Ok(found)).boxed()
+    }
+
+    fn replace_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        version: u64,
+        body: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let now = crate::seal::now_ms();
+        let mut guard = self.inner.lock();
+        let state = &mut *guard;
+        let replaced = match state.records.get_mut(key_bytes(key).as_slice()) {
+            Some(record) if record.version == version && record.expires_at > now => {
+                state.record_bytes = state.record_bytes + body.len() - record.body.len();
+                record.body = body;
+                record.version += 1;
+                true
+            }
+            _ => false,
+        };
+        future::ready(Ok(replaced)).boxed()
+    }
+
+    fn remove_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut state = self.inner.lock();
+        if let Some(record) = state.records.remove(key_bytes(key).as_slice()) {
+            state.record_bytes -= record.body.len();
+        }
+        future::ready(Ok(())).boxed()
+    }
+
     fn once<'a>(
         &'a self,
         key: IdempotencyKey,

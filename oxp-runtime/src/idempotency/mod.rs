@@ -104,6 +104,27 @@ pub fn reused_call_id() -> CallOutcome {
     })
 }
 
+/// The answer to a call whose run's process stopped before it answered (its claim's lease
+/// lapsed): the call is not run again under the same `call_id`, and its caller is told so.
+///
+/// ```
+/// let outcome = oxp_runtime::idempotency::interrupted();
+/// assert_eq!(outcome.status(), 400);
+/// ```
+pub fn interrupted() -> CallOutcome {
+    CallOutcome::Rejected(ServerErrorResponse {
+        message: "The server running this call stopped before it answered, so the call may \
+                  have partly run. Send a new call_id to run it again."
+            .into(),
+        developer_message: Some(
+            "the run's lease lapsed without its process renewing it (OXP_LEASE_MS): the \
+             process died or lost its connection to the store"
+                .into(),
+        ),
+        missing_requirements: None,
+    })
+}
+
 /// Runs each key's call at most once within the store's time-to-live.
 ///
 /// ```
@@ -205,7 +226,94 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     fn size(&self) -> Option<StoreSize> {
         None
     }
+
+    /// Keeps `body` under `key` until `expires_at` (Unix time in milliseconds) if nothing is
+    /// kept there yet: `Ok(false)` when something is. A task's record (see
+    /// [`tasks`](crate::tasks)) is written so, once, before its id is given out.
+    ///
+    /// The three record methods are what tasks need of a store; a store without them (the
+    /// default) serves calls with a `call_id` but no tasks: a tool that may run as a task runs
+    /// as a plain call, and one that must is refused.
+    fn create_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        body: String,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (key, body, expires_at);
+        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+    }
+
+    /// The record under `key` with its version, if one is kept and has not expired.
+    fn read_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
+        let _ = key;
+        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+    }
+
+    /// Replaces the record under `key` with `body` if it is still at `version` (its version
+    /// then grows by one), keeping its expiry: `Ok(false)` when another write came first, or
+    /// the record is gone. Every change to a task goes through this, so replicas that race
+    /// to change one never lose each other's writes.
+    fn replace_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        version: u64,
+        body: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (key, version, body);
+        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+    }
+
+    /// Forgets the record under `key`: one made for a call that turned out not to need it.
+    fn remove_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = key;
+        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+    }
 }
+
+/// A record's body and its version, as [`IdempotencyStore::read_record`] returns them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned {
+    /// Grows by one with each replacement.
+    pub version: u64,
+    /// The record, as it was written (JSON).
+    pub body: String,
+}
+
+/// Why a store could not keep or read a record.
+///
+/// ```
+/// use oxp_runtime::idempotency::StoreError;
+/// assert_eq!(StoreError::Full.to_string(), "the store is full of tasks still running");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store keeps no records (a custom store that does not implement them).
+    NoRecords,
+    /// Its count or byte budget is taken by records still in use.
+    Full,
+    /// It could not be reached (Redis down): nothing is run unguarded.
+    Unreachable(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::NoRecords => f.write_str("the store keeps no task records"),
+            StoreError::Full => f.write_str("the store is full of tasks still running"),
+            StoreError::Unreachable(why) => write!(f, "the store is unreachable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
 
 /// How an idempotency store answered a call with a `call_id`: the `result` label of
 /// `oxp_idempotency_total`.
@@ -291,6 +399,38 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
 
     fn size(&self) -> Option<StoreSize> {
         (**self).size()
+    }
+
+    fn create_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        body: String,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).create_record(key, body, expires_at)
+    }
+
+    fn read_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
+        (**self).read_record(key)
+    }
+
+    fn replace_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        version: u64,
+        body: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).replace_record(key, version, body)
+    }
+
+    fn remove_record<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).remove_record(key)
     }
 }
 

@@ -46,6 +46,7 @@ mod logging;
 mod prompts;
 mod resources;
 mod skills;
+mod tasks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -118,6 +119,8 @@ pub struct McpServer {
     /// The level the client chose with `logging/setLevel`: over stdio, where one process
     /// serves one client; over HTTP a request names its own (2026-07-28) or gets the default.
     log_level: logging::SessionLevel,
+    /// The tasks this server keeps, and the runs it drives.
+    tasks: tasks::Tasks,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -156,7 +159,25 @@ impl McpServer {
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
+            tasks: tasks::Tasks::default(),
         }
+    }
+
+    /// How long tasks are kept (from their creation) and how long a run's lease holds without renewal
+    /// (`OXP_TASK_TTL_MS`, `OXP_LEASE_MS`); see [`tasks`](crate::tasks). Keep the same on every
+    /// replica.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// use std::time::Duration;
+    /// // Reports that take hours, kept a day; a replica that dies is found out in ten seconds.
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .tasks(Duration::from_secs(24 * 3600), Duration::from_secs(10));
+    /// ```
+    #[must_use]
+    pub fn tasks(mut self, ttl: Duration, lease: Duration) -> Self {
+        self.tasks.config = tasks::TaskConfig { ttl, lease };
+        self
     }
 
     /// Uses the context's user and authorization tokens for HTTP callers too: for a server that
@@ -614,6 +635,13 @@ impl ServerHandler for McpServer {
                 .get_or_insert_default()
                 .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), settings);
         }
+        // Tasks (SEP-2663), for a server with a tool that may run as one.
+        if (self.pipeline.registry().tools().iter()).any(|tool| tool.hints().task.is_some()) {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                JsonObject::new(),
+            );
+        }
         InitializeResult::new(capabilities)
             .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
     }
@@ -768,6 +796,35 @@ impl ServerHandler for McpServer {
         prompts::complete(self.pipeline.registry(), &request)
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let key = self.task_key_for(&context, &request.task_id);
+        self.get_task_of(&key).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let key = self.task_key_for(&context, &request.task_id);
+        let principal = (key.principal != "anonymous").then(|| key.principal.clone());
+        self.update_task_of(&key, request.input_responses, principal)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let key = self.task_key_for(&context, &request.task_id);
+        self.cancel_task_of(&key).await
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -793,6 +850,20 @@ impl ServerHandler for McpServer {
                 request.arguments.as_ref(),
                 input_schema,
             )?;
+        }
+        // A tool that runs only as a task, for a request that did not declare the extension.
+        let declared_tasks = (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
+        let task = tool.hints().task;
+        if task == Some(crate::tasks::TaskSupport::Required) && !declared_tasks {
+            let mut error = McpError::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            );
+            error.message = "This tool runs only as a task: declare the tasks extension \
+                             (io.modelcontextprotocol/tasks) on the request"
+                .into();
+            return Err(error);
         }
         let tool_id = tool.id().to_owned();
         let contents = tool
@@ -871,6 +942,8 @@ impl ServerHandler for McpServer {
         // A round that continues a call runs under the call's own `call_id`: its end is kept,
         // and a replay of any of its rounds gets that answer instead of a second run.
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
+        // A task made by such a round is the call's: a replay of the round finds it.
+        let task_id = ledger.as_ref().map(|ledger| ledger.call.clone());
         let newest = speaks_2026_07_28(&context);
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
@@ -896,6 +969,35 @@ impl ServerHandler for McpServer {
                 input: Some(input.clone()),
                 context: Some(call_context.clone()),
             };
+            if task.is_some() && declared_tasks && self.pipeline.store().is_some() {
+                let seed = tasks::Seed {
+                    tool_id: tool_id.clone(),
+                    input: input.clone(),
+                    user: call_context.user_id.clone(),
+                    can: (Capability::ALL.into_iter())
+                        .filter(|capability| can(*capability))
+                        .map(|capability| capability.name().to_owned())
+                        .collect(),
+                    render: tasks::Render {
+                        any_output,
+                        per_caller,
+                        contents,
+                    },
+                    id: (task_id.clone())
+                        .unwrap_or_else(|| crate::random::uuid_v4().simple().to_string()),
+                    principal: principal.clone(),
+                };
+                match Box::pin(self.begin_task(seed, call, &round)).await {
+                    Ok(tasks::Begun::Task(task)) => return Ok(task.into()),
+                    Ok(tasks::Begun::Answered(outcome)) => break outcome,
+                    Err(error) => {
+                        return Err(McpError::internal_error(
+                            format!("The task could not be made, so the tool did not run: {error}"),
+                            None,
+                        ));
+                    }
+                }
+            }
             // Boxed: the run is most of this future's size, and rmcp moves the future that
             // holds this one into a task of its own for every request.
             let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
@@ -984,6 +1086,28 @@ impl ServerHandler for McpServer {
             }
         }
         Ok(mcp_result(outcome, any_output, per_caller, contents).into())
+    }
+}
+
+impl McpServer {
+    /// The key of the task `id` for this request's caller: the principal and user a call of
+    /// theirs would run with, so another caller's id finds nothing.
+    fn task_key_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+        id: &str,
+    ) -> crate::idempotency::IdempotencyKey {
+        let http = context.extensions.get::<axum::http::request::Parts>();
+        let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
+        let user = if http.is_some() && !self.single_tenant {
+            principal.and_then(Principal::user_id).map(str::to_owned)
+        } else {
+            self.context.user_id.clone()
+        };
+        let principal = principal
+            .filter(|p| **p != Principal::Anonymous)
+            .map(ToString::to_string);
+        Self::task_key(principal.as_deref(), user, id)
     }
 }
 

@@ -1,0 +1,776 @@
+//! MCP's tasks extension (see [`crate::tasks`]): each task's record in the pipeline's store,
+//! the runs that drive it under a lease, and `tasks/get`, `tasks/update` and `tasks/cancel`.
+//!
+//! A task is changed only by compare-and-set on its record, so replicas that race (a
+//! `tasks/update` on one, the run's end on another) never lose each other's writes; and only
+//! the holder of a task's lease writes its end, so a run that lost its lease (its process
+//! stalled past it) never overwrites what another made of the task.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, Task, TaskPayload, TaskStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::McpServer;
+use crate::ask::Round;
+use crate::call::{CallMeta, CallOutcome};
+use crate::idempotency::{IdempotencyKey, StoreError};
+use crate::protocol::{CallResult, CallToolRequest, CallToolResponse};
+use crate::seal::{Ledger, now_ms};
+use crate::signals::{CallSignals, Cancellation, Progress};
+
+/// How often a client is told to poll.
+const POLL_INTERVAL_MS: u64 = 1000;
+
+/// How tasks are kept and run (`OXP_TASK_TTL_MS`, `OXP_LEASE_MS`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskConfig {
+    /// How long a task is kept from its creation, by default and at most.
+    pub(crate) ttl: Duration,
+    /// How long a run's lease holds without renewal.
+    pub(crate) lease: Duration,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            ttl: crate::tasks::DEFAULT_TTL,
+            lease: crate::tasks::DEFAULT_LEASE,
+        }
+    }
+}
+
+/// What a server keeps of the tasks it runs.
+#[derive(Clone, Default)]
+pub(crate) struct Tasks {
+    pub(crate) config: TaskConfig,
+    /// The runs going on in this process, by their lease's holder: cancelled at once by a
+    /// `tasks/cancel` that lands here, and marked interrupted if the process stops with them.
+    running: Arc<Mutex<HashMap<String, (IdempotencyKey, Cancellation)>>>,
+}
+
+impl Tasks {
+    fn running(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (IdempotencyKey, Cancellation)>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl Status {
+    fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    }
+
+    fn wire(self) -> TaskStatus {
+        match self {
+            Status::Working => TaskStatus::Working,
+            Status::InputRequired => TaskStatus::InputRequired,
+            Status::Completed => TaskStatus::Completed,
+            Status::Failed => TaskStatus::Failed,
+            Status::Cancelled => TaskStatus::Cancelled,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Status::Working => "working",
+            Status::InputRequired => "input_required",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a call's result is put in MCP's terms (what `tools/call` would have answered).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(super) struct Render {
+    pub(super) any_output: bool,
+    pub(super) per_caller: bool,
+    pub(super) contents: bool,
+}
+
+/// Who holds a task's run, and until when (milliseconds since the epoch).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Lease {
+    holder: String,
+    until: u64,
+}
+
+/// A task, as the store keeps it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Record {
+    tool_id: String,
+    input: Value,
+    user: Option<String>,
+    /// The capabilities the creating request declared: what the tool's asks inside the task
+    /// may need.
+    can: Vec<String>,
+    render: Render,
+    status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    created: u64,
+    updated: u64,
+    ttl_ms: u64,
+    /// What the tool's asks established so far, for its next round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ledger: Option<Ledger>,
+    /// The asks not yet answered: key on the wire → (the tool's key, the request as sent).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    asked: BTreeMap<String, (String, Value)>,
+    /// Every key on the wire the task ever asked under: none is used twice.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    issued: BTreeSet<String>,
+    /// Answers to this round's asks so far, by the tool's key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    answers: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<Value>,
+    /// A client asked to cancel it; its run stops at its next beat.
+    #[serde(default)]
+    cancel: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease: Option<Lease>,
+}
+
+/// A new task's record, before its first round runs.
+pub(super) struct Seed {
+    pub(super) tool_id: String,
+    pub(super) input: Value,
+    pub(super) user: Option<String>,
+    pub(super) can: Vec<String>,
+    pub(super) render: Render,
+    /// The task's id: fresh, or the call's own when its first rounds asked (a replay of the
+    /// round that made it finds it).
+    pub(super) id: String,
+    pub(super) principal: Option<String>,
+}
+
+/// How a call that may be a task went.
+pub(super) enum Begun {
+    /// It answered before it ever waited: a plain call's answer.
+    Answered(CallOutcome),
+    /// It is a task.
+    Task(CreateTaskResult),
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn iso(ms: u64) -> String {
+    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn not_found() -> McpError {
+    McpError::invalid_params("Failed to retrieve task: Task not found", None)
+}
+
+fn store_error(error: &StoreError) -> McpError {
+    McpError::internal_error(format!("The task store could not be used: {error}"), None)
+}
+
+/// The JSON-RPC error a task fails with.
+fn rpc_error(message: &str) -> Value {
+    json!({"code": -32603, "message": message})
+}
+
+impl Record {
+    fn task(&self, id: &str) -> Task {
+        let mut task = Task::new(id, self.status.wire(), iso(self.created), iso(self.updated))
+            .with_ttl_ms(self.ttl_ms)
+            .with_poll_interval_ms(POLL_INTERVAL_MS);
+        task.status_message = self.message.clone();
+        task
+    }
+
+    fn detailed(&self, id: &str) -> DetailedTask {
+        let object = |value: &Option<Value>| match value {
+            Some(Value::Object(object)) => object.clone(),
+            _ => Default::default(),
+        };
+        let payload = match self.status {
+            Status::Working => TaskPayload::Working,
+            Status::Cancelled => TaskPayload::Cancelled,
+            Status::Completed => TaskPayload::Completed {
+                result: object(&self.result),
+            },
+            Status::Failed => TaskPayload::Failed {
+                error: object(&self.error),
+            },
+            Status::InputRequired => TaskPayload::InputRequired {
+                input_requests: (self.asked.iter())
+                    .filter_map(|(wire, (_, request))| {
+                        Some((wire.clone(), serde_json::from_value(request.clone()).ok()?))
+                    })
+                    .collect(),
+            },
+        };
+        DetailedTask::new(self.task(id), payload)
+    }
+
+    /// Whether its run's process stopped renewing its lease.
+    fn lapsed(&self, now: u64) -> bool {
+        !self.status.is_terminal() && self.lease.as_ref().is_some_and(|lease| lease.until <= now)
+    }
+
+    fn held_by(&self, holder: &str) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|lease| lease.holder == holder)
+    }
+
+    fn end(&mut self, status: Status, message: Option<String>) {
+        self.status = status;
+        self.message = message;
+        self.lease = None;
+        self.updated = now_ms();
+    }
+}
+
+/// The tool's last progress, for the task's status message.
+fn status_message(progress: &Progress) -> String {
+    let count = match progress.total {
+        Some(total) => format!("{}/{total}", progress.done),
+        None => progress.done.to_string(),
+    };
+    match &progress.message {
+        Some(message) => format!("{count}: {message}"),
+        None => count,
+    }
+}
+
+/// A run's line to its task: its cancellation and its last progress.
+#[derive(Clone, Default)]
+struct Line {
+    cancellation: Cancellation,
+    progress: Arc<Mutex<Option<String>>>,
+}
+
+impl Line {
+    fn signals(&self, round: &Round) -> CallSignals {
+        let progress = self.progress.clone();
+        CallSignals::new()
+            .cancelled_by(&self.cancellation)
+            .asking(round)
+            .on_progress(move |p| {
+                *progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(status_message(&p));
+            })
+    }
+
+    fn progress(&self) -> Option<String> {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+type Run = Pin<Box<dyn Future<Output = CallOutcome> + Send>>;
+
+impl McpServer {
+    fn store(&self) -> Result<&Arc<dyn crate::idempotency::IdempotencyStore>, StoreError> {
+        self.pipeline.store().ok_or(StoreError::NoRecords)
+    }
+
+    /// The key a task is kept under: its id, within its caller and user.
+    pub(super) fn task_key(
+        principal: Option<&str>,
+        user: Option<String>,
+        id: &str,
+    ) -> IdempotencyKey {
+        IdempotencyKey::new(principal.unwrap_or("anonymous"), user, id)
+    }
+
+    fn count_task(&self, status: Status) {
+        if let Some(metrics) = self.pipeline.metrics_handle() {
+            metrics.task(status.as_str());
+        }
+    }
+
+    /// Reads a task as it stands; one whose run's process stopped renewing its lease is
+    /// `failed` from then on.
+    async fn read_task(&self, key: &IdempotencyKey) -> Result<Option<Record>, McpError> {
+        let store = self.store().map_err(|e| store_error(&e))?;
+        let Some(found) = store.read_record(key).await.map_err(|e| store_error(&e))? else {
+            return Ok(None);
+        };
+        let record: Record = serde_json::from_str(&found.body).map_err(|e| {
+            McpError::internal_error(format!("a task record is unreadable: {e}"), None)
+        })?;
+        if !record.lapsed(now_ms()) {
+            return Ok(Some(record));
+        }
+        let ended = self
+            .change_task(key, |record| {
+                if !record.lapsed(now_ms()) {
+                    return false;
+                }
+                let why = "The server running this task stopped before it ended.";
+                record.error = Some(rpc_error(why));
+                record.end(Status::Failed, Some(why.to_owned()));
+                true
+            })
+            .await?;
+        if ended.as_ref().is_some_and(|r| r.status == Status::Failed) {
+            self.count_task(Status::Failed);
+        }
+        Ok(ended)
+    }
+
+    /// Changes a task by `change` (which says whether it changed anything), again on the
+    /// record as it now is when another write came first; the record as it ends, if any.
+    async fn change_task(
+        &self,
+        key: &IdempotencyKey,
+        mut change: impl FnMut(&mut Record) -> bool,
+    ) -> Result<Option<Record>, McpError> {
+        let store = self.store().map_err(|e| store_error(&e))?;
+        loop {
+            let Some(found) = store.read_record(key).await.map_err(|e| store_error(&e))? else {
+                return Ok(None);
+            };
+            let mut record: Record = serde_json::from_str(&found.body).map_err(|e| {
+                McpError::internal_error(format!("a task record is unreadable: {e}"), None)
+            })?;
+            if !change(&mut record) {
+                return Ok(Some(record));
+            }
+            let body = serde_json::to_string(&record).expect("records serialize");
+            let replaced = (store.replace_record(key, found.version, body).await)
+                .map_err(|e| store_error(&e))?;
+            if replaced {
+                return Ok(Some(record));
+            }
+        }
+    }
+
+    /// Starts a call that may be a task: its record is written first (so that nothing runs
+    /// unless the task can be kept), then its run goes until it first waits. If it answered
+    /// by then, the record goes and the answer is the call's; else the run goes on as the
+    /// task's, and the client is answered with the task.
+    pub(super) async fn begin_task(
+        &self,
+        seed: Seed,
+        call: CallToolRequest,
+        round: &Round,
+    ) -> Result<Begun, StoreError> {
+        let store = self.store()?.clone();
+        let key = Self::task_key(seed.principal.as_deref(), seed.user.clone(), &seed.id);
+        let holder = crate::random::uuid_v4().simple();
+        let now = now_ms();
+        let ttl = millis(self.tasks.config.ttl);
+        let record = Record {
+            tool_id: seed.tool_id,
+            input: seed.input,
+            user: seed.user,
+            can: seed.can,
+            render: seed.render,
+            status: Status::Working,
+            message: None,
+            created: now,
+            updated: now,
+            ttl_ms: ttl,
+            ledger: None,
+            asked: BTreeMap::new(),
+            issued: BTreeSet::new(),
+            answers: BTreeMap::new(),
+            result: None,
+            error: None,
+            cancel: false,
+            lease: Some(Lease {
+                holder: holder.clone(),
+                until: now + millis(self.tasks.config.lease),
+            }),
+        };
+        let body = serde_json::to_string(&record).expect("records serialize");
+        if !store.create_record(&key, body, now + ttl).await? {
+            // The round that made it, replayed: the task it made, not a second run.
+            let existing = store
+                .read_record(&key)
+                .await?
+                .and_then(|found| serde_json::from_str::<Record>(&found.body).ok());
+            return match existing {
+                Some(record) => Ok(Begun::Task(CreateTaskResult::new(record.task(&seed.id)))),
+                None => Err(StoreError::Unreachable(
+                    "the task vanished as it was made".into(),
+                )),
+            };
+        }
+        let line = Line::default();
+        let mut run = self.round_run(call, seed.principal, &line, round);
+        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        if let Poll::Ready(outcome) = first {
+            store.remove_record(&key).await?;
+            return Ok(Begun::Answered(outcome));
+        }
+        self.count_task(Status::Working);
+        let task = CreateTaskResult::new(record.task(&seed.id));
+        tokio::spawn(self.clone().drive(key, holder, run, round.clone(), line));
+        Ok(Begun::Task(task))
+    }
+
+    /// One round of a task's tool, as a run that owns what it needs.
+    fn round_run(
+        &self,
+        call: CallToolRequest,
+        principal: Option<String>,
+        line: &Line,
+        round: &Round,
+    ) -> Run {
+        let meta = CallMeta {
+            principal,
+            signals: line.signals(round),
+            front: crate::call::Front::Mcp,
+            ..CallMeta::default()
+        };
+        let pipeline = self.pipeline.clone();
+        Box::pin(async move { pipeline.call_with(call, &meta).await })
+    }
+
+    /// Drives a task's round to its end, renewing its lease every beat and stopping it when a
+    /// client cancels the task, then writes what came of it.
+    async fn drive(self, key: IdempotencyKey, holder: String, run: Run, round: Round, line: Line) {
+        self.tasks
+            .running()
+            .insert(holder.clone(), (key.clone(), line.cancellation.clone()));
+        let heart = self.heartbeat(&key, &holder, &line);
+        let outcome = tokio::select! {
+            outcome = run => Some(outcome),
+            () = heart => None,
+        };
+        match outcome {
+            Some(outcome) => {
+                let ended = self.end_round(&key, &holder, outcome, &round, &line);
+                if let Err(error) = ended.await {
+                    tracing::error!(error = %error.message, "a task's end could not be recorded");
+                }
+            }
+            None => {
+                // Another made something else of the task: this run's answer is not its.
+                line.cancellation.cancel();
+                if let Some(metrics) = self.pipeline.metrics_handle() {
+                    metrics.lease_lost();
+                }
+                tracing::warn!("a task's run lost its lease and was stopped");
+            }
+        }
+        self.tasks.running().remove(&holder);
+    }
+
+    /// Renews the run's lease every beat, hands on a cancellation and the tool's progress;
+    /// returns only when the lease is lost.
+    async fn heartbeat(&self, key: &IdempotencyKey, holder: &str, line: &Line) {
+        let (lease, beat) = (
+            self.tasks.config.lease,
+            crate::tasks::beat(self.tasks.config.lease),
+        );
+        loop {
+            tokio::time::sleep(beat).await;
+            let progress = line.progress();
+            let renewed = self
+                .change_task(key, |record| {
+                    if !record.held_by(holder) {
+                        return false;
+                    }
+                    record.lease = Some(Lease {
+                        holder: holder.to_owned(),
+                        until: now_ms() + millis(lease),
+                    });
+                    if progress.is_some() && record.message != progress {
+                        record.message = progress.clone();
+                        record.updated = now_ms();
+                    }
+                    true
+                })
+                .await;
+            match renewed {
+                Ok(Some(record)) if record.held_by(holder) => {
+                    if record.cancel {
+                        line.cancellation.cancel();
+                    }
+                }
+                Ok(_) => return,
+                // The store is out of reach: the run goes on, and the lease holds as long as
+                // it was renewed; if it lapses, others see the task failed, and so will this.
+                Err(error) => {
+                    tracing::warn!(error = %error.message, "could not renew a task's lease")
+                }
+            }
+        }
+    }
+
+    /// Writes what a round came to: asks park the task, anything else ends it.
+    async fn end_round(
+        &self,
+        key: &IdempotencyKey,
+        holder: &str,
+        outcome: CallOutcome,
+        round: &Round,
+        line: &Line,
+    ) -> Result<(), McpError> {
+        let (cancelled, progress) = (line.cancellation.is_cancelled(), line.progress());
+        let asks = (super::failed(&outcome) && round.unsupported().is_none())
+            .then(|| round.next().map(|ledger| (ledger, round.asked())))
+            .flatten();
+        let failure = match &outcome {
+            CallOutcome::Completed(CallToolResponse {
+                result: CallResult::Failure { error },
+                ..
+            }) if error.kind == crate::error::FailureKind::Panic => Some(error.message.clone()),
+            CallOutcome::Unavailable { error, .. } => Some(error.message.clone()),
+            _ => None,
+        };
+        let mut ended = None;
+        let record = self
+            .change_task(key, |record| {
+                if !record.held_by(holder) {
+                    return false;
+                }
+                let (status, message) = if cancelled {
+                    (
+                        Status::Cancelled,
+                        Some("Cancelled at the client's request.".to_owned()),
+                    )
+                } else if let Some((ledger, asked)) = &asks {
+                    record.answers.clear();
+                    record.asked.clear();
+                    for (key, request) in asked {
+                        let wire = unused_key(&record.issued, key);
+                        record.issued.insert(wire.clone());
+                        record.asked.insert(wire, (key.clone(), request.clone()));
+                    }
+                    record.ledger = Some(ledger.clone());
+                    (
+                        Status::InputRequired,
+                        Some("Waiting for an answer.".to_owned()),
+                    )
+                } else if let Some(failure) = &failure {
+                    record.error = Some(rpc_error(failure));
+                    (
+                        Status::Failed,
+                        Some(format!("Tool execution failed: {failure}")),
+                    )
+                } else {
+                    let result = super::mcp_result(
+                        outcome.clone(),
+                        record.render.any_output,
+                        record.render.per_caller,
+                        record.render.contents,
+                    );
+                    record.result = serde_json::to_value(result).ok();
+                    (
+                        Status::Completed,
+                        progress.clone().or(record.message.clone()),
+                    )
+                };
+                record.end(status, message);
+                ended = Some(status);
+                true
+            })
+            .await?;
+        if let (Some(status), Some(_)) = (ended, record) {
+            self.count_task(status);
+        }
+        Ok(())
+    }
+
+    /// `tasks/get`.
+    pub(super) async fn get_task_of(
+        &self,
+        key: &IdempotencyKey,
+    ) -> Result<GetTaskResult, McpError> {
+        let record = self.read_task(key).await?.ok_or_else(not_found)?;
+        Ok(GetTaskResult::new(record.detailed(&key.call_id)))
+    }
+
+    /// `tasks/update`: answers count for the asks still outstanding (others are ignored); when
+    /// none is left, the tool's next round runs here.
+    pub(super) async fn update_task_of(
+        &self,
+        key: &IdempotencyKey,
+        responses: BTreeMap<String, Value>,
+        principal: Option<String>,
+    ) -> Result<(), McpError> {
+        let holder = crate::random::uuid_v4().simple();
+        let lease = millis(self.tasks.config.lease);
+        let mut resumed = false;
+        let record = self
+            .change_task(key, |record| {
+                resumed = false;
+                if record.status != Status::InputRequired {
+                    return false;
+                }
+                let mut changed = false;
+                for (wire, response) in &responses {
+                    if let Some((key, _)) = record.asked.remove(wire) {
+                        record.answers.insert(key, response.clone());
+                        changed = true;
+                    }
+                }
+                if changed && record.asked.is_empty() {
+                    record.status = Status::Working;
+                    record.message = None;
+                    record.updated = now_ms();
+                    record.lease = Some(Lease {
+                        holder: holder.clone(),
+                        until: now_ms() + lease,
+                    });
+                    resumed = true;
+                }
+                changed
+            })
+            .await?
+            .ok_or_else(not_found)?;
+        if resumed {
+            self.count_task(Status::Working);
+            self.next_round(key.clone(), holder, record, principal);
+        }
+        Ok(())
+    }
+
+    /// Runs a task's next round, with the answers its asks got.
+    fn next_round(
+        &self,
+        key: IdempotencyKey,
+        holder: String,
+        record: Record,
+        principal: Option<String>,
+    ) {
+        let can = record.can.clone();
+        let round = Round::resume(record.ledger, record.answers, |capability| {
+            can.iter().any(|name| name == capability.name())
+        });
+        let mut context = (*self.context).clone();
+        if record.render.per_caller {
+            context.user_id = record.user;
+            context.authorization.clear();
+        }
+        let call = CallToolRequest {
+            tool_id: record.tool_id,
+            call_id: None,
+            trace_id: None,
+            input: Some(record.input),
+            context: Some(context),
+        };
+        let line = Line::default();
+        let run = self.round_run(call, principal, &line, &round);
+        tokio::spawn(self.clone().drive(key, holder, run, round, line));
+    }
+
+    /// `tasks/cancel`: a task waiting for answers ends at once; a running one is stopped at its
+    /// run's next beat (at once when it runs here). One that has ended stays as it is.
+    pub(super) async fn cancel_task_of(&self, key: &IdempotencyKey) -> Result<(), McpError> {
+        let mut ended = false;
+        let record = self
+            .change_task(key, |record| {
+                ended = false;
+                match record.status {
+                    _ if record.status.is_terminal() || record.cancel => false,
+                    Status::InputRequired => {
+                        record.end(
+                            Status::Cancelled,
+                            Some("Cancelled at the client's request.".into()),
+                        );
+                        ended = true;
+                        true
+                    }
+                    _ => {
+                        record.cancel = true;
+                        true
+                    }
+                }
+            })
+            .await?
+            .ok_or_else(not_found)?;
+        if ended {
+            self.count_task(Status::Cancelled);
+        }
+        if let Some(lease) = &record.lease {
+            if let Some((_, cancellation)) = self.tasks.running().get(&lease.holder) {
+                cancellation.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks the tasks this process still runs as failed, the server having stopped: for a
+    /// shutdown whose grace period ran out with task runs going.
+    pub async fn interrupt_tasks(&self) {
+        let running: Vec<(String, IdempotencyKey)> = (self.tasks.running().iter())
+            .map(|(holder, (key, _))| (holder.clone(), key.clone()))
+            .collect();
+        for (holder, key) in running {
+            let why = "The server stopped before the task ended.";
+            let ended = self
+                .change_task(&key, |record| {
+                    if !record.held_by(&holder) {
+                        return false;
+                    }
+                    record.error = Some(rpc_error(why));
+                    record.end(Status::Failed, Some(why.to_owned()));
+                    true
+                })
+                .await;
+            if let Err(error) = ended {
+                tracing::error!(error = %error.message, "could not mark a task interrupted");
+            }
+        }
+    }
+}
+
+/// `key` if the task never asked under it, else `key#2`, `key#3`, …: a key on the wire names
+/// one request over a task's life.
+fn unused_key(issued: &BTreeSet<String>, key: &str) -> String {
+    if !issued.contains(key) {
+        return key.to_owned();
+    }
+    (2..)
+        .map(|n| format!("{key}#{n}"))
+        .find(|wire| !issued.contains(wire))
+        .expect("some suffix is free")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_on_the_wire_is_never_used_twice() {
+        let mut issued = BTreeSet::new();
+        for expected in ["confirm", "confirm#2", "confirm#3"] {
+            let wire = unused_key(&issued, "confirm");
+            assert_eq!(wire, expected);
+            issued.insert(wire);
+        }
+    }
+
+    #[test]
+    fn times_are_iso_8601_in_utc() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+    }
+}

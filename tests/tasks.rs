@@ -1,0 +1,549 @@
+//! MCP tasks (SEP-2663) on real sockets, against `tests/examples/task_server.rs` as
+//! `oxp_runtime::serve()` runs it: the lifecycle and its MUSTs, asks inside a task, and what a
+//! hostile or unlucky world does to them: another caller's ids, a flood, a huge result, two
+//! replicas sharing Redis, a replica killed mid-run, Redis gone.
+//!
+//! Each wait polls a task's status, the event itself, with a bound on the polls (never a bound
+//! on the wall clock a loaded machine could miss).
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// One JSON-RPC request to `/mcp` at 2026-07-28, with the headers that revision requires and
+/// `_meta` declaring `capabilities`; the response object (result or error) and its HTTP status.
+async fn rpc_as(
+    base: &str,
+    key: Option<&str>,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    let mut request = reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    let name = params["name"].as_str().or(params["taskId"].as_str());
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply = request.json(&body).send().await.unwrap();
+    let status = reply.status().as_u16();
+    let kind = reply.headers()["content-type"].to_str().unwrap().to_owned();
+    let text = reply.text().await.unwrap();
+    let message = harness::mcp_messages(&kind, &text).pop().unwrap();
+    (status, message)
+}
+
+/// [`rpc_as`] by an anonymous caller that declares the tasks extension and elicitation.
+async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let capabilities = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+    rpc_as(base, None, method, params, capabilities).await.1
+}
+
+async fn call(base: &str, tool: &str, arguments: Value) -> Value {
+    rpc(
+        base,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+    .await
+}
+
+async fn get(base: &str, id: &str) -> Value {
+    rpc(base, "tasks/get", json!({"taskId": id})).await
+}
+
+/// Polls the task until `done` holds of it (at most `polls` times, 20 ms apart); the task then.
+async fn poll_until(base: &str, id: &str, polls: u32, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..polls {
+        last = get(base, id).await;
+        if done(&last["result"]) {
+            return last["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the task never came to the state waited for; last seen: {last}")
+}
+
+fn status_is(status: &'static str) -> impl Fn(&Value) -> bool {
+    move |task| task["status"] == status
+}
+
+fn task_id(created: &Value) -> String {
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+fn text(task: &Value) -> &str {
+    task["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// The lifecycle: a flat `CreateTaskResult` (every field the extension names, none it forbids),
+/// found at once by `tasks/get`, progress as its status message, the result inlined when it
+/// completes exactly as `tools/call` would have answered, and kept afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_made_polled_and_read_with_the_extension_s_shapes() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let created = call(
+        &server.base,
+        "Jobs_Count",
+        json!({"steps": 3, "step_ms": 30}),
+    )
+    .await;
+    let id = task_id(&created);
+    let result = &created["result"];
+    assert_eq!(result["status"], "working");
+    for field in ["createdAt", "lastUpdatedAt"] {
+        assert!(result[field].as_str().unwrap().ends_with('Z'), "{created}");
+    }
+    assert!(result["ttlMs"].as_u64().unwrap() > 0);
+    assert!(result["pollIntervalMs"].as_u64().unwrap() > 0);
+    for absent in [
+        "task",
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+        "ttl",
+    ] {
+        assert!(result.get(absent).is_none(), "{absent} in {created}");
+    }
+    // Durable before it is answered: found at once.
+    let first = get(&server.base, &id).await;
+    assert_eq!(first["result"]["resultType"], "complete", "{first}");
+    assert_eq!(first["result"]["taskId"], id.as_str());
+    let done = poll_until(&server.base, &id, 500, status_is("completed")).await;
+    assert!(text(&done).starts_with("counted to 3 (run 1 of"), "{done}");
+    assert_eq!(done["result"]["isError"], false);
+    assert_eq!(
+        done["statusMessage"], "3/3: counting",
+        "progress is the status message"
+    );
+    assert!(done.get("error").is_none());
+    // Kept after it ends.
+    let again = get(&server.base, &id).await;
+    assert_eq!(again["result"]["status"], "completed");
+    // A sync tool and a tool that may be a task without the extension: plain results.
+    let (_, plain) = rpc_as(
+        &server.base,
+        None,
+        "tools/call",
+        json!({"name": "Jobs_Count", "arguments": {"steps": 1, "step_ms": 1}}),
+        json!({}),
+    )
+    .await;
+    assert!(plain["result"].get("taskId").is_none(), "{plain}");
+    assert!(text(&plain).starts_with("counted to 1"), "{plain}");
+}
+
+/// MUSTs of the extension's errors: a required-task tool without the extension is -32021
+/// naming it; tasks methods without it are -32021; an unknown id is -32602; tasks/result and
+/// tasks/list are gone (-32601); a mismatched `Mcp-Name` is -32020 with HTTP 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extension_s_errors_are_the_spec_s() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    let (_, refused) = rpc_as(
+        base,
+        None,
+        "tools/call",
+        json!({"name": "Jobs_Hold"}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
+        json!({}),
+        "{refused}"
+    );
+    for method in ["tasks/get", "tasks/cancel"] {
+        let (_, gated) = rpc_as(base, None, method, json!({"taskId": "t"}), json!({})).await;
+        assert_eq!(gated["error"]["code"], -32021, "{method}: {gated}");
+    }
+    let unknown = get(base, "no-such-task").await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    for gone in ["tasks/result", "tasks/list"] {
+        let answer = rpc(base, gone, json!({"taskId": "t"})).await;
+        assert_eq!(answer["error"]["code"], -32601, "{gone}: {answer}");
+    }
+    let id = task_id(&call(base, "Jobs_Hold", json!({})).await);
+    let mismatched = reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tasks/get")
+        .header("mcp-name", "another-task")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": id,
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatched.status(), 400);
+    let body: Value = mismatched.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32020, "{body}");
+    rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+}
+
+/// Cancellation: the running tool sees it and its task ends `cancelled`; cancelling an ended
+/// task is the same empty ack and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_stops_its_run() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    let id = task_id(&call(base, "Jobs_Hold", json!({})).await);
+    poll_until(base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
+    let ack = rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let ended = poll_until(base, &id, 500, status_is("cancelled")).await;
+    assert!(ended.get("result").is_none(), "{ended}");
+    let again = rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(again["result"], json!({"resultType": "complete"}));
+    assert_eq!(get(base, &id).await["result"]["status"], "cancelled");
+}
+
+/// Asks inside a task: it parks `input_required` with the asks as `inputRequests`; answers to
+/// keys it did not ask are ignored; each answer resumes it; a second question under a used key
+/// comes under a key of its own (no key names two requests in a task's life); an answer
+/// replayed after it counted is ignored; and the tool runs its side effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asks_inside_a_task_park_it_until_answered() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    let id = task_id(&call(base, "Jobs_Ship", json!({"items": ["a", "b"]})).await);
+    let asked = poll_until(base, &id, 500, status_is("input_required")).await;
+    assert_eq!(
+        asked["inputRequests"]["ship"]["params"]["message"], "Ship a?",
+        "{asked}"
+    );
+    let yes = json!({"action": "accept"});
+    let ack = rpc(
+        base,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"unasked": yes}}),
+    )
+    .await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    assert_eq!(get(base, &id).await["result"]["status"], "input_required");
+    rpc(
+        base,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"ship": yes}}),
+    )
+    .await;
+    let second = poll_until(base, &id, 500, |t| {
+        t["inputRequests"].get("ship#2").is_some()
+    })
+    .await;
+    assert_eq!(
+        second["inputRequests"]["ship#2"]["params"]["message"],
+        "Ship b?"
+    );
+    assert!(second["inputRequests"].get("ship").is_none(), "{second}");
+    // The first answer again: it answered "Ship a?", and answers nothing now.
+    rpc(
+        base,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"ship": yes}}),
+    )
+    .await;
+    assert_eq!(get(base, &id).await["result"]["status"], "input_required");
+    rpc(
+        base,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"ship#2": yes}}),
+    )
+    .await;
+    let done = poll_until(base, &id, 500, status_is("completed")).await;
+    assert!(text(&done).starts_with("shipped a, b (run 1 of"), "{done}");
+}
+
+/// Asks before the task: the first round answers `input_required` with no task; the round
+/// with the answer makes the task, whose result has the answer; that round replayed gets the
+/// same task, not a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asks_before_a_task_are_rounds_of_the_call() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    let first = call(base, "Jobs_Welcome", json!({})).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert!(first["result"].get("taskId").is_none());
+    let answer = json!({"name": "Jobs_Welcome", "arguments": {},
+        "requestState": first["result"]["requestState"],
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}}});
+    let made = rpc(base, "tools/call", answer.clone()).await;
+    let id = task_id(&made);
+    assert!(made["result"].get("requestState").is_none(), "{made}");
+    let replayed = rpc(base, "tools/call", answer).await;
+    assert_eq!(task_id(&replayed), id, "the replayed round finds its task");
+    let done = poll_until(base, &id, 500, status_is("completed")).await;
+    assert!(
+        text(&done).starts_with("Welcome, Alice (run 1 of"),
+        "{done}"
+    );
+}
+
+/// A panic is `failed` with a JSON-RPC error and no result; a tool's own error would be
+/// `completed` with `isError`; a sync tool on a blocking thread runs as a task too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_failed_and_tool_errors_completed() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    let id = task_id(&call(base, "Jobs_Crash", json!({})).await);
+    let failed = poll_until(base, &id, 500, status_is("failed")).await;
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert!(failed["error"]["message"].is_string());
+    assert!(failed.get("result").is_none());
+    let id = task_id(&call(base, "Jobs_Grind", json!({"ms": 5})).await);
+    let done = poll_until(base, &id, 500, status_is("completed")).await;
+    assert!(text(&done).starts_with("ground (run 1 of"), "{done}");
+    // Refused before it ever waited: a plain answer, no task.
+    let invalid = call(base, "Jobs_Count", json!({"steps": "many", "step_ms": 1})).await;
+    assert!(invalid["result"].get("taskId").is_none(), "{invalid}");
+    assert_eq!(invalid["result"]["isError"], true, "{invalid}");
+}
+
+/// A caller sees only its own tasks: another API key's get, update and cancel find nothing
+/// (-32602), and the task goes on untouched; ids are not guessable from one another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_caller_s_task_is_not_found() {
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[("OXP_API_KEYS", "key-of-ada,key-of-bob")],
+    );
+    let base = &server.base;
+    let caps = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+    let as_ = |key: &'static str, method: &'static str, params: Value| {
+        let caps = caps.clone();
+        async move { rpc_as(base, Some(key), method, params, caps).await.1 }
+    };
+    let made = as_(
+        "key-of-ada",
+        "tools/call",
+        json!({"name": "Jobs_Ship", "arguments": {"items": ["x"]}}),
+    )
+    .await;
+    let id = task_id(&made);
+    let other = task_id(&as_("key-of-ada", "tools/call", json!({"name": "Jobs_Hold"})).await);
+    assert_ne!(id, other);
+    assert!(id.len() >= 32, "an id of 128 random bits: {id}");
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": id})),
+        (
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"ship": {"action": "accept"}}}),
+        ),
+        ("tasks/cancel", json!({"taskId": id})),
+    ] {
+        let answer = as_("key-of-bob", method, params).await;
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+    }
+    let mine = as_("key-of-ada", "tasks/get", json!({"taskId": id})).await;
+    assert!(
+        ["working", "input_required"].contains(&mine["result"]["status"].as_str().unwrap()),
+        "{mine}"
+    );
+    as_("key-of-ada", "tasks/cancel", json!({"taskId": other})).await;
+}
+
+/// A flood of task creations is bounded by the store: past its capacity, a creation is refused
+/// with an error that says so, and nothing runs for it; a result over the result cap is the
+/// cap's error, not a huge record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_tasks_and_a_huge_result_are_bounded() {
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[
+            ("OXP_IDEMPOTENCY_CAPACITY", "4"),
+            ("OXP_MAX_RESULT_BYTES", "1000"),
+        ],
+    );
+    let base = &server.base;
+    let mut held = Vec::new();
+    let mut refused = None;
+    for _ in 0..6 {
+        let answer = call(base, "Jobs_Hold", json!({})).await;
+        match answer["result"]["taskId"].as_str() {
+            Some(id) => held.push(id.to_owned()),
+            None => {
+                refused = Some(answer);
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("the store's capacity bounds the tasks kept");
+    assert_eq!(held.len(), 4, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("full") && message.contains("did not run"),
+        "{message}"
+    );
+    for id in &held {
+        rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    }
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[("OXP_MAX_RESULT_BYTES", "1000")],
+    );
+    let id = task_id(&call(&server.base, "Jobs_Large", json!({"bytes": 100_000})).await);
+    let capped = poll_until(&server.base, &id, 500, status_is("completed")).await;
+    assert_eq!(capped["result"]["isError"], true, "{capped}");
+    assert!(
+        capped.to_string().len() < 2000,
+        "the record holds the cap's error, not the result"
+    );
+}
+
+/// Two replicas sharing Redis: a task made through one is found at once through the other,
+/// answered there (its next round runs there), cancelled there (stopping the run on the
+/// first), and read there; a run ten times its lease long is never taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_replica_answers_for_a_task() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [("OXP_REDIS_URL", redis.1.as_str()), ("OXP_LEASE_MS", "100")];
+    let (a, b) = (
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    );
+    // Made on A, found on B at once, completed on A across many leases, read on B.
+    let id = task_id(&call(&a.base, "Jobs_Count", json!({"steps": 20, "step_ms": 50})).await);
+    assert_eq!(get(&b.base, &id).await["result"]["taskId"], id.as_str());
+    let done = poll_until(&b.base, &id, 1000, |t| t["status"] != "working").await;
+    assert_eq!(done["status"], "completed", "never taken over: {done}");
+    assert!(text(&done).starts_with("counted to 20 (run 1 of"), "{done}");
+    // Asked on A, answered on B: B runs the next round.
+    let id = task_id(&call(&a.base, "Jobs_Ship", json!({"items": ["z"]})).await);
+    poll_until(&b.base, &id, 500, status_is("input_required")).await;
+    let yes = json!({"ship": {"action": "accept"}});
+    rpc(
+        &b.base,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": yes}),
+    )
+    .await;
+    let done = poll_until(&a.base, &id, 500, status_is("completed")).await;
+    let b_pid = b.child.id().to_string();
+    assert!(text(&done).ends_with(&format!("of {b_pid})")), "{done}");
+    // Held on A, cancelled on B: A's run stops (only its end writes `cancelled`).
+    let id = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
+    poll_until(&b.base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
+    rpc(&b.base, "tasks/cancel", json!({"taskId": id})).await;
+    poll_until(&b.base, &id, 500, status_is("cancelled")).await;
+}
+
+/// A replica killed mid-run (SIGKILL): its task is `failed`, saying the server stopped, once
+/// its lease lapses, never `working` forever and never run again; a `call_id` run it held is
+/// answered, on the other replica, as interrupted rather than run a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_killed_mid_run_leaves_its_runs_ended_not_repeated() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [("OXP_REDIS_URL", redis.1.as_str()), ("OXP_LEASE_MS", "200")];
+    let mut a = harness::start_server(&binary, &env);
+    let b = harness::start_server(&binary, &env);
+    let id = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
+    poll_until(&b.base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
+    // A call_id run on A, going on when A dies.
+    let oxp_call = json!({"tool_id": "Jobs.Count", "call_id": "long-1",
+        "input": {"steps": 1000, "step_ms": 50}});
+    let client = reqwest::Client::new();
+    let pending = client
+        .post(format!("{}/tools/call", a.base))
+        .json(&oxp_call)
+        .send();
+    let claimed = async {
+        while !redis_has(&redis.1, "oxp:call:9:anonymous:-:long-1:lease") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        _ = pending => panic!("the long run answered"),
+        () = claimed => {}
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let failed = poll_until(&b.base, &id, 1000, |t| t["status"] != "working").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped"),
+        "{failed}"
+    );
+    let retried: Value = client
+        .post(format!("{}/tools/call", b.base))
+        .json(&oxp_call)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        retried.to_string().contains("stopped before it answered"),
+        "the retry is told, not run again: {retried}"
+    );
+}
+
+/// Redis unreachable: a task is refused with a clear error and nothing runs unguarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_its_store_no_task_is_made() {
+    let Some(mut redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let server = harness::start_server(&binary, &[("OXP_REDIS_URL", redis.1.as_str())]);
+    redis.0.kill().unwrap();
+    redis.0.wait().unwrap();
+    let refused = call(
+        &server.base,
+        "Jobs_Count",
+        json!({"steps": 1, "step_ms": 1}),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("unreachable") && message.contains("did not run"),
+        "{message}"
+    );
+}
+
+/// Whether Redis at `url` holds `key` (one inline command over RESP).
+fn redis_has(url: &str, key: &str) -> bool {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("redis://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .write_all(format!("EXISTS {key}\r\n").as_bytes())
+        .unwrap();
+    let mut reply = [0u8; 4];
+    let read = stream.read(&mut reply).unwrap();
+    &reply[..read] == b":1\r\n"
+}
