@@ -547,3 +547,58 @@ fn redis_has(url: &str, key: &str) -> bool {
     let read = stream.read(&mut reply).unwrap();
     &reply[..read] == b":1\r\n"
 }
+
+/// A replica stopped (SIGTERM) while a task runs past its grace period: the task is marked
+/// `failed` as it exits, seen at once on the other replica, not a lease later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_still_running_at_shutdown_is_marked_interrupted() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    // A lease far longer than the polls below: only the interruption can end the task.
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_LEASE_MS", "600000"),
+        ("OXP_SHUTDOWN_GRACE_MS", "50"),
+    ];
+    let mut a = harness::start_server(&binary, &env);
+    let b = harness::start_server(&binary, &env);
+    let id = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
+    poll_until(&b.base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &a.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    a.child.wait().unwrap();
+    let ended = poll_until(&b.base, &id, 500, |t| t["status"] != "working").await;
+    assert_eq!(ended["status"], "failed", "{ended}");
+    assert_eq!(
+        ended["error"]["message"], "The server stopped before the task ended.",
+        "{ended}"
+    );
+}
+
+/// Over OXP 1.0, which has no tasks, a tool that must be a task over MCP is a call like any
+/// other: it answers within its time limit, and a retry with its `call_id` gets that answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_oxp_a_task_tool_is_an_ordinary_call() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let client = reqwest::Client::new();
+    let body = json!({"tool_id": "Jobs.Ship", "call_id": "ship-1", "input": {"items": []}});
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let reply = client
+            .post(format!("{}/tools/call", server.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+        let answer: Value = reply.json().await.unwrap();
+        answers.push(answer["value"].as_str().unwrap().to_owned());
+    }
+    assert!(answers[0].starts_with("shipped  (run 1 of"), "{answers:?}");
+    assert_eq!(answers[0], answers[1], "the retry gets the first answer");
+}

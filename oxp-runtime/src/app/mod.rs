@@ -144,6 +144,9 @@ pub async fn serve() {
     match ended {
         Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
         Ok(Shutdown::GraceExpired { active }) => {
+            // Tasks still running are told as ended, not left to their lease.
+            #[cfg(feature = "mcp")]
+            crate::mcp::interrupt_tasks().await;
             tracing::warn!(
                 active,
                 "stopped: the grace period ran out with calls in flight"

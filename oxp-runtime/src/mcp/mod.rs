@@ -48,6 +48,8 @@ mod resources;
 mod skills;
 mod tasks;
 
+pub(crate) use tasks::interrupt_running as interrupt_tasks;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

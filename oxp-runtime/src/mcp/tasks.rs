@@ -47,20 +47,50 @@ impl Default for TaskConfig {
     }
 }
 
-/// What a server keeps of the tasks it runs.
+/// How a server keeps and runs tasks.
 #[derive(Clone, Default)]
 pub(crate) struct Tasks {
     pub(crate) config: TaskConfig,
-    /// The runs going on in this process, by their lease's holder: cancelled at once by a
-    /// `tasks/cancel` that lands here, and marked interrupted if the process stops with them.
-    running: Arc<Mutex<HashMap<String, (IdempotencyKey, Cancellation)>>>,
 }
 
-impl Tasks {
-    fn running(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (IdempotencyKey, Cancellation)>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+/// A task's round going on in this process.
+struct Running {
+    server: McpServer,
+    key: IdempotencyKey,
+    cancellation: Cancellation,
+}
+
+/// The rounds going on in this process, by their lease's holder: cancelled at once by a
+/// `tasks/cancel` that lands here, and marked interrupted if the process stops with them (what
+/// one process drives, as its count of calls in flight: nothing a later request needs).
+static RUNNING: std::sync::LazyLock<Mutex<HashMap<String, Running>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+fn running() -> std::sync::MutexGuard<'static, HashMap<String, Running>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Marks the tasks this process still runs as failed, the server having stopped: for a
+/// shutdown whose grace period ran out with task runs going.
+pub(crate) async fn interrupt_running() {
+    let running: Vec<(String, McpServer, IdempotencyKey)> = (running().iter())
+        .map(|(holder, run)| (holder.clone(), run.server.clone(), run.key.clone()))
+        .collect();
+    for (holder, server, key) in running {
+        let why = "The server stopped before the task ended.";
+        let ended = server
+            .change_task(&key, |record| {
+                if !record.held_by(&holder) {
+                    return false;
+                }
+                record.error = Some(rpc_error(why));
+                record.end(Status::Failed, Some(why.to_owned()));
+                true
+            })
+            .await;
+        if let Err(error) = ended {
+            tracing::error!(error = %error.message, "could not mark a task interrupted");
+        }
     }
 }
 
@@ -455,9 +485,12 @@ impl McpServer {
     /// Drives a task's round to its end, renewing its lease every beat and stopping it when a
     /// client cancels the task, then writes what came of it.
     async fn drive(self, key: IdempotencyKey, holder: String, run: Run, round: Round, line: Line) {
-        self.tasks
-            .running()
-            .insert(holder.clone(), (key.clone(), line.cancellation.clone()));
+        let here = Running {
+            server: self.clone(),
+            key: key.clone(),
+            cancellation: line.cancellation.clone(),
+        };
+        running().insert(holder.clone(), here);
         let heart = self.heartbeat(&key, &holder, &line);
         let outcome = tokio::select! {
             outcome = run => Some(outcome),
@@ -479,7 +512,7 @@ impl McpServer {
                 tracing::warn!("a task's run lost its lease and was stopped");
             }
         }
-        self.tasks.running().remove(&holder);
+        running().remove(&holder);
     }
 
     /// Renews the run's lease every beat, hands on a cancellation and the tool's progress;
@@ -711,35 +744,11 @@ impl McpServer {
             self.count_task(Status::Cancelled);
         }
         if let Some(lease) = &record.lease {
-            if let Some((_, cancellation)) = self.tasks.running().get(&lease.holder) {
-                cancellation.cancel();
+            if let Some(run) = running().get(&lease.holder) {
+                run.cancellation.cancel();
             }
         }
         Ok(())
-    }
-
-    /// Marks the tasks this process still runs as failed, the server having stopped: for a
-    /// shutdown whose grace period ran out with task runs going.
-    pub async fn interrupt_tasks(&self) {
-        let running: Vec<(String, IdempotencyKey)> = (self.tasks.running().iter())
-            .map(|(holder, (key, _))| (holder.clone(), key.clone()))
-            .collect();
-        for (holder, key) in running {
-            let why = "The server stopped before the task ended.";
-            let ended = self
-                .change_task(&key, |record| {
-                    if !record.held_by(&holder) {
-                        return false;
-                    }
-                    record.error = Some(rpc_error(why));
-                    record.end(Status::Failed, Some(why.to_owned()));
-                    true
-                })
-                .await;
-            if let Err(error) = ended {
-                tracing::error!(error = %error.message, "could not mark a task interrupted");
-            }
-        }
     }
 }
 
