@@ -138,9 +138,22 @@ async fn a_task_is_made_polled_and_read_with_the_extension_s_shapes() {
         "progress is the status message"
     );
     assert!(done.get("error").is_none());
-    // Kept after it ends.
+    // Kept after it ends, counted, and in the store's size.
     let again = get(&server.base, &id).await;
     assert_eq!(again["result"]["status"], "completed");
+    let metrics = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "oxp_tasks_total{status=\"working\"} 1",
+        "oxp_tasks_total{status=\"completed\"} 1",
+        "oxp_idempotency_store_entries 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
     // A sync tool and a tool that may be a task without the extension: plain results.
     let (_, plain) = rpc_as(
         &server.base,
@@ -601,4 +614,47 @@ async fn over_oxp_a_task_tool_is_an_ordinary_call() {
     }
     assert!(answers[0].starts_with("shipped  (run 1 of"), "{answers:?}");
     assert_eq!(answers[0], answers[1], "the retry gets the first answer");
+}
+
+/// A `call_id` run ten times its lease long, retried at another replica while it runs: the
+/// retry waits for it and gets its answer (its lease renewed all along), never a second run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_run_longer_than_its_lease_runs_once() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [("OXP_REDIS_URL", redis.1.as_str()), ("OXP_LEASE_MS", "100")];
+    let (a, b) = (
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    );
+    let body = json!({"tool_id": "Jobs.Count", "call_id": "long-2",
+        "input": {"steps": 20, "step_ms": 50}});
+    let client = reqwest::Client::new();
+    let first = client
+        .post(format!("{}/tools/call", a.base))
+        .json(&body)
+        .send();
+    let first = tokio::spawn(first);
+    while !redis_has(&redis.1, "oxp:call:9:anonymous:-:long-2:lease") {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let retry: Value = client
+        .post(format!("{}/tools/call", b.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let first: Value = first.await.unwrap().unwrap().json().await.unwrap();
+    let a_pid = a.child.id().to_string();
+    assert_eq!(
+        first["value"],
+        format!("counted to 20 (run 1 of {a_pid})"),
+        "{first}"
+    );
+    assert_eq!(retry["value"], first["value"], "{retry}");
 }

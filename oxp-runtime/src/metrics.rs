@@ -550,13 +550,13 @@ impl Metrics {
         let store_entries = Gauge::default();
         families.register(
             "oxp_idempotency_store_entries",
-            "Answers (and runs in flight) the in-memory idempotency store keeps",
+            "Answers, runs in flight and task records the in-memory idempotency store keeps",
             store_entries.clone(),
         );
         let store_bytes = Gauge::default();
         families.register(
             "oxp_idempotency_store_bytes",
-            "Bytes of answers the in-memory idempotency store keeps, as JSON",
+            "Bytes of answers and task records the in-memory idempotency store keeps, as JSON",
             store_bytes.clone(),
         );
         families.register(
