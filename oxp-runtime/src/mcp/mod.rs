@@ -854,8 +854,9 @@ impl ServerHandler for McpServer {
             )?;
         }
         // A tool that runs only as a task, for a request that did not declare the extension.
-        let declared_tasks = (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
         let task = tool.hints().task;
+        let declared_tasks =
+            task.is_some() && (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
         if task == Some(crate::tasks::TaskSupport::Required) && !declared_tasks {
             let mut error = McpError::missing_required_client_capability(
                 rmcp::model::ClientCapabilities::builder()
