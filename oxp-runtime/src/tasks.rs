@@ -98,8 +98,8 @@ impl std::str::FromStr for TaskSupport {
 /// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// How long a task is kept from its creation, by default and at most (`OXP_TASK_TTL_MS`): a
-/// client that asks for less (a `task.ttl` hint) gets less.
+/// How long a task is kept from its creation by default (`OXP_TASK_TTL_MS`), its `ttlMs`:
+/// SEP-2663 leaves the time to the server (a client has no way to ask for another).
 ///
 /// ```
 /// assert_eq!(oxp_runtime::tasks::DEFAULT_TTL.as_secs(), 3600);

@@ -72,7 +72,7 @@ pub enum LogFormat {
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
-/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation; a client asking less gets less (see `tasks`) |
+/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs` (see `tasks`) |
 /// | `OXP_LEASE_MS` | `30000` | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
