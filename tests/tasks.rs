@@ -408,7 +408,7 @@ async fn a_flood_of_tasks_and_a_huge_result_are_bounded() {
     assert_eq!(held.len(), 4, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("full") && message.contains("did not run"),
+        message.contains("no room") && message.contains("did not run"),
         "{message}"
     );
     for id in &held {
@@ -616,15 +616,21 @@ async fn over_oxp_a_task_tool_is_an_ordinary_call() {
     assert_eq!(answers[0], answers[1], "the retry gets the first answer");
 }
 
-/// A `call_id` run ten times its lease long, retried at another replica while it runs: the
-/// retry waits for it and gets its answer (its lease renewed all along), never a second run.
+/// A `call_id` run ten times its lease long, and longer than answers are kept, retried at
+/// another replica while it runs: the retry waits for it and gets its answer (its claim
+/// renewed all along), never a second run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_id_run_longer_than_its_lease_runs_once() {
     let Some(redis) = harness::start_redis() else {
         return;
     };
     let binary = harness::test_example_binary("task_server");
-    let env = [("OXP_REDIS_URL", redis.1.as_str()), ("OXP_LEASE_MS", "100")];
+    // Ten leases long, and three times as long as answers are kept.
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_LEASE_MS", "100"),
+        ("OXP_IDEMPOTENCY_TTL_MS", "300"),
+    ];
     let (a, b) = (
         harness::start_server(&binary, &env),
         harness::start_server(&binary, &env),
@@ -657,4 +663,125 @@ async fn a_call_id_run_longer_than_its_lease_runs_once() {
         "{first}"
     );
     assert_eq!(retry["value"], first["value"], "{retry}");
+}
+
+/// A replica that stalls (SIGSTOP) past its lease mid-run: the retry elsewhere is told the run
+/// was interrupted; when the replica wakes and finishes, that stays the `call_id`'s one answer,
+/// for its own caller too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_replica_does_not_change_an_answer_given() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [("OXP_REDIS_URL", redis.1.as_str()), ("OXP_LEASE_MS", "200")];
+    let (a, b) = (
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    );
+    let body = json!({"tool_id": "Jobs.Count", "call_id": "stall-1",
+        "input": {"steps": 4, "step_ms": 50}});
+    let client = reqwest::Client::new();
+    let first = tokio::spawn(
+        client
+            .post(format!("{}/tools/call", a.base))
+            .json(&body)
+            .send(),
+    );
+    let lease = "oxp:call:9:anonymous:-:stall-1:lease";
+    while !redis_has(&redis.1, lease) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &a.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    signal("-STOP");
+    while redis_has(&redis.1, lease) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let retry = |client: reqwest::Client| {
+        let (url, body) = (format!("{}/tools/call", b.base), body.clone());
+        async move {
+            client
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let told = retry(client.clone()).await;
+    assert!(told.contains("stopped before it answered"), "{told}");
+    signal("-CONT");
+    let own = first.await.unwrap().unwrap().text().await.unwrap();
+    assert_eq!(own, told, "its own caller gets the same one answer");
+    assert_eq!(retry(client).await, told);
+}
+
+/// With Redis, the budgets bound task records across replicas: past `OXP_IDEMPOTENCY_CAPACITY`
+/// a creation is refused, on either replica, and runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_records_in_redis_are_bounded_too() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_IDEMPOTENCY_CAPACITY", "3"),
+    ];
+    let (a, b) = (
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    );
+    let mut made = Vec::new();
+    for base in [&a.base, &b.base, &a.base] {
+        made.push(task_id(&call(base, "Jobs_Hold", json!({})).await));
+    }
+    for base in [&a.base, &b.base] {
+        let refused = call(base, "Jobs_Hold", json!({})).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("no room") && message.contains("did not run"),
+            "{refused}"
+        );
+    }
+    for id in &made {
+        rpc(&a.base, "tasks/cancel", json!({"taskId": id})).await;
+    }
+}
+
+/// A task's result that would take the in-memory store past its byte budget ends the task
+/// `failed`, saying so; the store stays within its budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_past_the_store_s_bytes_fails_its_task() {
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[("OXP_IDEMPOTENCY_MAX_BYTES", "100000")],
+    );
+    let base = &server.base;
+    let id = task_id(&call(base, "Jobs_Large", json!({"bytes": 80_000})).await);
+    let failed = poll_until(base, &id, 500, |t| t["status"] != "working").await;
+    assert_eq!(failed["status"], "failed", "{}", &failed.to_string()[..300]);
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("OXP_IDEMPOTENCY_MAX_BYTES"), "{message}");
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let bytes: u64 = (metrics.lines())
+        .find_map(|line| line.strip_prefix("oxp_idempotency_store_bytes "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(bytes <= 100_000, "{bytes}");
 }

@@ -67,13 +67,13 @@ pub enum LogFormat {
 /// | `OXP_MAX_HEADER_BYTES` | `65536` | the largest request head (`431` above it) |
 /// | `OXP_SHUTDOWN_GRACE_MS` | `30000` | how long shutdown waits for runs in flight |
 /// | `OXP_IDEMPOTENCY_TTL_MS` | `600000` | how long an answer is kept for a repeated `call_id` (`0`: off) |
-/// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers are kept in memory |
-/// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers are kept in memory |
+/// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers and task records are kept in memory; task records in Redis |
+/// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers and task records are kept in memory; of task records in Redis |
 /// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
-/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs` (see `tasks`) |
-/// | `OXP_LEASE_MS` | `30000` | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
+/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs`; at least `OXP_STATE_TTL_MS` (see `tasks`) |
+/// | `OXP_LEASE_MS` | `30000` (at least `100`) | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
@@ -537,6 +537,20 @@ impl ServerConfig {
                 ),
             });
         }
+        // The round that makes a task is kept from running twice by the task's record: a
+        // state that outlived it could make the task again.
+        let task_ttl = millis("OXP_TASK_TTL_MS", 1)?.unwrap_or(crate::tasks::DEFAULT_TTL);
+        if task_ttl < state_ttl {
+            return Err(ConfigError {
+                variable: "OXP_TASK_TTL_MS",
+                problem: format!(
+                    "is shorter than OXP_STATE_TTL_MS ({} ms): a call that asks before it becomes \
+                     a task is kept from making it twice only while the task is kept, so a task \
+                     must live at least as long as a request state",
+                    state_ttl.as_millis()
+                ),
+            });
+        }
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
@@ -574,8 +588,8 @@ impl ServerConfig {
             state_key,
             state_ttl,
             cannot_ask,
-            task_ttl: millis("OXP_TASK_TTL_MS", 1)?.unwrap_or(crate::tasks::DEFAULT_TTL),
-            lease: millis("OXP_LEASE_MS", 10)?.unwrap_or(crate::tasks::DEFAULT_LEASE),
+            task_ttl,
+            lease: millis("OXP_LEASE_MS", 100)?.unwrap_or(crate::tasks::DEFAULT_LEASE),
             langchain_compat,
             playground,
             metrics,
@@ -729,7 +743,9 @@ impl ServerConfig {
                     variable: "OXP_REDIS_URL",
                     problem: format!("cannot connect: {e}"),
                 })?;
-            return Ok(Some(Box::new(store.lease(self.lease))));
+            let store = (store.lease(self.lease))
+                .records(self.idempotency_capacity, self.idempotency_max_bytes);
+            return Ok(Some(Box::new(store)));
         }
         let store = InMemoryIdempotency::new(self.idempotency_capacity, ttl)
             .max_bytes(self.idempotency_max_bytes);
@@ -878,6 +894,29 @@ mod tests {
             "oxp_runtime=debug,warn"
         );
         assert_eq!(ServerConfig::from_lookup(|_| None).unwrap().log, "info");
+    }
+
+    #[test]
+    fn a_task_outlives_the_request_states_that_make_it() {
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            ServerConfig::from_lookup(move |n| {
+                (vars.iter())
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+        };
+        let error = with(&[("OXP_TASK_TTL_MS", "1000"), ("OXP_STATE_TTL_MS", "5000")]).unwrap_err();
+        assert_eq!(error.variable, "OXP_TASK_TTL_MS");
+        assert!(
+            error.to_string().contains("OXP_STATE_TTL_MS (5000 ms)"),
+            "{error}"
+        );
+        let fine = with(&[("OXP_TASK_TTL_MS", "5000"), ("OXP_STATE_TTL_MS", "5000")]).unwrap();
+        assert_eq!(fine.task_ttl.as_millis(), 5000);
+        assert_eq!(
+            with(&[("OXP_LEASE_MS", "10")]).unwrap_err().variable,
+            "OXP_LEASE_MS"
+        );
     }
 
     #[test]

@@ -557,18 +557,34 @@ impl IdempotencyStore for InMemoryIdempotency {
         body: String,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let now = crate::seal::now_ms();
+        let bytes = key_bytes(key);
         let mut guard = self.inner.lock();
         let state = &mut *guard;
-        let replaced = match state.records.get_mut(key_bytes(key).as_slice()) {
+        let old = match state.records.get(bytes.as_slice()) {
             Some(record) if record.version == version && record.expires_at > now => {
-                state.record_bytes = state.record_bytes + body.len() - record.body.len();
-                record.body = body;
-                record.version += 1;
-                true
+                record.body.len()
             }
-            _ => false,
+            _ => return future::ready(Ok(false)).boxed(),
         };
-        future::ready(Ok(replaced)).boxed()
+        // A record that grows (a task's result) makes room as a new one does.
+        while state.finished_bytes + state.record_bytes - old + body.len() > self.inner.max_bytes
+            && !state.finished.is_empty()
+        {
+            state.pop_oldest();
+        }
+        if state.finished_bytes + state.record_bytes - old + body.len() > self.inner.max_bytes
+            && body.len() > old
+        {
+            return future::ready(Err(StoreError::Full)).boxed();
+        }
+        let record = state
+            .records
+            .get_mut(bytes.as_slice())
+            .expect("found above");
+        state.record_bytes = state.record_bytes + body.len() - old;
+        record.body = body;
+        record.version += 1;
+        future::ready(Ok(true)).boxed()
     }
 
     fn remove_record<'a>(

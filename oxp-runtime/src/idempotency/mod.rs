@@ -114,11 +114,12 @@ pub fn reused_call_id() -> CallOutcome {
 pub fn interrupted() -> CallOutcome {
     CallOutcome::Rejected(ServerErrorResponse {
         message: "The server running this call stopped before it answered, so the call may \
-                  have partly run. Send a new call_id to run it again."
+                  have partly run (or all of it). Send a new call_id to run it again."
             .into(),
         developer_message: Some(
             "the run's lease lapsed without its process renewing it (OXP_LEASE_MS): the \
-             process died or lost its connection to the store"
+             process died, stalled past the lease, or lost its connection to the store; this \
+             stays the call_id's answer"
                 .into(),
         ),
         missing_requirements: None,
@@ -290,14 +291,15 @@ pub struct Versioned {
 ///
 /// ```
 /// use oxp_runtime::idempotency::StoreError;
-/// assert_eq!(StoreError::Full.to_string(), "the store is full of tasks still running");
+/// assert!(StoreError::Full.to_string().starts_with("the store has no room"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The store keeps no records (a custom store that does not implement them).
     NoRecords,
-    /// Its count or byte budget is taken by records still in use.
+    /// Its count or byte budget is taken by records kept (a task's record is kept for its time
+    /// to live, even once the task ends).
     Full,
     /// It could not be reached (Redis down): nothing is run unguarded.
     Unreachable(String),
@@ -307,7 +309,11 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::NoRecords => f.write_str("the store keeps no task records"),
-            StoreError::Full => f.write_str("the store is full of tasks still running"),
+            StoreError::Full => f.write_str(
+                "the store has no room for another task (OXP_IDEMPOTENCY_CAPACITY records, \
+                 OXP_IDEMPOTENCY_MAX_BYTES bytes; a task is kept for OXP_TASK_TTL_MS, even \
+                 once it ends)",
+            ),
             StoreError::Unreachable(why) => write!(f, "the store is unreachable: {why}"),
         }
     }

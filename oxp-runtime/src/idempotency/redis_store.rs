@@ -43,6 +43,8 @@ pub struct RedisIdempotency {
     ttl: Duration,
     lease: Duration,
     prefix: String,
+    /// How many task records, and how many bytes of them, may be kept at once.
+    record_limits: (u64, u64),
 }
 
 impl std::fmt::Debug for RedisIdempotency {
@@ -76,6 +78,7 @@ impl RedisIdempotency {
             ttl,
             lease: crate::tasks::DEFAULT_LEASE,
             prefix: "oxp:call:".to_owned(),
+            record_limits: (super::DEFAULT_CAPACITY, super::DEFAULT_MAX_BYTES),
         })
     }
 
@@ -99,6 +102,28 @@ impl RedisIdempotency {
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// How many task records (see [`tasks`](crate::tasks)), and how many bytes of them, all
+    /// the replicas may keep at once (default [`DEFAULT_CAPACITY`](super::DEFAULT_CAPACITY)
+    /// and [`DEFAULT_MAX_BYTES`](super::DEFAULT_MAX_BYTES); `OXP_IDEMPOTENCY_CAPACITY` and
+    /// `OXP_IDEMPOTENCY_MAX_BYTES`): a task past them is refused, and runs nothing. Answers to
+    /// `call_id`s are bounded by their time-to-live.
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// use std::time::Duration;
+    /// use oxp_runtime::idempotency::RedisIdempotency;
+    ///
+    /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379/0", Duration::from_secs(3600))
+    ///     .await?
+    ///     .records(100_000, 1 << 30);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn records(mut self, capacity: u64, max_bytes: u64) -> Self {
+        self.record_limits = (capacity, max_bytes);
         self
     }
 
@@ -168,6 +193,43 @@ impl RedisIdempotency {
         format!("{}record:{key}", self.prefix)
     }
 
+    /// Runs `body`, a script over the record of `key`, with what bounds every record: the
+    /// index of records by expiry (`KEYS[2]`), their sizes (`KEYS[3]`) and their total
+    /// (`KEYS[4]`, in `total` for the script), first forgetting the records that expired.
+    /// `ARGV[1..=2]` are `args`, `ARGV[3]` now, `ARGV[4]` the count and `ARGV[5]` the bytes
+    /// allowed.
+    async fn records_script(
+        &self,
+        body: &str,
+        key: &IdempotencyKey,
+        args: [String; 2],
+    ) -> Result<i64, StoreError> {
+        let script = format!(
+            "for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])) do \
+               redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], gone) or '0')) \
+               redis.call('HDEL', KEYS[3], gone) redis.call('ZREM', KEYS[2], gone) \
+             end \
+             local total = tonumber(redis.call('GET', KEYS[4]) or '0') \
+             {body}"
+        );
+        let [first, second] = args;
+        redis::cmd("EVAL")
+            .arg(script)
+            .arg(4)
+            .arg(self.record_key(key))
+            .arg(format!("{}records", self.prefix))
+            .arg(format!("{}records:bytes", self.prefix))
+            .arg(format!("{}records:total", self.prefix))
+            .arg(first)
+            .arg(second)
+            .arg(crate::seal::now_ms())
+            .arg(self.record_limits.0)
+            .arg(self.record_limits.1)
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(unreachable)
+    }
+
     async fn exists(&self, key: &str) -> redis::RedisResult<bool> {
         redis::cmd("EXISTS")
             .arg(key)
@@ -182,54 +244,91 @@ impl RedisIdempotency {
             .await
     }
 
+    /// Keeps `outcome` as the answer under `key` if the claim `pending` still stands there (a
+    /// claim a lapse ended holds the answer that says so, and keeps it: one `call_id`, one
+    /// answer); the answer kept, when it is not `outcome`.
     async fn store(
         &self,
         key: &str,
+        pending: &str,
         fingerprint: &str,
         outcome: &CallOutcome,
-    ) -> redis::RedisResult<()> {
+    ) -> redis::RedisResult<Option<CallOutcome>> {
         let json = serde_json::to_string(outcome).expect("outcomes serialize");
-        redis::cmd("SET")
+        let kept: i64 = redis::cmd("EVAL")
+            .arg(
+                "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end \
+                 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) \
+                 redis.call('DEL', KEYS[2]) return 1",
+            )
+            .arg(2)
             .arg(key)
-            .arg(format!("{fingerprint}:{json}"))
-            .arg("PX")
-            .arg(millis(self.ttl))
-            .query_async::<()>(&mut self.connection.clone())
-            .await?;
-        self.release(key).await
-    }
-
-    async fn release(&self, key: &str) -> redis::RedisResult<()> {
-        redis::cmd("DEL")
             .arg(format!("{key}:lease"))
+            .arg(pending)
+            .arg(format!("{fingerprint}:{json}"))
+            .arg(millis(self.ttl))
             .query_async(&mut self.connection.clone())
-            .await
+            .await?;
+        if kept == 1 {
+            return Ok(None);
+        }
+        let stored = self.get(key).await?.unwrap_or_default();
+        let answer = stored
+            .strip_prefix(fingerprint)
+            .and_then(|rest| rest.strip_prefix(':'));
+        Ok(answer.and_then(|json| serde_json::from_str(json).ok()))
     }
 
-    /// Renews `holder`'s lease on `key` every tenth of the lease until dropped.
-    async fn hold(&self, key: String, holder: String) {
+    /// Holds the claim `pending` on `key` while its run goes on: every beat, its lease is
+    /// renewed and the claim itself kept for another time-to-live (a run may outlive the
+    /// answers' time-to-live). Returns if the claim is no longer this run's.
+    async fn hold(&self, key: String, pending: String, holder: String) {
         let beat = crate::tasks::beat(self.lease);
         loop {
             tokio::time::sleep(beat).await;
-            let renewed: redis::RedisResult<()> = redis::cmd("SET")
+            let renewed: redis::RedisResult<i64> = redis::cmd("EVAL")
+                .arg(
+                    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end \
+                     redis.call('PEXPIRE', KEYS[1], ARGV[2]) \
+                     redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4]) return 1",
+                )
+                .arg(2)
+                .arg(&key)
                 .arg(format!("{key}:lease"))
+                .arg(&pending)
+                .arg(millis(self.ttl))
                 .arg(&holder)
-                .arg("PX")
                 .arg(millis(self.lease))
                 .query_async(&mut self.connection.clone())
                 .await;
-            if let Err(error) = renewed {
-                tracing::warn!(%error, "could not renew a run's lease in Redis");
+            match renewed {
+                Ok(1) => {}
+                Ok(_) => {
+                    tracing::warn!(
+                        "a call_id run's claim lapsed while it ran (its process stalled past \
+                         OXP_LEASE_MS): its answer is the one that says so"
+                    );
+                    return std::future::pending().await;
+                }
+                Err(error) => tracing::warn!(%error, "could not renew a run's lease in Redis"),
             }
         }
     }
 
-    async fn forget(&self, key: &str) -> redis::RedisResult<()> {
-        redis::cmd("DEL")
+    /// Lets go of the claim `pending` on `key`, if it still stands, keeping no answer.
+    async fn forget(&self, key: &str, pending: &str) -> redis::RedisResult<()> {
+        let _: i64 = redis::cmd("EVAL")
+            .arg(
+                "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end \
+                 redis.call('DEL', KEYS[1], KEYS[2]) return 1",
+            )
+            .arg(2)
             .arg(key)
             .arg(format!("{key}:lease"))
+            .arg(pending)
             .query_async(&mut self.connection.clone())
-            .await
+            .await?;
+        Ok(())
     }
 
     async fn once_inner(
@@ -249,23 +348,28 @@ impl RedisIdempotency {
                 // caller goes away mid-call (else the claim would lapse with the run going on).
                 let store = self.clone();
                 let (stored_key, stored_fingerprint) = (key.clone(), fingerprint.clone());
+                let pending = format!("{PENDING}:{fingerprint}:{holder}");
                 let task = tokio::spawn(async move {
-                    let hold = store.hold(stored_key.clone(), holder);
+                    let hold = store.hold(stored_key.clone(), pending.clone(), holder);
                     let outcome = tokio::select! {
                         outcome = run => outcome,
-                        () = hold => unreachable!("a lease is held until the run ends"),
+                        () = hold => unreachable!("a claim is held until the run ends"),
                     };
                     let kept = if outcome.is_retryable_failure() {
-                        store.forget(&stored_key).await
+                        store.forget(&stored_key, &pending).await.map(|()| None)
                     } else {
-                        store
-                            .store(&stored_key, &stored_fingerprint, &outcome)
-                            .await
+                        let stored =
+                            store.store(&stored_key, &pending, &stored_fingerprint, &outcome);
+                        stored.await
                     };
-                    if let Err(error) = kept {
-                        tracing::error!(%error, "could not record an idempotent outcome in Redis");
+                    match kept {
+                        Ok(None) => outcome,
+                        Ok(Some(kept)) => kept,
+                        Err(error) => {
+                            tracing::error!(%error, "could not record an idempotent outcome in Redis");
+                            outcome
+                        }
                     }
-                    outcome
                 });
                 return Ok((task.await.unwrap_or_else(super::task_ended), Reuse::Fresh));
             }
@@ -336,20 +440,24 @@ impl IdempotencyStore for RedisIdempotency {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let created: i64 = redis::cmd("EVAL")
-                .arg(
+            let created: i64 = self
+                .records_script(
                     "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end \
-                 redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1]) \
-                 redis.call('PEXPIREAT', KEYS[1], ARGV[2]) return 1",
+                     if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) \
+                        or total + string.len(ARGV[1]) > tonumber(ARGV[5]) then return -1 end \
+                     redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1]) \
+                     redis.call('PEXPIREAT', KEYS[1], ARGV[2]) \
+                     redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1]) \
+                     redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
+                     redis.call('INCRBY', KEYS[4], string.len(ARGV[1])) return 1",
+                    key,
+                    [body, expires_at.to_string()],
                 )
-                .arg(1)
-                .arg(self.record_key(key))
-                .arg(body)
-                .arg(expires_at)
-                .query_async(&mut self.connection.clone())
-                .await
-                .map_err(unreachable)?;
-            Ok(created == 1)
+                .await?;
+            match created {
+                -1 => Err(StoreError::Full),
+                created => Ok(created == 1),
+            }
         })
     }
 
@@ -378,19 +486,22 @@ impl IdempotencyStore for RedisIdempotency {
         body: String,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let replaced: i64 = redis::cmd("EVAL")
-                .arg(
-                    "if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end \
-                 redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[1]) + 1, 'body', ARGV[2]) return 1",
+            let replaced: i64 = self
+                .records_script(
+                    "if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end \
+                     local grown = string.len(ARGV[1]) - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
+                     if grown > 0 and total + grown > tonumber(ARGV[5]) then return -1 end \
+                     redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[2]) + 1, 'body', ARGV[1]) \
+                     redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
+                     redis.call('INCRBY', KEYS[4], grown) return 1",
+                    key,
+                    [body, version.to_string()],
                 )
-                .arg(1)
-                .arg(self.record_key(key))
-                .arg(version)
-                .arg(body)
-                .query_async(&mut self.connection.clone())
-                .await
-                .map_err(unreachable)?;
-            Ok(replaced == 1)
+                .await?;
+            match replaced {
+                -1 => Err(StoreError::Full),
+                replaced => Ok(replaced == 1),
+            }
         })
     }
 
@@ -399,11 +510,16 @@ impl IdempotencyStore for RedisIdempotency {
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            redis::cmd("DEL")
-                .arg(self.record_key(key))
-                .query_async(&mut self.connection.clone())
-                .await
-                .map_err(unreachable)
+            let _: i64 = self
+                .records_script(
+                    "redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], KEYS[1]) \
+                     redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0')) \
+                     redis.call('HDEL', KEYS[3], KEYS[1]) return 1",
+                    key,
+                    [String::new(), String::new()],
+                )
+                .await?;
+            Ok(())
         })
     }
 

@@ -89,7 +89,7 @@ pub(crate) async fn interrupt_running() {
             })
             .await;
         if let Err(error) = ended {
-            tracing::error!(error = %error.message, "could not mark a task interrupted");
+            tracing::error!(%error, "could not mark a task interrupted");
         }
     }
 }
@@ -214,6 +214,43 @@ fn iso(ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(ms)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Why a task could not be read or changed.
+enum TaskError {
+    Store(StoreError),
+    /// A record this server did not write (another version's, or damaged).
+    Unreadable(String),
+}
+
+impl From<StoreError> for TaskError {
+    fn from(error: StoreError) -> Self {
+        TaskError::Store(error)
+    }
+}
+
+impl std::fmt::Display for TaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaskError::Store(error) => error.fmt(f),
+            TaskError::Unreadable(why) => write!(f, "a task record is unreadable: {why}"),
+        }
+    }
+}
+
+impl From<TaskError> for McpError {
+    fn from(error: TaskError) -> Self {
+        match error {
+            TaskError::Store(error) => store_error(&error),
+            TaskError::Unreadable(why) => {
+                McpError::internal_error(format!("a task record is unreadable: {why}"), None)
+            }
+        }
+    }
+}
+
+fn parse(body: &str) -> Result<Record, TaskError> {
+    serde_json::from_str(body).map_err(|e| TaskError::Unreadable(e.to_string()))
 }
 
 fn not_found() -> McpError {
@@ -344,29 +381,27 @@ impl McpServer {
 
     /// Reads a task as it stands; one whose run's process stopped renewing its lease is
     /// `failed` from then on.
-    async fn read_task(&self, key: &IdempotencyKey) -> Result<Option<Record>, McpError> {
-        let store = self.store().map_err(|e| store_error(&e))?;
-        let Some(found) = store.read_record(key).await.map_err(|e| store_error(&e))? else {
+    async fn read_task(&self, key: &IdempotencyKey) -> Result<Option<Record>, TaskError> {
+        let Some(found) = self.store()?.read_record(key).await? else {
             return Ok(None);
         };
-        let record: Record = serde_json::from_str(&found.body).map_err(|e| {
-            McpError::internal_error(format!("a task record is unreadable: {e}"), None)
-        })?;
+        let record = parse(&found.body)?;
         if !record.lapsed(now_ms()) {
             return Ok(Some(record));
         }
+        let mut ended_here = false;
         let ended = self
             .change_task(key, |record| {
-                if !record.lapsed(now_ms()) {
-                    return false;
+                ended_here = record.lapsed(now_ms());
+                if ended_here {
+                    let why = "The server running this task stopped before it ended.";
+                    record.error = Some(rpc_error(why));
+                    record.end(Status::Failed, Some(why.to_owned()));
                 }
-                let why = "The server running this task stopped before it ended.";
-                record.error = Some(rpc_error(why));
-                record.end(Status::Failed, Some(why.to_owned()));
-                true
+                ended_here
             })
             .await?;
-        if ended.as_ref().is_some_and(|r| r.status == Status::Failed) {
+        if ended_here {
             self.count_task(Status::Failed);
         }
         Ok(ended)
@@ -378,22 +413,18 @@ impl McpServer {
         &self,
         key: &IdempotencyKey,
         mut change: impl FnMut(&mut Record) -> bool,
-    ) -> Result<Option<Record>, McpError> {
-        let store = self.store().map_err(|e| store_error(&e))?;
+    ) -> Result<Option<Record>, TaskError> {
+        let store = self.store()?;
         loop {
-            let Some(found) = store.read_record(key).await.map_err(|e| store_error(&e))? else {
+            let Some(found) = store.read_record(key).await? else {
                 return Ok(None);
             };
-            let mut record: Record = serde_json::from_str(&found.body).map_err(|e| {
-                McpError::internal_error(format!("a task record is unreadable: {e}"), None)
-            })?;
+            let mut record = parse(&found.body)?;
             if !change(&mut record) {
                 return Ok(Some(record));
             }
             let body = serde_json::to_string(&record).expect("records serialize");
-            let replaced = (store.replace_record(key, found.version, body).await)
-                .map_err(|e| store_error(&e))?;
-            if replaced {
+            if store.replace_record(key, found.version, body).await? {
                 return Ok(Some(record));
             }
         }
@@ -500,7 +531,7 @@ impl McpServer {
             Some(outcome) => {
                 let ended = self.end_round(&key, &holder, outcome, &round, &line);
                 if let Err(error) = ended.await {
-                    tracing::error!(error = %error.message, "a task's end could not be recorded");
+                    tracing::error!(%error, "a task's end could not be recorded");
                 }
             }
             None => {
@@ -551,13 +582,15 @@ impl McpServer {
                 // The store is out of reach: the run goes on, and the lease holds as long as
                 // it was renewed; if it lapses, others see the task failed, and so will this.
                 Err(error) => {
-                    tracing::warn!(error = %error.message, "could not renew a task's lease")
+                    tracing::warn!(%error, "could not renew a task's lease")
                 }
             }
         }
     }
 
-    /// Writes what a round came to: asks park the task, anything else ends it.
+    /// Writes what a round came to (see [`write_end`](Self::write_end)); an end the store
+    /// has no room for (a result past its byte budget) is written as a failure that says so,
+    /// so the task still ends.
     async fn end_round(
         &self,
         key: &IdempotencyKey,
@@ -565,7 +598,38 @@ impl McpServer {
         outcome: CallOutcome,
         round: &Round,
         line: &Line,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), TaskError> {
+        let ended = self.write_end(key, holder, outcome, round, line).await;
+        if let Err(TaskError::Store(StoreError::Full)) = ended {
+            let why = "The task's result is larger than the store may keep \
+                       (OXP_IDEMPOTENCY_MAX_BYTES).";
+            let ended = self
+                .change_task(key, |record| {
+                    if !record.held_by(holder) {
+                        return false;
+                    }
+                    record.error = Some(rpc_error(why));
+                    record.end(Status::Failed, Some(why.to_owned()));
+                    true
+                })
+                .await?;
+            if ended.is_some() {
+                self.count_task(Status::Failed);
+            }
+            return Ok(());
+        }
+        ended
+    }
+
+    /// Writes what a round came to: asks park the task, anything else ends it.
+    async fn write_end(
+        &self,
+        key: &IdempotencyKey,
+        holder: &str,
+        outcome: CallOutcome,
+        round: &Round,
+        line: &Line,
+    ) -> Result<(), TaskError> {
         let (cancelled, progress) = (line.cancellation.is_cancelled(), line.progress());
         let asks = (super::failed(&outcome) && round.unsupported().is_none())
             .then(|| round.next().map(|ledger| (ledger, round.asked())))
