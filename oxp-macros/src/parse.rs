@@ -243,7 +243,7 @@ fn flag(meta: &ParseNestedMeta, key: &str, errors: &mut Errors) -> syn::Result<O
 }
 
 /// `tags = ["math", "billing"]`, `scopes = ["files:write"]`: a list of strings.
-fn string_list(
+pub(crate) fn string_list(
     meta: &ParseNestedMeta,
     key: &str,
     example: &str,

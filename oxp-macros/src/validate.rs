@@ -201,16 +201,7 @@ fn check_hints(args: &Args, errors: &mut Errors) {
         }
         seen.push(value);
     }
-    let mut seen: Vec<String> = Vec::new();
-    for scope in &args.scopes {
-        let value = scope.value();
-        if let Some(problem) = crate::rules::scope_problem(&value) {
-            errors.error(scope.span(), problem);
-        } else if seen.contains(&value) {
-            errors.error(scope.span(), format!("the scope `{value}` is listed twice"));
-        }
-        seen.push(value);
-    }
+    check_scopes(&args.scopes, errors);
     for example in &args.examples {
         match serde_json::from_str::<serde_json::Value>(&example.value()) {
             Err(error) => errors.error(
@@ -318,5 +309,19 @@ fn timeout_ms(args: &Args, errors: &mut Errors) -> Option<u64> {
             );
             None
         }
+    }
+}
+
+/// `scopes = [..]` of a tool, a resource or a prompt: each an RFC 6749 scope token, none twice.
+pub fn check_scopes(scopes: &[syn::LitStr], errors: &mut Errors) {
+    let mut seen: Vec<String> = Vec::new();
+    for scope in scopes {
+        let value = scope.value();
+        if let Some(problem) = crate::rules::scope_problem(&value) {
+            errors.error(scope.span(), problem);
+        } else if seen.contains(&value) {
+            errors.error(scope.span(), format!("the scope `{value}` is listed twice"));
+        }
+        seen.push(value);
     }
 }

@@ -919,6 +919,11 @@ impl RegistryBuilder {
     }
 }
 
+/// The first of `scopes` (a tool's, a resource's or a prompt's) that is no scope token, and why.
+pub(crate) fn scopes_problem(scopes: &[&str]) -> Option<String> {
+    scopes.iter().find_map(|scope| rules::scope_problem(scope))
+}
+
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
 /// descriptors made by hand or from a crate version, by the same [`rules`] in the same words.
 fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
@@ -935,9 +940,7 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     ))?;
     check(rules::version_problem(descriptor.version))?;
     check(rules::description_problem(descriptor.description))?;
-    for scope in descriptor.scopes {
-        check(rules::scope_problem(scope))?;
-    }
+    check(scopes_problem(descriptor.scopes))?;
     let version: ToolVersion = descriptor
         .version
         .parse()

@@ -47,7 +47,8 @@ fn push_items(registry: &Registry, grant: &Grant, body: &mut String) {
 }
 
 /// The `403 insufficient_scope` for a caller whose grant lacks some of `tool_scopes`, naming
-/// every scope the request needs: those every request needs, and the tool's.
+/// every scope the request needs: those every request needs, and the tool's (the resource's,
+/// the prompt's).
 fn missing_scope(
     state: &AppState,
     grant: &Grant,
@@ -123,15 +124,19 @@ pub(super) async fn playground_page() -> Response {
 
 /// Each tool's hints by id, for the playground's badges, confirmation and examples: written
 /// once, when the router is built.
-pub(super) async fn playground_hints(State(state): State<Arc<AppState>>) -> Response {
-    json_bytes(StatusCode::OK, state.playground_hints.clone())
-}
-
-/// The body [`playground_hints`] answers with.
-pub(super) fn playground_hints_json(registry: &crate::registry::Registry) -> axum::body::Bytes {
-    let hints: serde_json::Map<String, serde_json::Value> = registry
+/// `GET /playground/hints`: what the playground shows beside each tool, for the tools the
+/// caller's scopes reach (those `GET /tools` lists it).
+pub(super) async fn playground_hints(
+    State(state): State<Arc<AppState>>,
+    grant: Option<axum::Extension<Grant>>,
+) -> Response {
+    let grant = grant.map(|g| g.0).unwrap_or_default();
+    let hints: serde_json::Map<String, serde_json::Value> = state
+        .pipeline
+        .registry()
         .tools()
         .iter()
+        .filter(|tool| grant.allows(tool.descriptor().scopes))
         .map(|tool| {
             let h = tool.hints();
             let value = serde_json::json!({
@@ -147,7 +152,7 @@ pub(super) fn playground_hints_json(registry: &crate::registry::Registry) -> axu
             (tool.id().to_owned(), value)
         })
         .collect();
-    serde_json::to_vec(&hints).expect("JSON serializes").into()
+    json_response(StatusCode::OK, &Value::Object(hints))
 }
 
 /// `GET /metrics` on the server's own port, behind its authentication.
@@ -393,35 +398,71 @@ pub(super) async fn whole_body(
 #[derive(Clone)]
 pub(super) struct Mount(pub(super) String);
 
-/// MCP's `tools/call` of a tool the caller's scopes do not reach: the `403` here, at the HTTP
-/// level where MCP's authorization spec puts it, before the front reads the request.
+/// MCP's `tools/call` of a tool, `resources/read` of a resource, `prompts/get` of a prompt (or
+/// `completion/complete` of one of their arguments) the caller's scopes do not reach: the
+/// `403` here, at the HTTP level where MCP's authorization spec puts it, before the front
+/// reads the request.
 fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Option<Response> {
     if *grant == Grant::All {
         return None;
     }
     let message: Value = serde_json::from_slice(body).ok()?;
-    // A batch (2025-03-26) is refused whole for any call in it the caller may not make.
+    // A batch (2025-03-26) is refused whole for any request in it the caller may not make.
     let messages = match &message {
         Value::Array(batch) => batch.iter().collect(),
         single => vec![single],
     };
+    let registry = state.pipeline.registry();
     let mut needed: Vec<&str> = Vec::new();
     for message in messages {
-        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-            continue;
-        }
-        let Some(name) = message.pointer("/params/name").and_then(Value::as_str) else {
-            continue;
-        };
-        // MCP names the latest version by its wire name and older ones `<wire name>__v1_0_0`;
-        // every version under the name counts, so no version is reached with fewer scopes.
-        for tool in state.pipeline.registry().tools() {
-            let named = name
-                .strip_prefix(tool.name())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
-            if named {
-                needed.extend(tool.descriptor().scopes.iter().copied());
+        let param = |pointer: &str| message.pointer(pointer).and_then(Value::as_str);
+        match message.get("method").and_then(Value::as_str) {
+            Some("tools/call") => {
+                let Some(name) = param("/params/name") else {
+                    continue;
+                };
+                // MCP names the latest version by its wire name and older ones
+                // `<wire name>__v1_0_0`; every version under the name counts, so no version is
+                // reached with fewer scopes.
+                for tool in registry.tools() {
+                    let named = name
+                        .strip_prefix(tool.name())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
+                    if named {
+                        needed.extend(tool.descriptor().scopes.iter().copied());
+                    }
+                }
             }
+            Some("resources/read") => {
+                if let Some((resource, _)) =
+                    param("/params/uri").and_then(|uri| registry.resolve_resource(uri))
+                {
+                    needed.extend(resource.descriptor().scopes.iter().copied());
+                }
+            }
+            Some("prompts/get") => {
+                if let Some(prompt) = param("/params/name").and_then(|name| registry.prompt(name)) {
+                    needed.extend(prompt.descriptor().scopes.iter().copied());
+                }
+            }
+            // Completion offers values of what it completes: the same scopes as using it.
+            Some("completion/complete") => {
+                let scopes = match param("/params/ref/type") {
+                    Some("ref/prompt") => param("/params/ref/name")
+                        .and_then(|name| registry.prompt(name))
+                        .map(|prompt| prompt.descriptor().scopes),
+                    Some("ref/resource") => param("/params/ref/uri").and_then(|uri| {
+                        registry
+                            .resources()
+                            .iter()
+                            .find(|r| r.descriptor().uri == uri)
+                            .map(|r| r.descriptor().scopes)
+                    }),
+                    _ => None,
+                };
+                needed.extend(scopes.unwrap_or_default().iter().copied());
+            }
+            _ => {}
         }
     }
     needed.sort_unstable();

@@ -670,20 +670,18 @@ impl Server {
         if let Some(url) = &self.public_url {
             browsers.origins.push(Browsers::origin_of(url));
         }
-        let hints = if self.playground {
-            handlers::playground_hints_json(self.pipeline.registry())
-        } else {
-            axum::body::Bytes::new()
-        };
         #[cfg(feature = "oauth")]
         let oauth_metadata = self.auth.oauth_verifier().map(|oauth| {
-            // What a caller is told it may ask for: the scopes every call needs, and each tool's.
+            // What a caller is told it may ask for: the scopes every call needs, and each
+            // tool's, resource's and prompt's.
             let mut scopes: Vec<String> = oauth.config().required_scopes().to_vec();
-            for tool in self.pipeline.registry().tools() {
-                for scope in tool.descriptor().scopes {
-                    if !scopes.iter().any(|s| s == scope) {
-                        scopes.push((*scope).to_owned());
-                    }
+            let registry = self.pipeline.registry();
+            let each = (registry.tools().iter().map(|t| t.descriptor().scopes))
+                .chain(registry.resources().iter().map(|r| r.descriptor().scopes))
+                .chain(registry.prompts().iter().map(|p| p.descriptor().scopes));
+            for scope in each.flatten() {
+                if !scopes.iter().any(|s| s == scope) {
+                    scopes.push((*scope).to_owned());
                 }
             }
             if let Some(metrics) = self.pipeline.metrics_handle() {
@@ -700,7 +698,6 @@ impl Server {
         let oauth_metadata = None;
         Arc::new(AppState {
             oauth_metadata,
-            playground_hints: hints,
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
@@ -748,6 +745,4 @@ struct AppState {
     public_check_url: Option<String>,
     /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
     oauth_metadata: Option<[axum::body::Bytes; 2]>,
-    /// `GET /playground/hints`'s body, made once (empty when the playground is off).
-    playground_hints: axum::body::Bytes,
 }
