@@ -1204,6 +1204,72 @@ async fn scopes_hide_and_refuse_resources_and_prompts_as_tools() {
         )
         .await;
     assert!(reader.body.get("Files.Write@1.0.0").is_none(), "{reader:?}");
+
+    // The playground's resources and prompts: the same lists, the same refusals.
+    let get = |path: &str, token: &str| {
+        oxp.client
+            .get(format!("{}/playground/{path}", oxp.base))
+            .bearer_auth(token)
+    };
+    let post = |path: &str, token: &str, body: Value| {
+        oxp.client
+            .post(format!("{}/playground/{path}", oxp.base))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let names = |reply: &Reply, list: &str, key: &str| -> Vec<String> {
+        reply.body[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}: {reply:?}"))
+            .iter()
+            .map(|item| item[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = oxp.send(get("resources", &plain)).await;
+    assert_eq!(names(&listed, "resources", "uri"), ["about://server"]);
+    assert!(names(&listed, "templates", "uri").is_empty());
+    let listed = oxp.send(get("resources", &full)).await;
+    assert_eq!(names(&listed, "templates", "uri"), ["audit://{day}"]);
+    let prompts = oxp.send(get("prompts", &plain)).await;
+    assert_eq!(names(&prompts, "prompts", "name"), ["hello"]);
+    let refused = oxp
+        .send(post(
+            "resources/read",
+            &plain,
+            json!({"uri": "audit://playground-refused"}),
+        ))
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused
+            .challenge
+            .unwrap()
+            .contains("error=\"insufficient_scope\", scope=\"tools audit:read\"")
+    );
+    let refused = oxp
+        .send(post(
+            "prompts/get",
+            &plain,
+            json!({"name": "merge_review", "arguments": {"diff": "playground-refused"}}),
+        ))
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    let ran = AUDITS.lock().unwrap().clone();
+    assert!(
+        !ran.iter().any(|r| r.contains("playground-refused")),
+        "{ran:?}"
+    );
+    let read = oxp
+        .send(post(
+            "resources/read",
+            &full,
+            json!({"uri": "audit://friday"}),
+        ))
+        .await;
+    assert_eq!(
+        read.body["contents"][0]["text"], "friday: quiet",
+        "{read:?}"
+    );
 }
 
 /// The deployment's scope hierarchy: a token granting `files:admin` is granted `files:write`,

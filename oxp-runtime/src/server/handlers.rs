@@ -15,7 +15,7 @@ use super::dialect::{self, DEFAULT_SCHEMA};
 use super::respond::{
     answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
 };
-use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, PLAYGROUND, Principal};
+use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, Principal};
 use crate::call::CallMeta;
 use crate::registry::Registry;
 
@@ -49,7 +49,7 @@ fn push_items(registry: &Registry, grant: &Grant, body: &mut String) {
 /// The `403 insufficient_scope` for a caller whose grant lacks some of `tool_scopes`, naming
 /// every scope the request needs: those every request needs, and the tool's (the resource's,
 /// the prompt's).
-fn missing_scope(
+pub(super) fn missing_scope(
     state: &AppState,
     grant: &Grant,
     tool_scopes: &[&str],
@@ -107,52 +107,6 @@ pub(super) async fn authenticate(
         }
         Err(error) => refused(error, request.uri().path()),
     }
-}
-
-pub(super) async fn playground_page() -> Response {
-    let mut response = response(StatusCode::OK, "text/html; charset=utf-8", PLAYGROUND);
-    let headers = response.headers_mut();
-    // Everything the page needs is inline; it talks only to this server.
-    headers.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
-        ),
-    );
-    response
-}
-
-/// Each tool's hints by id, for the playground's badges, confirmation and examples: written
-/// once, when the router is built.
-/// `GET /playground/hints`: what the playground shows beside each tool, for the tools the
-/// caller's scopes reach (those `GET /tools` lists it).
-pub(super) async fn playground_hints(
-    State(state): State<Arc<AppState>>,
-    grant: Option<axum::Extension<Grant>>,
-) -> Response {
-    let grant = grant.map(|g| g.0).unwrap_or_default();
-    let hints: serde_json::Map<String, serde_json::Value> = state
-        .pipeline
-        .registry()
-        .tools()
-        .iter()
-        .filter(|tool| grant.allows(tool.descriptor().scopes))
-        .map(|tool| {
-            let h = tool.hints();
-            let value = serde_json::json!({
-                "title": h.title,
-                "read_only": h.read_only,
-                "destructive": h.destructive,
-                "idempotent": h.idempotent,
-                "open_world": h.open_world,
-                "tags": h.tags,
-                "examples": tool.examples(),
-                "deprecated": h.deprecated,
-            });
-            (tool.id().to_owned(), value)
-        })
-        .collect();
-    json_response(StatusCode::OK, &Value::Object(hints))
 }
 
 /// `GET /metrics` on the server's own port, behind its authentication.
@@ -289,7 +243,7 @@ pub(super) fn call_tool(
 }
 
 /// What the pipeline needs to know of a call besides its body.
-fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
+pub(super) fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
     CallMeta {
         // Only an authenticated principal scopes idempotency; `None` is "anonymous".
         principal: parts

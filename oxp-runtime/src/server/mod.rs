@@ -25,6 +25,7 @@ mod guard;
 mod handlers;
 mod hs256;
 mod listen;
+mod playground;
 mod respond;
 
 use std::sync::Arc;
@@ -41,8 +42,7 @@ use crate::call::Pipeline;
 use crate::registry::Registry;
 use browsers::{Browsers, LOOPBACK_HOSTS};
 use handlers::{
-    authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed,
-    not_found, playground_hints, playground_page,
+    authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed, not_found,
 };
 
 /// The default cap on a request body.
@@ -396,8 +396,11 @@ impl Server {
 
     /// Serves the playground page at `GET /`: pick a tool, fill a form built from its input
     /// schema, call it, see the value, the tool error or the 400/422 with the offending fields,
-    /// and the exact request, response and a curl command. The page itself holds no data; its
-    /// calls go through the server's authentication like any other. Off by default; `serve()`
+    /// and the exact request, response and a curl command; read a resource, or fill a prompt's
+    /// arguments and see its messages (through the playground's own routes under
+    /// `/playground/`, since OXP 1.0 has no resources or prompts). The page itself holds no
+    /// data; its requests go through the server's authentication like any other, and show a
+    /// caller only what its scopes reach. Off by default; `serve()`
     /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
     ///
     /// ```
@@ -604,9 +607,21 @@ impl Server {
             .route("/tools/call", axum::routing::post(call_tool))
             .route("/authorization/{check_id}", get(check_authorization));
         // What the playground shows beside each tool (OXP's definitions have no room for it),
-        // behind the same authentication as the list.
+        // and the resources and prompts OXP has no place for, behind the same authentication
+        // as the list.
         let protected = if playground {
-            protected.route("/playground/hints", get(playground_hints))
+            protected
+                .route("/playground/hints", get(playground::hints))
+                .route("/playground/resources", get(playground::resources))
+                .route(
+                    "/playground/resources/read",
+                    axum::routing::post(playground::read_resource),
+                )
+                .route("/playground/prompts", get(playground::prompts))
+                .route(
+                    "/playground/prompts/get",
+                    axum::routing::post(playground::get_prompt),
+                )
         } else {
             protected
         };
@@ -652,7 +667,7 @@ impl Server {
             open
         };
         let open = if playground {
-            open.route("/", get(playground_page))
+            open.route("/", get(playground::page))
         } else {
             open
         };
