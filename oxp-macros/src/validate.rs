@@ -37,7 +37,13 @@ enum Origin {
 /// whole either way (the fallback expansion needs none of it, but the checks run once).
 pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) -> Identity {
     let (toolkit, name, version) = (toolkit(args), name(args, tool, name_span), version(args));
-    check(&toolkit, &name, &version, name_span, errors);
+    let exact = args.wire_name.is_some();
+    check(&toolkit, &name, &version, exact, name_span, errors);
+    if let Some(wire_name) = &args.wire_name {
+        if let Some(problem) = rules::exact_wire_name_problem(&wire_name.value()) {
+            errors.error(wire_name.span(), problem);
+        }
+    }
     check_description(tool, name_span, errors);
     check_requirements(args, errors);
     check_hints(args, errors);
@@ -107,13 +113,21 @@ fn version(args: &Args) -> Field {
     )
 }
 
-fn check(toolkit: &Field, name: &Field, version: &Field, name_span: Span, errors: &mut Errors) {
+fn check(
+    toolkit: &Field,
+    name: &Field,
+    version: &Field,
+    exact: bool,
+    name_span: Span,
+    errors: &mut Errors,
+) {
     let segments = [("toolkit", toolkit), ("name", name)].map(|(kind, field)| {
         let problem = rules::segment_problem(kind, &field.value);
         report(field, problem.as_deref(), kind, errors)
     });
-    // A wire name made of broken segments has already been reported.
-    if segments.iter().all(|ok| *ok) {
+    // A wire name made of broken segments has already been reported; an exact one is checked
+    // on its own.
+    if segments.iter().all(|ok| *ok) && !exact {
         if let Some(problem) = rules::wire_name_problem(&toolkit.value, &name.value) {
             let span = match name.origin {
                 Origin::Written(span) => span,

@@ -349,6 +349,7 @@ impl<'de> serde::Deserializer<'de> for Missing {
 pub const FALLBACK: ToolDescriptor = ToolDescriptor {
     toolkit: "",
     name: "",
+    wire_name: None,
     version: "0.0.0",
     description: "",
     user_id: false,
