@@ -111,6 +111,19 @@ async fn g9_every_response_carries_oxp_version() {
         (keyed(Method::GET, "/no/such/route"), 404),
         (keyed(Method::DELETE, "/tools/call"), 405),
         (oxp.request(Method::POST, "/health"), 405),
+        // The playground's routes are behind it too.
+        (oxp.request(Method::GET, "/playground/resources"), 401),
+        (keyed(Method::GET, "/playground/resources"), 200),
+        (keyed(Method::GET, "/playground/prompts"), 200),
+        (
+            keyed(Method::POST, "/playground/resources/read").json(&json!({"uri": "no://such"})),
+            404,
+        ),
+        (
+            oxp.request(Method::POST, "/playground/prompts/get")
+                .json(&json!({"name": "none"})),
+            401,
+        ),
         (keyed(Method::GET, "/authorization/unknown"), 404),
         (keyed(Method::GET, "/authorization/%FF"), 404),
         // MCP answers in its own terms (406 without its Accept header); the header is there.

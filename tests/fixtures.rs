@@ -2,6 +2,24 @@
 
 use oxp_runtime::{Registry, RegistryBuilder, ToolContext, ToolError, tool};
 
+#[cfg(doctest)]
+#[doc = include_str!("readme_authors.md")]
+pub struct ReadmeAuthors;
+
+#[cfg(test)]
+mod readme {
+    /// README's "What authors ask" shows the block `readme_authors.md` compiles, word for word.
+    #[test]
+    fn readme_shows_the_compiled_example() {
+        let compiled = include_str!("readme_authors.md");
+        let block = &compiled[compiled.find("```rust").expect("a rust block")..];
+        assert!(
+            include_str!("../README.md").contains(block),
+            "README's example under \"What authors ask\" differs from tests/readme_authors.md"
+        );
+    }
+}
+
 /// Every fixture tool, for a registry or a server under test.
 pub fn all_tools() -> RegistryBuilder {
     [

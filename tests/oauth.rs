@@ -25,7 +25,7 @@ use oxp_runtime::call::Pipeline;
 use oxp_runtime::mcp::McpServer;
 use oxp_runtime::oauth::{OAuth, Setting};
 use oxp_runtime::server::{Server, ServerAuth};
-use oxp_runtime::{Registry, tool};
+use oxp_runtime::{Registry, prompt, resource, tool};
 use ring::rand::SystemRandom;
 use ring::signature::{self, KeyPair};
 use serde_json::{Value, json};
@@ -60,6 +60,59 @@ async fn read(
 #[tool(toolkit = "Files", version = "1.0.0", user_id)]
 async fn whoami(ctx: &oxp_runtime::ToolContext) -> String {
     ctx.user_id().unwrap_or_default().to_owned()
+}
+
+/// The audit days read: a refused read must not be among them.
+static AUDITS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// One day of the audit log.
+#[resource(uri = "audit://{day}", scopes = ["audit:read"])]
+fn audit(
+    /// The day.
+    #[complete(days)]
+    day: String,
+) -> String {
+    AUDITS.lock().unwrap().push(day.clone());
+    format!("{day}: quiet")
+}
+
+/// Days of the audit log, offered as completions.
+fn days(typed: &str) -> Vec<String> {
+    ["monday", "tuesday"]
+        .into_iter()
+        .filter(|d| d.starts_with(typed))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Who may write where.
+#[resource(uri = "acl://files", scopes = ["audit:read", "files:write"])]
+fn acl() -> String {
+    AUDITS.lock().unwrap().push("acl".into());
+    "alice: /tmp".into()
+}
+
+/// What the server is.
+#[resource(uri = "about://server")]
+fn about() -> String {
+    "a file server".into()
+}
+
+/// Review a change before it is merged.
+#[prompt(scopes = ["code:review"])]
+fn merge_review(
+    /// The change.
+    #[complete(days)]
+    diff: String,
+) -> String {
+    AUDITS.lock().unwrap().push(format!("review {diff}"));
+    format!("Review this change: {diff}")
+}
+
+/// Say hello.
+#[prompt]
+fn hello() -> String {
+    "Say hello.".into()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -369,11 +422,17 @@ impl Oxp {
             .tool(write::TOOL)
             .tool(read::TOOL)
             .tool(whoami::TOOL)
+            .resource(audit::RESOURCE)
+            .resource(acl::RESOURCE)
+            .resource(about::RESOURCE)
+            .prompt(merge_review::PROMPT)
+            .prompt(hello::PROMPT)
             .build()
             .unwrap();
         let pipeline = Pipeline::new(registry);
         let server = Server::from_pipeline(pipeline.clone())
             .auth(auth)
+            .playground(true)
             .nest("/mcp", McpServer::new(pipeline).into_router());
         let task = tokio::spawn(async move {
             server
@@ -832,7 +891,8 @@ async fn protected_resource_metadata_is_public_and_names_what_aud_is_checked_aga
             json!({
                 "resource": resource,
                 "authorization_servers": [provider.issuer()],
-                "scopes_supported": ["tools", "files:write"],
+                // Every request's, then each tool's, resource's and prompt's.
+                "scopes_supported": ["tools", "files:write", "audit:read", "code:review"],
                 "bearer_methods_supported": ["header"],
             }),
             "{path}"
@@ -959,6 +1019,257 @@ async fn scopes_filter_lists_and_refuse_calls_with_403() {
         .await;
     assert_eq!(no_tools.status, 403);
     assert!(no_tools.challenge.unwrap().contains("scope=\"tools\""));
+}
+
+/// `#[resource(scopes)]` and `#[prompt(scopes)]` mean what a tool's do: a caller finds only
+/// what its scopes reach in `resources/list`, `resources/templates/list` and `prompts/list`; a
+/// read, a get or a completion outside them is a 403 naming every scope needed (every
+/// request's and the resource's or prompt's), and the fn does not run; with the scopes all is
+/// served. The playground's hints list the tools `GET /tools` lists, no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_hide_and_refuse_resources_and_prompts_as_tools() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let oxp = Oxp::start(&provider, |o| o).await;
+    let token = |scope: &str| key.token(&claims(&provider, &oxp, scope));
+    let (plain, full) = (
+        token("tools"),
+        token("tools audit:read files:write code:review"),
+    );
+    let rpc = |id: u32, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let listed = |reply: &Reply, list: &str, key: &str| -> Vec<String> {
+        reply.body["result"][list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}: {reply:?}"))
+            .iter()
+            .map(|item| item[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (token, resources, templates, prompts) in [
+        (&plain, vec!["about://server"], vec![], vec!["hello"]),
+        (
+            &full,
+            vec!["about://server", "acl://files"],
+            vec!["audit://{day}"],
+            vec!["hello", "merge_review"],
+        ),
+    ] {
+        let reply = oxp.mcp(token, rpc(1, "resources/list", json!({}))).await;
+        let mut uris = listed(&reply, "resources", "uri");
+        uris.retain(|uri| !uri.starts_with("skill://"));
+        assert_eq!(uris, resources);
+        let reply = oxp
+            .mcp(token, rpc(2, "resources/templates/list", json!({})))
+            .await;
+        assert_eq!(
+            listed(&reply, "resourceTemplates", "uriTemplate"),
+            templates
+        );
+        let reply = oxp.mcp(token, rpc(3, "prompts/list", json!({}))).await;
+        assert_eq!(listed(&reply, "prompts", "name"), prompts);
+    }
+
+    let refused = [
+        (
+            rpc(4, "resources/read", json!({"uri": "audit://refused"})),
+            "tools audit:read",
+        ),
+        (
+            rpc(5, "resources/read", json!({"uri": "acl://files"})),
+            "tools audit:read files:write",
+        ),
+        (
+            rpc(
+                6,
+                "prompts/get",
+                json!({"name": "merge_review", "arguments": {"diff": "refused"}}),
+            ),
+            "tools code:review",
+        ),
+        (
+            rpc(
+                7,
+                "completion/complete",
+                json!({
+                "ref": {"type": "ref/resource", "uri": "audit://{day}"},
+                "argument": {"name": "day", "value": "mo"}}),
+            ),
+            "tools audit:read",
+        ),
+        (
+            rpc(
+                8,
+                "completion/complete",
+                json!({
+                "ref": {"type": "ref/prompt", "name": "merge_review"},
+                "argument": {"name": "diff", "value": "tu"}}),
+            ),
+            "tools code:review",
+        ),
+    ];
+    for (request, needed) in &refused {
+        let reply = oxp.mcp(&plain, request.clone()).await;
+        assert_eq!(reply.status, 403, "{request}: {reply:?}");
+        let challenge = reply.challenge.as_deref().unwrap();
+        assert!(
+            challenge.starts_with(&format!(
+                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", error=\"insufficient_scope\", scope=\"{needed}\"",
+                oxp.base
+            )),
+            "{request}: {challenge}"
+        );
+    }
+    let ran = AUDITS.lock().unwrap().clone();
+    assert!(
+        !ran.iter().any(|r| r.contains("refused") || r == "acl"),
+        "a refused read or get ran: {ran:?}"
+    );
+    // A token short of only one of a resource's scopes is refused too.
+    let half = token("tools audit:read");
+    let reply = oxp.mcp(&half, refused[1].0.clone()).await;
+    assert_eq!(reply.status, 403, "{reply:?}");
+
+    // With the scopes, each is served.
+    let served = [
+        (
+            rpc(9, "resources/read", json!({"uri": "audit://monday"})),
+            "/result/contents/0/text",
+            "monday: quiet",
+        ),
+        (
+            rpc(10, "resources/read", json!({"uri": "acl://files"})),
+            "/result/contents/0/text",
+            "alice: /tmp",
+        ),
+        (
+            rpc(
+                11,
+                "prompts/get",
+                json!({"name": "merge_review", "arguments": {"diff": "+1"}}),
+            ),
+            "/result/messages/0/content/text",
+            "Review this change: +1",
+        ),
+        (
+            rpc(
+                12,
+                "completion/complete",
+                json!({
+                "ref": {"type": "ref/resource", "uri": "audit://{day}"},
+                "argument": {"name": "day", "value": "mo"}}),
+            ),
+            "/result/completion/values/0",
+            "monday",
+        ),
+    ];
+    for (request, pointer, expected) in served {
+        let reply = oxp.mcp(&full, request.clone()).await;
+        assert_eq!(reply.status, 200, "{request}: {reply:?}");
+        assert_eq!(
+            reply.body.pointer(pointer),
+            Some(&json!(expected)),
+            "{request}: {reply:?}"
+        );
+    }
+    // What no scope guards is served to every caller.
+    let reply = oxp
+        .mcp(
+            &plain,
+            rpc(13, "resources/read", json!({"uri": "about://server"})),
+        )
+        .await;
+    assert_eq!(
+        reply.body.pointer("/result/contents/0/text"),
+        Some(&json!("a file server"))
+    );
+
+    // The playground's hints: the tools `GET /tools` lists, no more.
+    for token in [&plain, &full] {
+        let hints = oxp
+            .send(
+                oxp.client
+                    .get(format!("{}/playground/hints", oxp.base))
+                    .bearer_auth(token),
+            )
+            .await;
+        let mut ids: Vec<String> = hints.body.as_object().unwrap().keys().cloned().collect();
+        ids.sort();
+        assert_eq!(ids, oxp.list(token).await.tool_ids());
+    }
+    let reader = oxp
+        .send(
+            oxp.client
+                .get(format!("{}/playground/hints", oxp.base))
+                .bearer_auth(&plain),
+        )
+        .await;
+    assert!(reader.body.get("Files.Write@1.0.0").is_none(), "{reader:?}");
+
+    // The playground's resources and prompts: the same lists, the same refusals.
+    let get = |path: &str, token: &str| {
+        oxp.client
+            .get(format!("{}/playground/{path}", oxp.base))
+            .bearer_auth(token)
+    };
+    let post = |path: &str, token: &str, body: Value| {
+        oxp.client
+            .post(format!("{}/playground/{path}", oxp.base))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let names = |reply: &Reply, list: &str, key: &str| -> Vec<String> {
+        reply.body[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}: {reply:?}"))
+            .iter()
+            .map(|item| item[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = oxp.send(get("resources", &plain)).await;
+    assert_eq!(names(&listed, "resources", "uri"), ["about://server"]);
+    assert!(names(&listed, "templates", "uri").is_empty());
+    let listed = oxp.send(get("resources", &full)).await;
+    assert_eq!(names(&listed, "templates", "uri"), ["audit://{day}"]);
+    let prompts = oxp.send(get("prompts", &plain)).await;
+    assert_eq!(names(&prompts, "prompts", "name"), ["hello"]);
+    let refused = oxp
+        .send(post(
+            "resources/read",
+            &plain,
+            json!({"uri": "audit://playground-refused"}),
+        ))
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused
+            .challenge
+            .unwrap()
+            .contains("error=\"insufficient_scope\", scope=\"tools audit:read\"")
+    );
+    let refused = oxp
+        .send(post(
+            "prompts/get",
+            &plain,
+            json!({"name": "merge_review", "arguments": {"diff": "playground-refused"}}),
+        ))
+        .await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    let ran = AUDITS.lock().unwrap().clone();
+    assert!(
+        !ran.iter().any(|r| r.contains("playground-refused")),
+        "{ran:?}"
+    );
+    let read = oxp
+        .send(post(
+            "resources/read",
+            &full,
+            json!({"uri": "audit://friday"}),
+        ))
+        .await;
+    assert_eq!(
+        read.body["contents"][0]["text"], "friday: quiet",
+        "{read:?}"
+    );
 }
 
 /// The deployment's scope hierarchy: a token granting `files:admin` is granted `files:write`,

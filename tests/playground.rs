@@ -9,7 +9,10 @@ use std::process::Command;
 
 use harness::Oxp;
 use oxp_runtime::app::ServerConfig;
+use oxp_runtime::prompt::Message;
 use oxp_runtime::server::Server;
+use oxp_runtime::{ToolError, prompt, resource};
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn the_page_is_served_when_on_and_absent_when_off() {
@@ -37,6 +40,163 @@ async fn the_page_is_served_when_on_and_absent_when_off() {
     };
     assert!(config("127.0.0.1:8000").playground);
     assert!(!config("0.0.0.0:8000").playground);
+}
+
+/// The settings, as a fixed resource.
+#[resource(uri = "config://app", mime_type = "application/json")]
+fn settings() -> &'static str {
+    r#"{"theme": "dark"}"#
+}
+
+/// A numbered page of a book.
+#[resource(uri = "book://{page}", title = "A page")]
+fn page(
+    /// The page's number.
+    page: u32,
+) -> Result<String, ToolError> {
+    if page == 0 {
+        return Err(ToolError::new("Pages start at 1."));
+    }
+    Ok(format!("page {page}"))
+}
+
+/// Review some code.
+#[prompt(title = "Code review")]
+fn review(
+    /// The code.
+    code: String,
+    /// What to look at.
+    focus: Option<String>,
+) -> Vec<Message> {
+    vec![
+        Message::user(format!(
+            "Review for {}:\n{code}",
+            focus.unwrap_or("bugs".into())
+        )),
+        Message::assistant("Send it."),
+    ]
+}
+
+/// The playground's own routes for what OXP 1.0 has no place for: the resources and prompts
+/// listed with what the page needs to fill them, read and rendered through the pipeline, and
+/// every way one can fail answered in the page's terms.
+#[tokio::test]
+async fn resources_and_prompts_are_listed_read_and_rendered_for_the_page() {
+    let registry = oxp_tests::all_tools()
+        .resource(settings::RESOURCE)
+        .resource(page::RESOURCE)
+        .prompt(review::PROMPT)
+        .build()
+        .unwrap();
+    let oxp = Oxp::start(Server::new(registry).playground(true)).await;
+    let post = |path: &str, body: Value| {
+        oxp.request(reqwest::Method::POST, &format!("/playground/{path}"))
+            .json(&body)
+    };
+
+    let listed = oxp.get("/playground/resources").await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(
+        listed.body,
+        json!({
+            "resources": [{"uri": "config://app", "name": "settings", "title": null,
+                           "description": "The settings, as a fixed resource.",
+                           "mime_type": "application/json", "parameters": []}],
+            "templates": [{"uri": "book://{page}", "name": "page", "title": "A page",
+                           "description": "A numbered page of a book.", "mime_type": null,
+                           "parameters": [{"name": "page", "description": "The page's number.", "required": true}]}],
+        })
+    );
+    let prompts = oxp.get("/playground/prompts").await;
+    assert_eq!(
+        prompts.body["prompts"][0]["arguments"],
+        json!([
+            {"name": "code", "description": "The code.", "required": true},
+            {"name": "focus", "description": "What to look at.", "required": false},
+        ])
+    );
+
+    let read = oxp
+        .send(post("resources/read", json!({"uri": "book://7"})))
+        .await;
+    assert_eq!(
+        read.body,
+        json!({"contents": [{"uri": "book://7", "mimeType": "text/plain", "text": "page 7"}]})
+    );
+    let fixed = oxp
+        .send(post("resources/read", json!({"uri": "config://app"})))
+        .await;
+    assert_eq!(fixed.body["contents"][0]["text"], r#"{"theme": "dark"}"#);
+    let rendered = oxp
+        .send(post(
+            "prompts/get",
+            json!({"name": "review", "arguments": {"code": "fn f() {}"}}),
+        ))
+        .await;
+    assert_eq!(
+        rendered.body,
+        json!({
+            "description": "Review some code.",
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Review for bugs:\nfn f() {}"}},
+                {"role": "assistant", "content": {"type": "text", "text": "Send it."}},
+            ],
+        })
+    );
+
+    // Each failure in the page's terms: what is not there 404, an argument 400, the
+    // function's own error 200 with it, a body that is not an object 400.
+    let cases = [
+        (
+            post("resources/read", json!({"uri": "book://x/y"})),
+            404,
+            "No resource serves `book://x/y`.",
+        ),
+        (
+            post("resources/read", json!({"uri": "book://seven"})),
+            400,
+            "seven",
+        ),
+        (
+            post("resources/read", json!({})),
+            400,
+            "Name the resource to read",
+        ),
+        (
+            post("prompts/get", json!({"name": "review"})),
+            400,
+            "the argument `code` is required",
+        ),
+        (
+            post("prompts/get", json!({"name": "nope"})),
+            404,
+            "No prompt is named `nope`.",
+        ),
+        (
+            post("prompts/get", json!({"name": "review", "arguments": ["x"]})),
+            400,
+            "`arguments` is an object",
+        ),
+        (
+            post("prompts/get", json!([1])),
+            400,
+            "The body must be a JSON object.",
+        ),
+    ];
+    for (request, status, message) in cases {
+        let reply = oxp.send(request).await;
+        assert_eq!(reply.status, status, "{reply:?}");
+        let said = reply.body["message"].as_str().unwrap_or_default();
+        assert!(said.contains(message), "{said:?} lacks {message:?}");
+    }
+    let failed = oxp
+        .send(post("resources/read", json!({"uri": "book://0"})))
+        .await;
+    assert_eq!(failed.status, 200);
+    assert_eq!(
+        failed.body,
+        json!({"error": {"message": "Pages start at 1."}})
+    );
 }
 
 #[test]
@@ -68,7 +228,15 @@ fn the_page_works_in_a_real_browser() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    for step in ["value: ok", "422 field error: ok", "retry hint: ok"] {
+    for step in [
+        "value: ok",
+        "422 field error: ok",
+        "retry hint: ok",
+        "hints and examples: ok",
+        "destructive confirmation: ok",
+        "resources: ok",
+        "prompts: ok",
+    ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
     assert!(screenshot.exists());

@@ -154,6 +154,71 @@ fn wire_name_collisions_are_rejected() {
     );
 }
 
+/// Greets, under an exact wire name.
+#[tool(
+    toolkit = "Hello",
+    name = "Greet",
+    wire_name = "greet",
+    version = "1.0.0"
+)]
+fn greet_1() {}
+
+/// Greets, a newer version that forgot the wire name.
+#[tool(toolkit = "Hello", name = "Greet", version = "2.0.0")]
+fn greet_2() {}
+
+/// Waves, under the name `greet` another tool has.
+#[tool(
+    toolkit = "Hello",
+    name = "Wave",
+    wire_name = "greet",
+    version = "1.0.0"
+)]
+fn wave() {}
+
+/// An exact wire name is the tool's name everywhere; two tools cannot share one, and the
+/// versions of one tool cannot differ in it, each said at start-up naming both.
+#[test]
+fn an_exact_wire_name_is_unique_and_shared_by_every_version() {
+    let registry = Registry::builder().tool(greet_1::TOOL).build().unwrap();
+    let tool = registry.resolve_wire_name("greet").unwrap();
+    assert_eq!(tool.id(), "Hello.Greet@1.0.0");
+    assert_eq!(registry.resolve("Hello.Greet").unwrap().name(), "greet");
+    let collision = Registry::builder()
+        .tool(greet_1::TOOL)
+        .tool(wave::TOOL)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        collision.contains("`Hello.Greet` and `Hello.Wave`")
+            && collision.contains("share the wire name `greet`"),
+        "{collision}"
+    );
+    let versions = Registry::builder()
+        .tool(greet_1::TOOL)
+        .tool(greet_2::TOOL)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        versions.contains("`Hello.Greet@2.0.0` has the wire name `Hello_Greet` but `Hello.Greet@1.0.0` has `greet`"),
+        "{versions}"
+    );
+    // Written by hand, a bad one is caught as the attribute would have.
+    static SPACED: oxp_runtime::ToolDescriptor = oxp_runtime::ToolDescriptor {
+        wire_name: Some("two words"),
+        ..*greet_1::TOOL
+    };
+    let error = Registry::builder().tool(&SPACED).build().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("`two words` cannot be a wire name"),
+        "{error}"
+    );
+}
+
 #[test]
 fn invalid_versions_names_and_descriptions_are_caught_at_build_time() {
     // The macro rejects these when they are literals; a descriptor built another way (or a

@@ -213,6 +213,10 @@ fn glue(
         quote!(#oxp::AuthorizationSpec { id: #id, scopes: &[#(#scopes),*] })
     });
     let scopes = args.scopes.iter();
+    let wire_name = match &args.wire_name {
+        Some(lit) => quote!(::core::option::Option::Some(#lit)),
+        None => quote!(::core::option::Option::None),
+    };
     let timeout_ms = match timeout_ms {
         Some(ms) => quote!(::core::option::Option::Some(#ms)),
         None => quote!(::core::option::Option::None),
@@ -236,6 +240,7 @@ fn glue(
             const __OXP_TOOL: #oxp::ToolDescriptor = #oxp::ToolDescriptor {
                 toolkit: #toolkit,
                 name: #name,
+                wire_name: #wire_name,
                 version: #version,
                 description: #description,
                 user_id: #user_id,

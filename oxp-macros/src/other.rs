@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! #[resource(uri = "file:///logs/{date}", name = "log", title = "Server log",
-//!            mime_type = "text/plain", timeout_ms = 5000, crate = "my_oxp")]
-//! #[prompt(name = "review", title = "Code review", timeout_ms = 5000, crate = "my_oxp")]
+//!            mime_type = "text/plain", scopes = ["logs:read"], timeout_ms = 5000, crate = "my_oxp")]
+//! #[prompt(name = "review", title = "Code review", scopes = ["code:read"], timeout_ms = 5000,
+//!          crate = "my_oxp")]
 //! ```
 //! A parameter may carry `#[complete(path::to::fn)]`, a `fn(&str) -> Vec<String>` offering
 //! values for what the user typed.
@@ -18,7 +19,7 @@ use syn::{FnArg, LitInt, LitStr};
 
 use crate::errors::Errors;
 use crate::model::{self, Inputs};
-use crate::parse::{skip_value, string, unknown_key_message};
+use crate::parse::{skip_value, string, string_list, unknown_key_message};
 
 #[derive(Clone, Copy, PartialEq)]
 pub enum Kind {
@@ -36,8 +37,16 @@ impl Kind {
 
     fn keys(self) -> &'static [&'static str] {
         match self {
-            Kind::Resource => &["uri", "name", "title", "mime_type", "timeout_ms", "crate"],
-            Kind::Prompt => &["name", "title", "timeout_ms", "crate"],
+            Kind::Resource => &[
+                "uri",
+                "name",
+                "title",
+                "mime_type",
+                "scopes",
+                "timeout_ms",
+                "crate",
+            ],
+            Kind::Prompt => &["name", "title", "scopes", "timeout_ms", "crate"],
         }
     }
 }
@@ -48,6 +57,8 @@ struct Args {
     name: Option<LitStr>,
     title: Option<LitStr>,
     mime_type: Option<LitStr>,
+    /// `scopes = ["files:read"]`: what a caller's OAuth token must grant, as a tool's.
+    scopes: Vec<LitStr>,
     timeout_ms: Option<u64>,
     krate: Option<syn::Path>,
 }
@@ -75,6 +86,9 @@ fn args(kind: Kind, tokens: TokenStream, errors: &mut Errors) -> Args {
             "name" => args.name = string(&meta, &key, "\"review\"", errors)?,
             "title" => args.title = string(&meta, &key, "\"Code review\"", errors)?,
             "mime_type" => args.mime_type = string(&meta, &key, "\"text/markdown\"", errors)?,
+            "scopes" => {
+                args.scopes = string_list(&meta, "scopes", "`scopes = [\"files:read\"]`", errors)?;
+            }
             "timeout_ms" => {
                 let value = meta.value()?;
                 let lit: LitInt = value.parse()?;
@@ -167,6 +181,7 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
     };
     let mut errors = Errors::default();
     let args = args(kind, args_tokens, &mut errors);
+    crate::validate::check_scopes(&args.scopes, &mut errors);
     let completions = take_completions(&mut item, &mut errors);
     let read = model::read(&mut item, &mut errors);
     let oxp = match &args.krate {
@@ -389,6 +404,7 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
         .as_ref()
         .map_or_else(|| fn_name_str.clone(), LitStr::value);
     let title = some_str(&args.title);
+    let scopes = &args.scopes;
     let timeout_ms = match args.timeout_ms {
         Some(ms) => quote!(::core::option::Option::Some(#ms)),
         None => quote!(::core::option::Option::None),
@@ -421,6 +437,7 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
                 title: #title,
                 description: #description,
                 arguments: &[#(#arguments),*],
+                scopes: &[#(#scopes),*],
                 timeout_ms: #timeout_ms,
                 #fields
                 module_path: ::core::module_path!(),

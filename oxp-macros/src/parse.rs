@@ -1,7 +1,7 @@
 //! The strict grammar of `#[tool(...)]`'s arguments.
 //!
 //! ```text
-//! toolkit = "Calculator"      name = "Add"      version = "1.0.0"
+//! toolkit = "Calculator"      name = "Add"      version = "1.0.0"      wire_name = "add"
 //! user_id                     secret = "TWILIO_API_KEY"   (repeatable)
 //! authorization(id = "google", scopes = ["…", "…"])        (repeatable)
 //! timeout_ms = 30000
@@ -21,6 +21,7 @@ use crate::errors::Errors;
 pub const KEYS: &[&str] = &[
     "toolkit",
     "name",
+    "wire_name",
     "version",
     "user_id",
     "secret",
@@ -47,6 +48,8 @@ const AUTHORIZATION_KEYS: &[&str] = &["id", "scopes"];
 pub struct Args {
     pub toolkit: Option<LitStr>,
     pub name: Option<LitStr>,
+    /// `wire_name = "greet"`: the exact name on the wire instead of `Toolkit_Name`.
+    pub wire_name: Option<LitStr>,
     pub version: Option<LitStr>,
     pub user_id: bool,
     pub secrets: Vec<LitStr>,
@@ -103,6 +106,7 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
         match key.as_str() {
             "toolkit" => args.toolkit = string(&meta, &key, "\"Calculator\"", errors)?,
             "name" => args.name = string(&meta, &key, "\"Add\"", errors)?,
+            "wire_name" => args.wire_name = string(&meta, &key, "\"greet\"", errors)?,
             "version" => args.version = string(&meta, &key, "\"1.0.0\"", errors)?,
             "secret" => {
                 if let Some(secret) = string(&meta, &key, "\"TWILIO_API_KEY\"", errors)? {
@@ -247,7 +251,7 @@ fn flag(meta: &ParseNestedMeta, key: &str, errors: &mut Errors) -> syn::Result<O
 }
 
 /// `tags = ["math", "billing"]`, `scopes = ["files:write"]`: a list of strings.
-fn string_list(
+pub(crate) fn string_list(
     meta: &ParseNestedMeta,
     key: &str,
     example: &str,

@@ -59,6 +59,29 @@ pub fn wire_name_problem(toolkit: &str, name: &str) -> Option<String> {
     })
 }
 
+/// An exact wire name (`wire_name = "greet"`), unless it is 1 to [`MAX_NAME_LEN`] letters,
+/// digits, `_` and `-`: what OXP's `name`, MCP and every model provider accept.
+pub fn exact_wire_name_problem(value: &str) -> Option<String> {
+    let usable = value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if value.is_empty() {
+        Some("a wire name cannot be empty: leave `wire_name` out for `Toolkit_Name`, or write one, e.g. `wire_name = \"greet\"`".to_owned())
+    } else if !usable {
+        Some(format!(
+            "`{}` cannot be a wire name: use only letters, digits, `_` and `-`, e.g. `wire_name = \"greet\"`",
+            value.escape_debug()
+        ))
+    } else if value.len() > MAX_NAME_LEN {
+        Some(format!(
+            "the wire name `{value}` is {} characters; OXP and model providers allow {MAX_NAME_LEN}: shorten it",
+            value.len()
+        ))
+    } else {
+        None
+    }
+}
+
 /// The version `value`, unless it is `x.y.z`.
 pub fn version_problem(value: &str) -> Option<String> {
     (!is_version(value)).then(|| {

@@ -37,7 +37,13 @@ enum Origin {
 /// whole either way (the fallback expansion needs none of it, but the checks run once).
 pub fn identity(args: &Args, tool: &Tool, name_span: Span, errors: &mut Errors) -> Identity {
     let (toolkit, name, version) = (toolkit(args), name(args, tool, name_span), version(args));
-    check(&toolkit, &name, &version, name_span, errors);
+    let exact = args.wire_name.is_some();
+    check(&toolkit, &name, &version, exact, name_span, errors);
+    if let Some(wire_name) = &args.wire_name {
+        if let Some(problem) = rules::exact_wire_name_problem(&wire_name.value()) {
+            errors.error(wire_name.span(), problem);
+        }
+    }
     check_description(tool, name_span, errors);
     check_requirements(args, errors);
     check_hints(args, errors);
@@ -108,13 +114,21 @@ fn version(args: &Args) -> Field {
     )
 }
 
-fn check(toolkit: &Field, name: &Field, version: &Field, name_span: Span, errors: &mut Errors) {
+fn check(
+    toolkit: &Field,
+    name: &Field,
+    version: &Field,
+    exact: bool,
+    name_span: Span,
+    errors: &mut Errors,
+) {
     let segments = [("toolkit", toolkit), ("name", name)].map(|(kind, field)| {
         let problem = rules::segment_problem(kind, &field.value);
         report(field, problem.as_deref(), kind, errors)
     });
-    // A wire name made of broken segments has already been reported.
-    if segments.iter().all(|ok| *ok) {
+    // A wire name made of broken segments has already been reported; an exact one is checked
+    // on its own.
+    if segments.iter().all(|ok| *ok) && !exact {
         if let Some(problem) = rules::wire_name_problem(&toolkit.value, &name.value) {
             let span = match name.origin {
                 Origin::Written(span) => span,
@@ -202,16 +216,7 @@ fn check_hints(args: &Args, errors: &mut Errors) {
         }
         seen.push(value);
     }
-    let mut seen: Vec<String> = Vec::new();
-    for scope in &args.scopes {
-        let value = scope.value();
-        if let Some(problem) = crate::rules::scope_problem(&value) {
-            errors.error(scope.span(), problem);
-        } else if seen.contains(&value) {
-            errors.error(scope.span(), format!("the scope `{value}` is listed twice"));
-        }
-        seen.push(value);
-    }
+    check_scopes(&args.scopes, errors);
     for example in &args.examples {
         match serde_json::from_str::<serde_json::Value>(&example.value()) {
             Err(error) => errors.error(
@@ -334,5 +339,19 @@ fn timeout_ms(args: &Args, errors: &mut Errors) -> Option<u64> {
             );
             None
         }
+    }
+}
+
+/// `scopes = [..]` of a tool, a resource or a prompt: each an RFC 6749 scope token, none twice.
+pub fn check_scopes(scopes: &[syn::LitStr], errors: &mut Errors) {
+    let mut seen: Vec<String> = Vec::new();
+    for scope in scopes {
+        let value = scope.value();
+        if let Some(problem) = crate::rules::scope_problem(&value) {
+            errors.error(scope.span(), problem);
+        } else if seen.contains(&value) {
+            errors.error(scope.span(), format!("the scope `{value}` is listed twice"));
+        }
+        seen.push(value);
     }
 }

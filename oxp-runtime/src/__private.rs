@@ -350,6 +350,7 @@ impl<'de> serde::Deserializer<'de> for Missing {
 pub const FALLBACK: ToolDescriptor = ToolDescriptor {
     toolkit: "",
     name: "",
+    wire_name: None,
     version: "0.0.0",
     description: "",
     user_id: false,
@@ -418,6 +419,7 @@ pub const FALLBACK_RESOURCE: ResourceDescriptor = ResourceDescriptor {
     description: "",
     mime_type: None,
     arguments: &[],
+    scopes: &[],
     timeout_ms: None,
     read: Invoke::Blocking(fallback_invoke),
     module_path: "",
@@ -432,6 +434,7 @@ pub const FALLBACK_PROMPT: PromptDescriptor = PromptDescriptor {
     title: None,
     description: "",
     arguments: &[],
+    scopes: &[],
     timeout_ms: None,
     get: Invoke::Blocking(fallback_invoke),
     module_path: "",

@@ -138,6 +138,9 @@ pub struct ToolDescriptor {
     pub toolkit: &'static str,
     /// The tool's name within the toolkit (`Add`).
     pub name: &'static str,
+    /// The exact name on the wire (`wire_name = "greet"`): OXP's `name`, MCP's tool name and
+    /// the models' function name; `None` for `Toolkit_Name`.
+    pub wire_name: Option<&'static str>,
     /// `x.y.z`.
     pub version: &'static str,
     /// The fn's doc comment.

@@ -879,6 +879,18 @@ impl RegistryBuilder {
                     at: tool.descriptor.location(),
                 });
             }
+            // Every version of a tool goes by one name (MCP names the older ones after it).
+            if let Some(&first) = by_path.get(&path).and_then(|versions| versions.first())
+                && tools[first].name != tool.name
+            {
+                problems.push(RegistryProblem::Invalid {
+                    at: tool.descriptor.location(),
+                    what: format!(
+                        "`{path}@{}` has the wire name `{}` but `{path}@{}` has `{}`: every version of a tool goes by one wire name, so give each the same `wire_name`",
+                        tool.version, tool.name, tools[first].version, tools[first].name
+                    ),
+                });
+            }
             by_path.entry(path).or_default().push(i);
         }
         if !problems.is_empty() {
@@ -919,6 +931,11 @@ impl RegistryBuilder {
     }
 }
 
+/// The first of `scopes` (a tool's, a resource's or a prompt's) that is no scope token, and why.
+pub(crate) fn scopes_problem(scopes: &[&str]) -> Option<String> {
+    scopes.iter().find_map(|scope| rules::scope_problem(scope))
+}
+
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
 /// descriptors made by hand or from a crate version, by the same [`rules`] in the same words.
 fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
@@ -929,20 +946,21 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     let check = |found: Option<String>| found.map_or(Ok(()), |what| Err(problem(what)));
     check(rules::segment_problem("toolkit", descriptor.toolkit))?;
     check(rules::segment_problem("name", descriptor.name))?;
-    check(rules::wire_name_problem(
-        descriptor.toolkit,
-        descriptor.name,
-    ))?;
+    check(match descriptor.wire_name {
+        Some(exact) => rules::exact_wire_name_problem(exact),
+        None => rules::wire_name_problem(descriptor.toolkit, descriptor.name),
+    })?;
     check(rules::version_problem(descriptor.version))?;
     check(rules::description_problem(descriptor.description))?;
-    for scope in descriptor.scopes {
-        check(rules::scope_problem(scope))?;
-    }
+    check(scopes_problem(descriptor.scopes))?;
     let version: ToolVersion = descriptor
         .version
         .parse()
         .map_err(|e: ParseError| problem(e.to_string()))?;
-    let wire_name = format!("{}_{}", descriptor.toolkit, descriptor.name);
+    let wire_name = descriptor.wire_name.map_or_else(
+        || format!("{}_{}", descriptor.toolkit, descriptor.name),
+        str::to_owned,
+    );
     let description = descriptor.description.trim();
     let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
     let schema_problem = |error: schema::SchemaError| RegistryProblem::Schema {

@@ -131,6 +131,10 @@ pub struct ResourceDescriptor {
     pub mime_type: Option<&'static str>,
     /// The template's parameters, in the fn's order.
     pub arguments: &'static [Argument],
+    /// OAuth scopes a caller's access token must grant to see and read it
+    /// (`scopes = ["files:read"]`), as a tool's `scopes`: callers without them do not find it
+    /// in `resources/list` or `resources/templates/list`, and a read is answered `403 insufficient_scope`.
+    pub scopes: &'static [&'static str],
     /// Its own time limit, overriding the server's default (`timeout_ms = …`).
     pub timeout_ms: Option<u64>,
     /// Reads it: the glue takes `{"uri": "…", "arguments": {"name": "value"}}` and returns
@@ -214,6 +218,10 @@ pub struct PromptDescriptor {
     pub description: &'static str,
     /// Its arguments, in the fn's order.
     pub arguments: &'static [Argument],
+    /// OAuth scopes a caller's access token must grant to see and render it
+    /// (`scopes = ["files:read"]`), as a tool's `scopes`: callers without them do not find it
+    /// in `prompts/list`, and a get is answered `403 insufficient_scope`.
+    pub scopes: &'static [&'static str],
     /// Its own time limit, overriding the server's default (`timeout_ms = …`).
     pub timeout_ms: Option<u64>,
     /// Renders it: the glue takes `{"arguments": {"name": "value"}}` and returns the
@@ -532,7 +540,9 @@ pub(crate) fn register_resources(
             )));
             continue;
         }
-        if let Some(what) = crate::rules::description_problem(descriptor.description) {
+        let problem = crate::rules::description_problem(descriptor.description)
+            .or_else(|| crate::registry::scopes_problem(descriptor.scopes));
+        if let Some(what) = problem {
             problems.push(invalid(what));
             continue;
         }
@@ -572,6 +582,7 @@ pub(crate) fn register_prompts(
             Some("a prompt needs a name: `#[prompt(name = \"review\")]`".to_owned())
         } else {
             crate::rules::description_problem(descriptor.description)
+                .or_else(|| crate::registry::scopes_problem(descriptor.scopes))
         };
         if let Some(what) = problem {
             problems.push(RegistryProblem::Invalid {
@@ -827,6 +838,33 @@ mod tests {
         let fixed = Template::parse("config://app").unwrap();
         assert!(fixed.matches("config://app").unwrap().is_empty());
         assert!(fixed.matches("config://apps").is_none());
+    }
+
+    /// Scopes written by hand (not through the attribute, which checks them as it compiles)
+    /// are checked at start-up by the tool's rule, in its words.
+    #[test]
+    fn a_malformed_scope_of_a_resource_or_prompt_is_a_start_up_error() {
+        static RESOURCE: ResourceDescriptor = ResourceDescriptor {
+            uri: "audit://all",
+            description: "The audit log.",
+            scopes: &["audit read"],
+            ..crate::__private::FALLBACK_RESOURCE
+        };
+        static PROMPT: PromptDescriptor = PromptDescriptor {
+            name: "review",
+            description: "Review a change.",
+            scopes: &[""],
+            ..crate::__private::FALLBACK_PROMPT
+        };
+        let resource = crate::Registry::builder().resource(&RESOURCE).build();
+        let message = resource.unwrap_err().to_string();
+        assert!(
+            message.contains("the scope `audit read` holds ' '"),
+            "{message}"
+        );
+        let prompt = crate::Registry::builder().prompt(&PROMPT).build();
+        let message = prompt.unwrap_err().to_string();
+        assert!(message.contains("a scope cannot be empty"), "{message}");
     }
 
     #[test]

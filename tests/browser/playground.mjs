@@ -80,6 +80,46 @@ try {
   await page.waitForSelector("#result.success", { timeout: 5000 });
   console.log("destructive confirmation: ok");
 
+  // Resources: the fixed one is read as it is; the template's parameter fills its URI.
+  await page.click('nav button[data-resource="doorbell://all"]');
+  await page.click("#read");
+  await page.waitForSelector("#result.success .resource-text", { timeout: 5000 });
+  const all = JSON.parse(await page.textContent("#result .resource-text"));
+  if (JSON.stringify(all) !== '["doorbell42","doorbell84"]') fail("doorbell://all read " + JSON.stringify(all));
+  await page.click('nav button[data-resource="doorbell://{doorbell_id}/status"]');
+  await page.fill('[data-param="doorbell_id"]', "doorbell42");
+  const uri = await page.textContent("#resource-uri");
+  if (uri !== "doorbell://doorbell42/status") fail(`the template's URI is "${uri}"`);
+  await page.click("#read");
+  await page.waitForSelector("#result.success .resource-text", { timeout: 5000 });
+  const status = JSON.parse(await page.textContent("#result .resource-text"));
+  if (status.battery !== "ok" || status.doorbell !== "doorbell42") fail("the status read " + JSON.stringify(status));
+  if (!(await page.textContent("#request-json")).includes("doorbell://doorbell42/status")) fail("no request shown");
+  // The function's own error is shown as its error.
+  await page.fill('[data-param="doorbell_id"]', "doorbell7");
+  await page.click("#read");
+  await page.waitForSelector("#result.tool-error", { timeout: 5000 });
+  const readError = await page.textContent("#result");
+  if (!readError.includes("No doorbell doorbell7")) fail(`the read's error is "${readError}"`);
+  console.log("resources: ok");
+
+  // A prompt: its arguments filled, its messages shown by role.
+  await page.click('nav button[data-prompt="greet_visitor"]');
+  const promptHeading = await page.textContent("#tool h2");
+  if (!promptHeading.startsWith("Greet a visitor")) fail(`the prompt's heading is "${promptHeading}"`);
+  await page.fill('[data-arg="name"]', "Ada");
+  await page.click("#get-prompt");
+  await page.waitForSelector("#messages .message.user", { timeout: 5000 });
+  const said = await page.textContent("#messages .message.user .text");
+  if (!said.includes("welcome Ada")) fail(`the prompt's message is "${said}"`);
+  // A required argument left empty: the server's 400 names it.
+  await page.fill('[data-arg="name"]', "");
+  await page.click("#get-prompt");
+  await page.waitForSelector("#result.invalid", { timeout: 5000 });
+  const missing = await page.textContent("#result");
+  if (!missing.includes("`name` is required")) fail(`a missing argument shows "${missing}"`);
+  console.log("prompts: ok");
+
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log("screenshot: " + screenshot);
 } finally {

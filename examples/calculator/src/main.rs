@@ -74,6 +74,12 @@ fn doorbell_ids(typed: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every doorbell this example knows, as a resource MCP clients (and the playground) read.
+#[resource(uri = "doorbell://all", mime_type = "application/json")]
+fn doorbells() -> String {
+    oxp_runtime::serde_json::json!(doorbell_ids("")).to_string()
+}
+
 /// A doorbell's status, as a resource MCP clients read.
 #[resource(
     uri = "doorbell://{doorbell_id}/status",

@@ -524,6 +524,17 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
 
 pub use logging::log_layer;
 
+/// What the caller's scopes let it see and use: over HTTP, the grant the OXP server's
+/// authentication left in the request's parts; everything over stdio.
+fn grant_of(context: &RequestContext<RoleServer>) -> crate::principal::Grant {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::principal::Grant>())
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// Whether the client's revision takes any output schema and any structured content
 /// (2026-07-28, SEP-2106), or only objects: the revision its requests carry, or the one it
 /// asked for when it initialized.
@@ -667,12 +678,7 @@ impl ServerHandler for McpServer {
         // Over HTTP, the caller's scopes (left by the OXP server's authentication) filter the
         // list: a tool is shown only to whom may call it. A caller that cannot answer does not
         // see the tools that would ask it and hide.
-        let grant = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::principal::Grant>())
-            .cloned()
-            .unwrap_or_default();
+        let grant = grant_of(&context);
         let answers = self.caller_can_answer(&context);
         let tools: Vec<Tool> = self
             .tools_for(any_output)
@@ -705,11 +711,11 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        let mut list = resources::list(self.pipeline.registry(), self.list_ttl);
-        list.resources
-            .extend(skills::resources(self.pipeline.registry()));
+        let registry = self.pipeline.registry();
+        let mut list = resources::list(registry, &grant_of(&context), self.list_ttl);
+        list.resources.extend(skills::resources(registry));
         Ok(list)
     }
 
@@ -717,10 +723,11 @@ impl ServerHandler for McpServer {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
         Ok(resources::templates(
             self.pipeline.registry(),
+            &grant_of(&context),
             self.list_ttl,
         ))
     }
@@ -775,9 +782,13 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        Ok(prompts::list(self.pipeline.registry(), self.list_ttl))
+        Ok(prompts::list(
+            self.pipeline.registry(),
+            &grant_of(&context),
+            self.list_ttl,
+        ))
     }
 
     /// Renders a prompt through the pipeline.

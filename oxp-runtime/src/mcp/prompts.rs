@@ -15,15 +15,16 @@ use serde_json::{Map, Value};
 
 use crate::ask::{Capability, Round};
 use crate::call::{CallMeta, Front, ReadError};
-use crate::principal::Principal;
+use crate::principal::{Grant, Principal};
 use crate::registry::Registry;
 use crate::signals::CallSignals;
 
-/// Every prompt, with its arguments.
-pub(super) fn list(registry: &Registry, ttl: Duration) -> ListPromptsResult {
+/// Every prompt the caller's scopes reach (as `tools/list` shows tools), with its arguments.
+pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListPromptsResult {
     let prompts = registry
         .prompts()
         .iter()
+        .filter(|prompt| grant.allows(prompt.descriptor().scopes))
         .map(|prompt| {
             let d = prompt.descriptor();
             let arguments: Vec<PromptArgument> = d

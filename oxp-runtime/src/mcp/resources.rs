@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
 use crate::call::{CallMeta, Front, Pipeline, ReadError};
+use crate::principal::Grant;
 use crate::registry::Registry;
 use crate::resource::ResourceDescriptor;
 
@@ -19,12 +20,21 @@ fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The fixed resources.
-pub(super) fn list(registry: &Registry, ttl: Duration) -> ListResourcesResult {
-    let resources = registry
+/// The resources `grant`'s scopes reach, as `tools/list` shows tools.
+fn reachable<'a>(
+    registry: &'a Registry,
+    grant: &'a Grant,
+) -> impl Iterator<Item = &'static ResourceDescriptor> + 'a {
+    registry
         .resources()
         .iter()
         .map(|r| r.descriptor())
+        .filter(|d| grant.allows(d.scopes))
+}
+
+/// The fixed resources the caller's scopes reach.
+pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListResourcesResult {
+    let resources = reachable(registry, grant)
         .filter(|d| !d.is_template())
         .map(|d| {
             let mut resource = Resource::new(d.uri, d.name);
@@ -39,12 +49,13 @@ pub(super) fn list(registry: &Registry, ttl: Duration) -> ListResourcesResult {
         .with_cache_scope(CacheScope::Private)
 }
 
-/// The URI templates.
-pub(super) fn templates(registry: &Registry, ttl: Duration) -> ListResourceTemplatesResult {
-    let templates = registry
-        .resources()
-        .iter()
-        .map(|r| r.descriptor())
+/// The URI templates the caller's scopes reach.
+pub(super) fn templates(
+    registry: &Registry,
+    grant: &Grant,
+    ttl: Duration,
+) -> ListResourceTemplatesResult {
+    let templates = reachable(registry, grant)
         .filter(|d| d.is_template())
         .map(|d| {
             let mut template = ResourceTemplate::new(d.uri, d.name);

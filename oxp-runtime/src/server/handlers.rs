@@ -15,7 +15,7 @@ use super::dialect::{self, DEFAULT_SCHEMA};
 use super::respond::{
     answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
 };
-use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, PLAYGROUND, Principal};
+use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, Principal};
 use crate::call::CallMeta;
 use crate::registry::Registry;
 
@@ -47,8 +47,9 @@ fn push_items(registry: &Registry, grant: &Grant, body: &mut String) {
 }
 
 /// The `403 insufficient_scope` for a caller whose grant lacks some of `tool_scopes`, naming
-/// every scope the request needs: those every request needs, and the tool's.
-fn missing_scope(
+/// every scope the request needs: those every request needs, and the tool's (the resource's,
+/// the prompt's).
+pub(super) fn missing_scope(
     state: &AppState,
     grant: &Grant,
     tool_scopes: &[&str],
@@ -106,48 +107,6 @@ pub(super) async fn authenticate(
         }
         Err(error) => refused(error, request.uri().path()),
     }
-}
-
-pub(super) async fn playground_page() -> Response {
-    let mut response = response(StatusCode::OK, "text/html; charset=utf-8", PLAYGROUND);
-    let headers = response.headers_mut();
-    // Everything the page needs is inline; it talks only to this server.
-    headers.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
-        ),
-    );
-    response
-}
-
-/// Each tool's hints by id, for the playground's badges, confirmation and examples: written
-/// once, when the router is built.
-pub(super) async fn playground_hints(State(state): State<Arc<AppState>>) -> Response {
-    json_bytes(StatusCode::OK, state.playground_hints.clone())
-}
-
-/// The body [`playground_hints`] answers with.
-pub(super) fn playground_hints_json(registry: &crate::registry::Registry) -> axum::body::Bytes {
-    let hints: serde_json::Map<String, serde_json::Value> = registry
-        .tools()
-        .iter()
-        .map(|tool| {
-            let h = tool.hints();
-            let value = serde_json::json!({
-                "title": h.title,
-                "read_only": h.read_only,
-                "destructive": h.destructive,
-                "idempotent": h.idempotent,
-                "open_world": h.open_world,
-                "tags": h.tags,
-                "examples": tool.examples(),
-                "deprecated": h.deprecated,
-            });
-            (tool.id().to_owned(), value)
-        })
-        .collect();
-    serde_json::to_vec(&hints).expect("JSON serializes").into()
 }
 
 /// `GET /metrics` on the server's own port, behind its authentication.
@@ -284,7 +243,7 @@ pub(super) fn call_tool(
 }
 
 /// What the pipeline needs to know of a call besides its body.
-fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
+pub(super) fn call_meta(state: &AppState, parts: &axum::http::request::Parts) -> CallMeta {
     CallMeta {
         // Only an authenticated principal scopes idempotency; `None` is "anonymous".
         principal: parts
@@ -393,35 +352,71 @@ pub(super) async fn whole_body(
 #[derive(Clone)]
 pub(super) struct Mount(pub(super) String);
 
-/// MCP's `tools/call` of a tool the caller's scopes do not reach: the `403` here, at the HTTP
-/// level where MCP's authorization spec puts it, before the front reads the request.
+/// MCP's `tools/call` of a tool, `resources/read` of a resource, `prompts/get` of a prompt (or
+/// `completion/complete` of one of their arguments) the caller's scopes do not reach: the
+/// `403` here, at the HTTP level where MCP's authorization spec puts it, before the front
+/// reads the request.
 fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Option<Response> {
     if *grant == Grant::All {
         return None;
     }
     let message: Value = serde_json::from_slice(body).ok()?;
-    // A batch (2025-03-26) is refused whole for any call in it the caller may not make.
+    // A batch (2025-03-26) is refused whole for any request in it the caller may not make.
     let messages = match &message {
         Value::Array(batch) => batch.iter().collect(),
         single => vec![single],
     };
+    let registry = state.pipeline.registry();
     let mut needed: Vec<&str> = Vec::new();
     for message in messages {
-        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-            continue;
-        }
-        let Some(name) = message.pointer("/params/name").and_then(Value::as_str) else {
-            continue;
-        };
-        // MCP names the latest version by its wire name and older ones `<wire name>__v1_0_0`;
-        // every version under the name counts, so no version is reached with fewer scopes.
-        for tool in state.pipeline.registry().tools() {
-            let named = name
-                .strip_prefix(tool.name())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
-            if named {
-                needed.extend(tool.descriptor().scopes.iter().copied());
+        let param = |pointer: &str| message.pointer(pointer).and_then(Value::as_str);
+        match message.get("method").and_then(Value::as_str) {
+            Some("tools/call") => {
+                let Some(name) = param("/params/name") else {
+                    continue;
+                };
+                // MCP names the latest version by its wire name and older ones
+                // `<wire name>__v1_0_0`; every version under the name counts, so no version is
+                // reached with fewer scopes.
+                for tool in registry.tools() {
+                    let named = name
+                        .strip_prefix(tool.name())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
+                    if named {
+                        needed.extend(tool.descriptor().scopes.iter().copied());
+                    }
+                }
             }
+            Some("resources/read") => {
+                if let Some((resource, _)) =
+                    param("/params/uri").and_then(|uri| registry.resolve_resource(uri))
+                {
+                    needed.extend(resource.descriptor().scopes.iter().copied());
+                }
+            }
+            Some("prompts/get") => {
+                if let Some(prompt) = param("/params/name").and_then(|name| registry.prompt(name)) {
+                    needed.extend(prompt.descriptor().scopes.iter().copied());
+                }
+            }
+            // Completion offers values of what it completes: the same scopes as using it.
+            Some("completion/complete") => {
+                let scopes = match param("/params/ref/type") {
+                    Some("ref/prompt") => param("/params/ref/name")
+                        .and_then(|name| registry.prompt(name))
+                        .map(|prompt| prompt.descriptor().scopes),
+                    Some("ref/resource") => param("/params/ref/uri").and_then(|uri| {
+                        registry
+                            .resources()
+                            .iter()
+                            .find(|r| r.descriptor().uri == uri)
+                            .map(|r| r.descriptor().scopes)
+                    }),
+                    _ => None,
+                };
+                needed.extend(scopes.unwrap_or_default().iter().copied());
+            }
+            _ => {}
         }
     }
     needed.sort_unstable();

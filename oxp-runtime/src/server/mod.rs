@@ -25,6 +25,7 @@ mod guard;
 mod handlers;
 mod hs256;
 mod listen;
+mod playground;
 mod respond;
 
 use std::sync::Arc;
@@ -41,8 +42,7 @@ use crate::call::Pipeline;
 use crate::registry::Registry;
 use browsers::{Browsers, LOOPBACK_HOSTS};
 use handlers::{
-    authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed,
-    not_found, playground_hints, playground_page,
+    authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed, not_found,
 };
 
 /// The default cap on a request body.
@@ -396,8 +396,11 @@ impl Server {
 
     /// Serves the playground page at `GET /`: pick a tool, fill a form built from its input
     /// schema, call it, see the value, the tool error or the 400/422 with the offending fields,
-    /// and the exact request, response and a curl command. The page itself holds no data; its
-    /// calls go through the server's authentication like any other. Off by default; `serve()`
+    /// and the exact request, response and a curl command; read a resource, or fill a prompt's
+    /// arguments and see its messages (through the playground's own routes under
+    /// `/playground/`, since OXP 1.0 has no resources or prompts). The page itself holds no
+    /// data; its requests go through the server's authentication like any other, and show a
+    /// caller only what its scopes reach. Off by default; `serve()`
     /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
     ///
     /// ```
@@ -604,9 +607,21 @@ impl Server {
             .route("/tools/call", axum::routing::post(call_tool))
             .route("/authorization/{check_id}", get(check_authorization));
         // What the playground shows beside each tool (OXP's definitions have no room for it),
-        // behind the same authentication as the list.
+        // and the resources and prompts OXP has no place for, behind the same authentication
+        // as the list.
         let protected = if playground {
-            protected.route("/playground/hints", get(playground_hints))
+            protected
+                .route("/playground/hints", get(playground::hints))
+                .route("/playground/resources", get(playground::resources))
+                .route(
+                    "/playground/resources/read",
+                    axum::routing::post(playground::read_resource),
+                )
+                .route("/playground/prompts", get(playground::prompts))
+                .route(
+                    "/playground/prompts/get",
+                    axum::routing::post(playground::get_prompt),
+                )
         } else {
             protected
         };
@@ -652,7 +667,7 @@ impl Server {
             open
         };
         let open = if playground {
-            open.route("/", get(playground_page))
+            open.route("/", get(playground::page))
         } else {
             open
         };
@@ -670,20 +685,18 @@ impl Server {
         if let Some(url) = &self.public_url {
             browsers.origins.push(Browsers::origin_of(url));
         }
-        let hints = if self.playground {
-            handlers::playground_hints_json(self.pipeline.registry())
-        } else {
-            axum::body::Bytes::new()
-        };
         #[cfg(feature = "oauth")]
         let oauth_metadata = self.auth.oauth_verifier().map(|oauth| {
-            // What a caller is told it may ask for: the scopes every call needs, and each tool's.
+            // What a caller is told it may ask for: the scopes every call needs, and each
+            // tool's, resource's and prompt's.
             let mut scopes: Vec<String> = oauth.config().required_scopes().to_vec();
-            for tool in self.pipeline.registry().tools() {
-                for scope in tool.descriptor().scopes {
-                    if !scopes.iter().any(|s| s == scope) {
-                        scopes.push((*scope).to_owned());
-                    }
+            let registry = self.pipeline.registry();
+            let each = (registry.tools().iter().map(|t| t.descriptor().scopes))
+                .chain(registry.resources().iter().map(|r| r.descriptor().scopes))
+                .chain(registry.prompts().iter().map(|p| p.descriptor().scopes));
+            for scope in each.flatten() {
+                if !scopes.iter().any(|s| s == scope) {
+                    scopes.push((*scope).to_owned());
                 }
             }
             if let Some(metrics) = self.pipeline.metrics_handle() {
@@ -700,7 +713,6 @@ impl Server {
         let oauth_metadata = None;
         Arc::new(AppState {
             oauth_metadata,
-            playground_hints: hints,
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
@@ -748,6 +760,4 @@ struct AppState {
     public_check_url: Option<String>,
     /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
     oauth_metadata: Option<[axum::body::Bytes; 2]>,
-    /// `GET /playground/hints`'s body, made once (empty when the playground is off).
-    playground_hints: axum::body::Bytes,
 }
