@@ -1,8 +1,8 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm, pinned in
 //! `mcp_conformance/package.json`) against `/mcp` of a server whose tools are written with
 //! `#[tool]` under the names the suite calls: the scenarios MCP 2026-07-28 requires
-//! (`--requirements 2026-07-28`), three more on headers and schemas, and the earlier revisions'
-//! scenarios at 2025-11-25. What may fail is listed in `mcp_conformance/expected-failures.yaml`,
+//! (`--requirements 2026-07-28`), three more on headers and schemas, the skills and tasks
+//! extensions', and the earlier revisions' scenarios at 2025-11-25. What may fail is listed in `mcp_conformance/expected-failures.yaml`,
 //! each with its reason (README's table); a listed scenario that passes fails the run too.
 
 #[path = "harness/mod.rs"]
@@ -27,6 +27,20 @@ const MORE: [&str; 6] = [
     "sep-2640-skills-enumeration",
     "sep-2640-skills-manifest",
     "sep-2640-skills-directory",
+];
+
+/// The tasks extension's scenarios (SEP-2663), all but `tasks-status-notifications`, which the
+/// pinned suite leaves a placeholder that skips.
+const TASKS: [&str; 9] = [
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
 ];
 
 /// Earlier revisions' scenarios (run at 2025-11-25): clients of those revisions are most of the
@@ -321,6 +335,121 @@ fn json_schema_tool(oxp_runtime::Input(contact): oxp_runtime::Input<Contact>) ->
     format!("contact {}", contact.name.unwrap_or_default())
 }
 
+// The tasks extension's fixtures (SEP-2663), under the exact names its scenarios call.
+
+/// Greets someone (a tool that is never a task).
+#[tool(
+    toolkit = "test",
+    name = "greet",
+    wire_name = "greet",
+    version = "1.0.0"
+)]
+fn greet(name: String) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes for `seconds`, then answers (a task for a client that declares the extension).
+#[tool(
+    toolkit = "test",
+    name = "slow_compute",
+    wire_name = "slow_compute",
+    version = "1.0.0",
+    task = "optional"
+)]
+async fn slow_compute(seconds: f64, label: Option<String>) -> String {
+    tokio::time::sleep(Duration::from_secs_f64(seconds.max(0.0))).await;
+    format!("computed {}", label.unwrap_or_default())
+}
+
+/// Fails as a tool does, after a moment (only ever a task).
+#[tool(
+    toolkit = "test",
+    name = "failing_job",
+    wire_name = "failing_job",
+    version = "1.0.0",
+    task = "required"
+)]
+async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    Err(ToolError::new("The job failed, as it always does."))
+}
+
+/// Panics after a moment: the task fails with a JSON-RPC error.
+#[tool(
+    toolkit = "test",
+    name = "protocol_error_job",
+    wire_name = "protocol_error_job",
+    version = "1.0.0",
+    task = "optional"
+)]
+async fn protocol_error_job() -> String {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    panic!("the job broke")
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    confirm: bool,
+}
+
+/// Deletes a file once the user confirms, asked inside the task.
+#[tool(
+    toolkit = "test",
+    name = "confirm_delete",
+    wire_name = "confirm_delete",
+    version = "1.0.0",
+    task = "optional"
+)]
+async fn confirm_delete(ctx: &ToolContext, filename: String) -> Result<String, ToolError> {
+    tokio::task::yield_now().await;
+    let Confirm { confirm } = ctx.ask("confirm", &format!("Delete {filename}?"))?;
+    Ok(if confirm {
+        format!("deleted {filename}")
+    } else {
+        format!("kept {filename}")
+    })
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NameAndConfirm {
+    name: String,
+    confirm: bool,
+}
+
+/// Asks two questions at once inside the task.
+#[tool(
+    toolkit = "test",
+    name = "multi_input",
+    wire_name = "multi_input",
+    version = "1.0.0",
+    task = "optional"
+)]
+async fn multi_input(ctx: &ToolContext) -> Result<String, ToolError> {
+    tokio::task::yield_now().await;
+    let first = ctx.ask::<NameAndConfirm>("first", "First input?");
+    let second = ctx.ask::<NameAndConfirm>("second", "Second input?");
+    let (first, second) = (first?, second?);
+    Ok(format!(
+        "{} and {} ({})",
+        first.name,
+        second.name,
+        first.confirm && second.confirm
+    ))
+}
+
+/// Asks the user's name before the task, then greets them as one.
+#[tool(
+    toolkit = "test",
+    name = "tool_with_task",
+    version = "1.0.0",
+    task = "required"
+)]
+async fn tool_with_task(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Name { name } = ctx.ask("user_name", "What is your name?")?;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Ok(format!("Hello, {name}!"))
+}
+
 // The suite's resources, prompts and completion, written with `#[resource]` and `#[prompt]`.
 
 /// A static text resource.
@@ -468,6 +597,13 @@ async fn the_official_mcp_conformance_suite() {
         .tool(streaming_elicitation::TOOL)
         .tool(logging_tool::TOOL)
         .tool(json_schema_tool::TOOL)
+        .tool(greet::TOOL)
+        .tool(slow_compute::TOOL)
+        .tool(failing_job::TOOL)
+        .tool(protocol_error_job::TOOL)
+        .tool(confirm_delete::TOOL)
+        .tool(multi_input::TOOL)
+        .tool(tool_with_task::TOOL)
         .resource(static_text::RESOURCE)
         .resource(static_binary::RESOURCE)
         .resource(template_data::RESOURCE)
@@ -502,7 +638,7 @@ async fn the_official_mcp_conformance_suite() {
         "--expected-failures".into(),
         baseline.clone(),
     ]];
-    for scenario in MORE {
+    for scenario in MORE.into_iter().chain(TASKS) {
         runs.push(vec![
             "--scenario".into(),
             scenario.into(),
