@@ -199,8 +199,8 @@ async fn resources_and_prompts_are_listed_read_and_rendered_for_the_page() {
     );
 }
 
-#[test]
-fn the_page_works_in_a_real_browser() {
+/// Chromium's path, if node, Chromium and playwright-core are all here (else the test skips).
+fn browser() -> Option<String> {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let chromium = std::env::var("OXP_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let node = Command::new("node")
@@ -212,8 +212,17 @@ fn the_page_works_in_a_real_browser() {
         harness::skip(
             "node, Debian's chromium and playwright-core (`apt-get install chromium`, `npm install` in tests/browser)",
         );
-        return;
+        return None;
     }
+    Some(chromium)
+}
+
+#[test]
+fn the_page_works_in_a_real_browser() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(chromium) = browser() else {
+        return;
+    };
     let example = harness::start_example(&[]);
     let screenshot = here.join("../target/playground.png");
     // A screenshot left by an earlier run must not pass for this one's.
@@ -240,4 +249,27 @@ fn the_page_works_in_a_real_browser() {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
     assert!(screenshot.exists());
+}
+
+/// A task tool in the page: called as an MCP task, its status and status message shown while
+/// it runs, cancelled from the page, and a finished one's value shown.
+#[test]
+fn the_page_follows_a_task_in_a_real_browser() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(chromium) = browser() else {
+        return;
+    };
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let output = Command::new("node")
+        .arg(here.join("browser/tasks.mjs"))
+        .arg(&server.base)
+        .env("OXP_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for step in ["running status: ok", "cancel: ok", "result: ok"] {
+        assert!(stdout.contains(step), "{step} missing:\n{stdout}");
+    }
 }

@@ -5,7 +5,7 @@
 //! gets run through the pipeline as MCP's do.
 //!
 //! ```text
-//! GET  /playground/hints            {"<tool id>": {"title", "read_only", …, "examples"}}
+//! GET  /playground/hints            {"<tool id>": {"title", "read_only", …, "examples", "task"}}
 //! GET  /playground/resources        {"resources": [..], "templates": [..]}
 //! POST /playground/resources/read   {"uri"}                → {"contents": [..]}
 //! GET  /playground/prompts          {"prompts": [..]}
@@ -71,6 +71,11 @@ pub(super) async fn hints(State(state): State<Arc<AppState>>, request: Request) 
                 "tags": h.tags,
                 "examples": tool.examples(),
                 "deprecated": h.deprecated,
+                // An MCP task tool: the page calls it over `/mcp` as a task and follows it.
+                "task": h.task.map(|task| match task {
+                    crate::tasks::TaskSupport::Optional => "optional",
+                    crate::tasks::TaskSupport::Required => "required",
+                }),
             });
             (tool.id().to_owned(), value)
         })
