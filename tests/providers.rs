@@ -1084,3 +1084,29 @@ async fn a_pending_input_is_kept_and_resumed_elsewhere() {
     };
     assert_eq!(next.message("to"), Some("To which address?"));
 }
+
+/// Reindexes; only ever a task over MCP.
+#[oxp_runtime::tool(toolkit = "Search", version = "1.0.0", task = "required")]
+async fn reindex(shards: u32) -> String {
+    tokio::task::yield_now().await;
+    format!("reindexed {shards} shards")
+}
+
+/// Provider dispatch has no tasks: a tool that must be a task over MCP is a call like any
+/// other here, its result handed to the model.
+#[tokio::test]
+async fn a_task_tool_is_dispatched_as_a_call() {
+    use oxp_runtime::providers::{Step, ToolCall};
+    let registry = Registry::builder().tool(reindex::TOOL).build().unwrap();
+    let dispatcher = Dispatcher::new(Pipeline::new(registry));
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "Search_Reindex".into(),
+        arguments: Ok(json!({"shards": 3})),
+    };
+    let Step::Done(result) = dispatcher.steps(vec![call]).await.unwrap().remove(0) else {
+        panic!("a task tool asks nothing here");
+    };
+    assert_eq!(result.content, "reindexed 3 shards");
+    assert!(!result.is_error);
+}
