@@ -121,8 +121,8 @@ pub struct McpServer {
     /// The level the client chose with `logging/setLevel`: over stdio, where one process
     /// serves one client; over HTTP a request names its own (2026-07-28) or gets the default.
     log_level: logging::SessionLevel,
-    /// The tasks this server keeps, and the runs it drives.
-    tasks: tasks::Tasks,
+    /// How this server keeps tasks and leases their runs.
+    tasks: tasks::TaskConfig,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -161,7 +161,7 @@ impl McpServer {
             tools: Arc::default(),
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
-            tasks: tasks::Tasks::default(),
+            tasks: tasks::TaskConfig::default(),
         }
     }
 
@@ -178,7 +178,7 @@ impl McpServer {
     /// ```
     #[must_use]
     pub fn tasks(mut self, ttl: Duration, lease: Duration) -> Self {
-        self.tasks.config = tasks::TaskConfig { ttl, lease };
+        self.tasks = tasks::TaskConfig { ttl, lease };
         self
     }
 

@@ -32,7 +32,7 @@ const POLL_INTERVAL_MS: u64 = 1000;
 /// How tasks are kept and run (`OXP_TASK_TTL_MS`, `OXP_LEASE_MS`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TaskConfig {
-    /// How long a task is kept from its creation, by default and at most.
+    /// How long a task is kept from its creation.
     pub(crate) ttl: Duration,
     /// How long a run's lease holds without renewal.
     pub(crate) lease: Duration,
@@ -45,12 +45,6 @@ impl Default for TaskConfig {
             lease: crate::tasks::DEFAULT_LEASE,
         }
     }
-}
-
-/// How a server keeps and runs tasks.
-#[derive(Clone, Default)]
-pub(crate) struct Tasks {
-    pub(crate) config: TaskConfig,
 }
 
 /// A task's round going on in this process.
@@ -444,7 +438,7 @@ impl McpServer {
         let key = Self::task_key(seed.principal.as_deref(), seed.user.clone(), &seed.id);
         let holder = crate::random::uuid_v4().simple();
         let now = now_ms();
-        let ttl = millis(self.tasks.config.ttl);
+        let ttl = millis(self.tasks.ttl);
         let record = Record {
             tool_id: seed.tool_id,
             input: seed.input,
@@ -465,7 +459,7 @@ impl McpServer {
             cancel: false,
             lease: Some(Lease {
                 holder: holder.clone(),
-                until: now + millis(self.tasks.config.lease),
+                until: now + millis(self.tasks.lease),
             }),
         };
         let body = serde_json::to_string(&record).expect("records serialize");
@@ -486,7 +480,10 @@ impl McpServer {
         let mut run = self.round_run(call, seed.principal, &line, round);
         let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
         if let Poll::Ready(outcome) = first {
-            store.remove_record(&key).await?;
+            // The answer is the call's whatever the store says now: the tool has run.
+            if let Err(error) = store.remove_record(&key).await {
+                tracing::warn!(%error, "an unused task record could not be removed");
+            }
             return Ok(Begun::Answered(outcome));
         }
         self.count_task(Status::Working);
@@ -549,10 +546,7 @@ impl McpServer {
     /// Renews the run's lease every beat, hands on a cancellation and the tool's progress;
     /// returns only when the lease is lost.
     async fn heartbeat(&self, key: &IdempotencyKey, holder: &str, line: &Line) {
-        let (lease, beat) = (
-            self.tasks.config.lease,
-            crate::tasks::beat(self.tasks.config.lease),
-        );
+        let (lease, beat) = (self.tasks.lease, crate::tasks::beat(self.tasks.lease));
         loop {
             tokio::time::sleep(beat).await;
             let progress = line.progress();
@@ -714,7 +708,7 @@ impl McpServer {
         principal: Option<String>,
     ) -> Result<(), McpError> {
         let holder = crate::random::uuid_v4().simple();
-        let lease = millis(self.tasks.config.lease);
+        let lease = millis(self.tasks.lease);
         let mut resumed = false;
         let record = self
             .change_task(key, |record| {
