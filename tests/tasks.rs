@@ -482,21 +482,11 @@ async fn a_replica_killed_mid_run_leaves_its_runs_ended_not_repeated() {
     let id = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
     poll_until(&b.base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
     // A call_id run on A, going on when A dies.
-    let oxp_call = json!({"tool_id": "Jobs.Count", "call_id": "long-1",
+    let long = json!({"tool_id": "Jobs.Count", "call_id": "long-1",
         "input": {"steps": 1000, "step_ms": 50}});
-    let client = reqwest::Client::new();
-    let pending = client
-        .post(format!("{}/tools/call", a.base))
-        .json(&oxp_call)
-        .send();
-    let claimed = async {
-        while !redis_has(&redis.1, "oxp:call:9:anonymous:-:long-1:lease") {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
     tokio::select! {
-        _ = pending => panic!("the long run answered"),
-        () = claimed => {}
+        _ = oxp_call(&a.base, &long) => panic!("the long run answered"),
+        () = claimed(&redis.1, "long-1") => {}
     }
     a.child.kill().unwrap();
     a.child.wait().unwrap();
@@ -509,17 +499,9 @@ async fn a_replica_killed_mid_run_leaves_its_runs_ended_not_repeated() {
             .contains("stopped"),
         "{failed}"
     );
-    let retried: Value = client
-        .post(format!("{}/tools/call", b.base))
-        .json(&oxp_call)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let retried = oxp_call(&b.base, &long).await;
     assert!(
-        retried.to_string().contains("stopped before it answered"),
+        retried.contains("stopped before it answered"),
         "the retry is told, not run again: {retried}"
     );
 }
@@ -546,6 +528,35 @@ async fn without_its_store_no_task_is_made() {
         message.contains("unreachable") && message.contains("did not run"),
         "{message}"
     );
+}
+
+/// An OXP `tools/call` of `body` at `base`: the answer's text.
+async fn oxp_call(base: &str, body: &Value) -> String {
+    let reply = reqwest::Client::new()
+        .post(format!("{base}/tools/call"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    reply.text().await.unwrap()
+}
+
+/// Waits until Redis at `url` holds the lease of the `call_id` run `call_id` (an anonymous
+/// caller's), i.e. until the run is claimed and going on.
+async fn claimed(url: &str, call_id: &str) {
+    let lease = format!("oxp:call:9:anonymous:-:{call_id}:lease");
+    while !redis_has(url, &lease) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Sends `signal` (`-STOP`, `-TERM`, …) to `server`'s process.
+fn signal(server: &harness::Example, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
 }
 
 /// Whether Redis at `url` holds `key` (one inline command over RESP).
@@ -579,11 +590,7 @@ async fn a_task_still_running_at_shutdown_is_marked_interrupted() {
     let b = harness::start_server(&binary, &env);
     let id = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
     poll_until(&b.base, &id, 500, |t| t["statusMessage"] == "1/1: holding").await;
-    let stopped = std::process::Command::new("kill")
-        .args(["-TERM", &a.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
+    signal(&a, "-TERM");
     a.child.wait().unwrap();
     let ended = poll_until(&b.base, &id, 500, |t| t["status"] != "working").await;
     assert_eq!(ended["status"], "failed", "{ended}");
@@ -598,18 +605,10 @@ async fn a_task_still_running_at_shutdown_is_marked_interrupted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_oxp_a_task_tool_is_an_ordinary_call() {
     let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
-    let client = reqwest::Client::new();
     let body = json!({"tool_id": "Jobs.Ship", "call_id": "ship-1", "input": {"items": []}});
     let mut answers = Vec::new();
     for _ in 0..2 {
-        let reply = client
-            .post(format!("{}/tools/call", server.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(reply.status(), 200);
-        let answer: Value = reply.json().await.unwrap();
+        let answer: Value = serde_json::from_str(&oxp_call(&server.base, &body).await).unwrap();
         answers.push(answer["value"].as_str().unwrap().to_owned());
     }
     assert!(answers[0].starts_with("shipped  (run 1 of"), "{answers:?}");
@@ -637,25 +636,13 @@ async fn a_call_id_run_longer_than_its_lease_runs_once() {
     );
     let body = json!({"tool_id": "Jobs.Count", "call_id": "long-2",
         "input": {"steps": 20, "step_ms": 50}});
-    let client = reqwest::Client::new();
-    let first = client
-        .post(format!("{}/tools/call", a.base))
-        .json(&body)
-        .send();
-    let first = tokio::spawn(first);
-    while !redis_has(&redis.1, "oxp:call:9:anonymous:-:long-2:lease") {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let retry: Value = client
-        .post(format!("{}/tools/call", b.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let first: Value = first.await.unwrap().unwrap().json().await.unwrap();
+    let first = tokio::spawn({
+        let (base, body) = (a.base.clone(), body.clone());
+        async move { oxp_call(&base, &body).await }
+    });
+    claimed(&redis.1, "long-2").await;
+    let retry: Value = serde_json::from_str(&oxp_call(&b.base, &body).await).unwrap();
+    let first: Value = serde_json::from_str(&first.await.unwrap()).unwrap();
     let a_pid = a.child.id().to_string();
     assert_eq!(
         first["value"],
@@ -681,48 +668,22 @@ async fn a_stalled_replica_does_not_change_an_answer_given() {
     );
     let body = json!({"tool_id": "Jobs.Count", "call_id": "stall-1",
         "input": {"steps": 4, "step_ms": 50}});
-    let client = reqwest::Client::new();
-    let first = tokio::spawn(
-        client
-            .post(format!("{}/tools/call", a.base))
-            .json(&body)
-            .send(),
-    );
+    let first = tokio::spawn({
+        let (base, body) = (a.base.clone(), body.clone());
+        async move { oxp_call(&base, &body).await }
+    });
+    claimed(&redis.1, "stall-1").await;
+    signal(&a, "-STOP");
     let lease = "oxp:call:9:anonymous:-:stall-1:lease";
-    while !redis_has(&redis.1, lease) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let signal = |name: &str| {
-        let sent = std::process::Command::new("kill")
-            .args([name, &a.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
-    signal("-STOP");
     while redis_has(&redis.1, lease) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let retry = |client: reqwest::Client| {
-        let (url, body) = (format!("{}/tools/call", b.base), body.clone());
-        async move {
-            client
-                .post(url)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
-    };
-    let told = retry(client.clone()).await;
+    let told = oxp_call(&b.base, &body).await;
     assert!(told.contains("stopped before it answered"), "{told}");
-    signal("-CONT");
-    let own = first.await.unwrap().unwrap().text().await.unwrap();
+    signal(&a, "-CONT");
+    let own = first.await.unwrap();
     assert_eq!(own, told, "its own caller gets the same one answer");
-    assert_eq!(retry(client).await, told);
+    assert_eq!(oxp_call(&b.base, &body).await, told);
 }
 
 /// With Redis, the budgets bound task records across replicas: past `OXP_IDEMPOTENCY_CAPACITY`
