@@ -194,6 +194,17 @@ async fn the_extension_s_errors_are_the_spec_s() {
     }
     let unknown = get(base, "no-such-task").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    for bad in [json!(7), json!(["t"]), json!(null)] {
+        let (_, answer) = rpc_as(
+            base,
+            None,
+            "tasks/get",
+            json!({"taskId": bad}),
+            json!({"extensions": {TASKS: {}}}),
+        )
+        .await;
+        assert_eq!(answer["error"]["code"], -32602, "{bad}: {answer}");
+    }
     for gone in ["tasks/result", "tasks/list"] {
         let answer = rpc(base, gone, json!({"taskId": "t"})).await;
         assert_eq!(answer["error"]["code"], -32601, "{gone}: {answer}");

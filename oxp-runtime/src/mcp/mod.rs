@@ -809,6 +809,31 @@ impl ServerHandler for McpServer {
         prompts::complete(self.pipeline.registry(), &request)
     }
 
+    /// What rmcp could not read as any request it knows: a tasks method whose params are not
+    /// the extension's shape (a `taskId` that is no string) is invalid params, not an unknown
+    /// method.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, McpError> {
+        let expected = match request.method.as_str() {
+            "tasks/get" | "tasks/cancel" => "`taskId`, a string",
+            "tasks/update" => "`taskId`, a string, and `inputResponses`, an object",
+            _ => {
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    request.method,
+                    None,
+                ));
+            }
+        };
+        Err(McpError::invalid_params(
+            format!("{}'s params must carry {expected}", request.method),
+            None,
+        ))
+    }
+
     async fn get_task(
         &self,
         request: rmcp::model::GetTaskParams,
