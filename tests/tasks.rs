@@ -757,3 +757,33 @@ async fn a_result_past_the_store_s_bytes_fails_its_task() {
         .unwrap();
     assert!(bytes <= 100_000, "{bytes}");
 }
+
+/// Task runs hold places under the concurrency limit as any run: past it, a call that would be a
+/// task is answered at once as temporarily unavailable, and no task is kept for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_runs_count_against_the_concurrency_limit() {
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[("OXP_MAX_CONCURRENT_CALLS", "2")],
+    );
+    let base = &server.base;
+    let held = [
+        task_id(&call(base, "Jobs_Hold", json!({})).await),
+        task_id(&call(base, "Jobs_Hold", json!({})).await),
+    ];
+    let refused = call(base, "Jobs_Count", json!({"steps": 1, "step_ms": 1})).await;
+    assert!(refused["result"].get("taskId").is_none(), "{refused}");
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        text(&refused).contains("temporarily unavailable"),
+        "{refused}"
+    );
+    for id in &held {
+        rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    }
+    for id in &held {
+        poll_until(base, id, 500, status_is("cancelled")).await;
+    }
+    let id = task_id(&call(base, "Jobs_Count", json!({"steps": 1, "step_ms": 1})).await);
+    poll_until(base, &id, 500, status_is("completed")).await;
+}
