@@ -664,11 +664,11 @@ impl ServerHandler for McpServer {
     /// The tool a `tools/call` names, for rmcp's check of the request's standard and
     /// `Mcp-Param-*` headers against its body (SEP-2243).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        // From the list as made once (its schemas are shared, not copied).
-        self.tools_for(true)
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
+        // Found by the registry's index (the list is in the registry's order), from the list
+        // as made once (its schemas are shared, not copied).
+        let tool = self.resolve(name)?;
+        let place = self.pipeline.registry().place_of(tool);
+        self.tools_for(true).get(place).cloned()
     }
 
     /// The fixed resources and each skill's `SKILL.md`, with the caching hints of `tools/list`.
@@ -709,7 +709,8 @@ impl ServerHandler for McpServer {
                     .into());
             }
         }
-        resources::read(&self.pipeline, request, &context)
+        // Boxed, as `tools/call` is: this future would otherwise size every request's.
+        Box::pin(resources::read(&self.pipeline, request, &context))
             .await
             .map(Into::into)
     }
@@ -756,7 +757,8 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        prompts::get(self, request, &context).await
+        // Boxed, as `tools/call` is: this future would otherwise size every request's.
+        Box::pin(prompts::get(self, request, &context)).await
     }
 
     /// Values for a prompt argument or a resource template parameter.
@@ -768,7 +770,21 @@ impl ServerHandler for McpServer {
         prompts::complete(self.pipeline.registry(), &request)
     }
 
-    async fn call_tool(
+    /// Boxed: rmcp spawns a task per request whose future holds the largest of this
+    /// handler's futures, and moves it (into the task, and on each change of the task's
+    /// stage) in every request; this one is the largest by far.
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        Box::pin(self.call(request, context))
+    }
+}
+
+impl McpServer {
+    /// `tools/call`.
+    async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -896,9 +912,7 @@ impl ServerHandler for McpServer {
                 input: Some(input.clone()),
                 context: Some(call_context.clone()),
             };
-            // Boxed: the run is most of this future's size, and rmcp moves the future that
-            // holds this one into a task of its own for every request.
-            let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
+            let outcome = self.run(call, principal.clone(), &round, &context).await?;
             // Only what the client itself declared is asked of it (a relayed confirmation is
             // the model's to carry, below).
             let askable = |next: &crate::seal::Ledger| {
