@@ -789,7 +789,9 @@ impl McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let any_output = takes_any_output(&context);
+        // Read once: each reading parses the revision out of the request's `_meta`.
+        let newest = speaks_2026_07_28(&context);
+        let any_output = newest;
         // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
         // left the caller's principal; over stdio there are none.
         let http = context.extensions.get::<axum::http::request::Parts>();
@@ -829,11 +831,7 @@ impl McpServer {
         let answers = client(Capability::Elicitation);
         if !answers && policy == crate::ask::CannotAsk::Hide {
             self.count(crate::metrics::Fallback::Hidden);
-            return unsupported(
-                Capability::Elicitation,
-                speaks_2026_07_28(&context),
-                &context,
-            );
+            return unsupported(Capability::Elicitation, newest, &context);
         }
         let mut arguments = request.arguments.unwrap_or_default();
         let confirmation = match policy {
@@ -887,7 +885,6 @@ impl McpServer {
         // A round that continues a call runs under the call's own `call_id`: its end is kept,
         // and a replay of any of its rounds gets that answer instead of a second run.
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
-        let newest = speaks_2026_07_28(&context);
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
         let can =
