@@ -48,6 +48,8 @@ work=$root/target/bench
 mkdir -p "$work"
 DURATION=${DURATION:-3}
 ROUNDS=${ROUNDS:-10}
+# Servers whose CPU time `alternate` reads from /proc, by the name it is given.
+declare -A server_pid=()
 
 need_wrk() {
   if ! command -v wrk >/dev/null; then
@@ -81,43 +83,53 @@ wrk_run() { # connections url
     END { if (bad) { print "non-2xx answers: " bad > "/dev/stderr"; exit 1 } printf "%s %.3f %.3f\n", rps, p50, p99 }'
 }
 
-# Two servers under the same load, alternating A B, B A, … over ROUNDS rounds at 32 and 256
-# connections: each round's req/s, p50 and p99, then the ratios A/B of the sums and the median
-# and range of the rounds' throughput ratios.
-alternate() { # name_a url_a name_b url_b
-  local name_a=$1 url_a=$2 name_b=$3 url_b=$4
-  # Warm both up (page cache, allocator arenas, connection set-up) before anything is counted.
-  DURATION=2 wrk_run 256 "$url_a" >/dev/null
-  DURATION=2 wrk_run 256 "$url_b" >/dev/null
+# Servers under the same load, alternating over ROUNDS rounds at 32 and 256 connections (A B C,
+# then C B A, …): each round's req/s, p50 and p99, then for each server after the first the
+# ratios first/it of the sums, and the median and range of the rounds' throughput ratios.
+alternate() { # name_a url_a name_b url_b [name url]…
+  local names=() urls=()
+  while [ $# -gt 0 ]; do names+=("$1"); urls+=("$2"); shift 2; done
+  local n=${#names[@]} i
+  # Warm each up (page cache, allocator arenas, connection set-up) before anything is counted.
+  for i in "${!urls[@]}"; do DURATION=2 wrk_run 256 "${urls[$i]}" >/dev/null; done
   printf '%-6s %-12s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
   for c in 32 256; do
-    local rounds=$work/alternate-$c.txt
+    local rounds=$work/alternate-$c.txt cpu=$work/alternate-cpu-$c.txt
     : > "$rounds"
+    : > "$cpu"
     for round in $(seq 1 "$ROUNDS"); do
-      # A B, then B A: a machine that speeds up or slows down over the run favours neither.
-      local order="a b"
-      [ $((round % 2)) -eq 0 ] && order="b a"
-      declare -A got=()
-      for which in $order; do
-        local name=$name_a url=$url_a
-        [ "$which" = b ] && { name=$name_b; url=$url_b; }
-        read -r r p50 p99 < <(wrk_run "$c" "$url")
-        printf '%-6s %-12s %12s %10s %10s\n' "$c" "$name" "$r" "$p50" "$p99"
-        got[$which]="$r $p50 $p99"
+      # Forwards, then backwards: a machine that speeds up or slows down over the run favours none.
+      local order
+      order=$(seq 0 $((n - 1)))
+      [ $((round % 2)) -eq 0 ] && order=$(seq $((n - 1)) -1 0)
+      local got=()
+      for i in $order; do
+        local pid=${server_pid[${names[$i]}]:-} before=""
+        [ -n "$pid" ] && before=$(cpu_seconds "$pid")
+        read -r r p50 p99 < <(wrk_run "$c" "${urls[$i]}")
+        printf '%-6s %-12s %12s %10s %10s\n' "$c" "${names[$i]}" "$r" "$p50" "$p99"
+        got[$i]="$r $p50 $p99"
+        [ -n "$pid" ] && echo "${names[$i]} $r $before $(cpu_seconds "$pid")" >> "$cpu"
       done
-      echo "${got[a]} ${got[b]}" >> "$rounds"
+      echo "${got[*]}" >> "$rounds"
     done
-    # Columns: A rps p50 p99, B rps p50 p99 — one line per round.
-    local sorted
-    sorted=$(awk '{ print $1 / $4 }' "$rounds" | sort -g | tr '\n' ' ')
-    awk -v c="$c" -v sorted="$sorted" -v a="$name_a" -v b="$name_b" '
-      { o += $1; op50 += $2; op99 += $3; s += $4; sp50 += $5; sp99 += $6 }
-      END {
-        n = split(sorted, r, " ")
-        median = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-        printf "at %s connections: throughput %s/%s = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 %s/%s = %.3f, p99 %s/%s = %.3f\n",
-          c, a, b, o / s, median, r[1], r[n], a, b, op50 / sp50, a, b, op99 / sp99
-      }' "$rounds"
+    # Columns: rps p50 p99 of each server in the order given, one line per round.
+    for i in $(seq 1 $((n - 1))); do
+      local b=$((3 * i + 1)) sorted
+      sorted=$(awk -v b="$b" '{ print $1 / $b }' "$rounds" | sort -g | tr '\n' ' ')
+      awk -v c="$c" -v sorted="$sorted" -v a="${names[0]}" -v name="${names[$i]}" -v b="$b" '
+        { o += $1; op50 += $2; op99 += $3; s += $b; sp50 += $(b + 1); sp99 += $(b + 2) }
+        END {
+          k = split(sorted, r, " ")
+          median = (k % 2) ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
+          printf "at %s connections: throughput %s/%s = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 %s/%s = %.3f, p99 %s/%s = %.3f\n",
+            c, a, name, o / s, median, r[1], r[k], a, name, op50 / sp50, a, name, op99 / sp99
+        }' "$rounds"
+    done
+    # Each server's own CPU time per request over its rounds (servers named in server_pid).
+    [ -s "$cpu" ] && awk -v d="$DURATION" -v c="$c" '
+      { n = $2 * d; user[$1] += ($5 - $3) * 1e6; sys[$1] += ($6 - $4) * 1e6; reqs[$1] += n }
+      END { for (k in reqs) printf "at %s connections: %s CPU per request: user %.2f µs, system %.2f µs\n", c, k, user[k] / reqs[k], sys[k] / reqs[k] }' "$cpu" | sort
   done
 }
 
@@ -263,12 +275,16 @@ metrics() {
 
 # Instructions and L1 instruction-cache misses per call, under callgrind. (Its L1 data-cache
 # misses are left out: they vary by half between runs of the same binary.)
-instructions() {
+need_valgrind() {
   command -v valgrind >/dev/null || {
     echo "installing valgrind (Debian package)…" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null 2>&1 ||
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; }
   }
+}
+
+instructions() {
+  need_valgrind
   # Cargo's default release profile, as `http` builds its first row with.
   local dir=$work/profile-default
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
@@ -395,6 +411,11 @@ generate_mcp() { # kind
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }" ;;
     rmcp) deps="rmcp = { version = \"3.11\", features = [\"server\", \"macros\", \"transport-streamable-http-server\"] }
 axum = \"0.8\"
+hyper-util = { version = \"0.1\", features = [\"server-auto\", \"tokio\", \"service\"] }
+serde = { version = \"1\", features = [\"derive\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\", \"net\"] }" ;;
+    tower) deps="tower-mcp = { version = \"0.25\", features = [\"http\", \"protocol-2026-07-28\"] }
+axum = \"0.8\"
 serde = { version = \"1\", features = [\"derive\"] }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\", \"net\"] }" ;;
   esac
@@ -458,6 +479,47 @@ async fn main() {
     let app = axum::Router::new().nest_service("/mcp", service);
     let addr = std::env::var("OXP_ADDR").unwrap_or_else(|_| "127.0.0.1:18083".into());
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let Some(ms) = std::env::var("HEADER_TIMEOUT_MS").ok().and_then(|ms| ms.parse().ok()) else {
+        return axum::serve(listener, app).await.unwrap();
+    };
+    // axum::serve's connection loop with one change: hyper's header timeout (a request head
+    // must arrive within `ms`), the guard oxp's accept loop keeps against slowloris clients.
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(std::time::Duration::from_millis(ms));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            let _ = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).await;
+        });
+    }
+}
+RS
+    ;;
+    tower) cat > "$dir/src/main.rs" <<'RS'
+use tower_mcp::transport::http::HttpTransport;
+use tower_mcp::{CallToolResult, McpRouter, ToolBuilder};
+
+#[derive(serde::Deserialize, tower_mcp::schemars::JsonSchema)]
+#[schemars(crate = "tower_mcp::schemars")]
+struct AddInput { /// The first addend.
+a: i64, /// The second addend.
+b: i64 }
+
+#[tokio::main]
+async fn main() {
+    let add = ToolBuilder::new("calc_add")
+        .description("Add two numbers.")
+        .handler(|AddInput { a, b }: AddInput| async move { Ok(CallToolResult::text((a + b).to_string())) })
+        .build();
+    let router = McpRouter::new().server_info("calc", "1.0.0").tool(add);
+    // Stateless: a 2026-07-28 request (its version in the header, no session id) is served
+    // without a session, as tower-mcp's docs describe.
+    let app = HttpTransport::new(router).into_router_at("/mcp");
+    let addr = std::env::var("OXP_ADDR").unwrap_or_else(|_| "127.0.0.1:18084".into());
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     axum::serve(listener, app).await.unwrap();
 }
 RS
@@ -467,29 +529,91 @@ RS
   echo "$work/mcp-target/release/mcp_$1"
 }
 
-mcp() {
-  need_wrk
-  local oxp_bin rmcp_bin
+# The MCP servers of `mcp` and `mcp_instructions`, each on its own port: name, port, and the
+# command (through `env`). rmcp runs twice: as its README serves it (axum::serve), and with
+# hyper's header timeout, the guard against slowloris clients oxp keeps (what the guard costs).
+mcp_servers() {
+  local oxp_bin rmcp_bin tower_bin
   oxp_bin=$(generate_mcp oxp)
   rmcp_bin=$(generate_mcp rmcp)
-  serve_logged oxp-mcp env OXP_ADDR=127.0.0.1:18082 "$oxp_bin"
-  local oxp=$!
-  serve_logged rmcp-mcp env OXP_ADDR=127.0.0.1:18083 "$rmcp_bin"
-  local rmcp=$!
-  trap 'kill $oxp $rmcp 2>/dev/null' RETURN
-  wait_up http://127.0.0.1:18082/health
-  wait_up http://127.0.0.1:18083/mcp any
-  # Both answer the call as JSON: checked once before anything is measured.
-  for url in http://127.0.0.1:18082/mcp http://127.0.0.1:18083/mcp; do
-    curl -sf "$url" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-      -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: tools/call' -H 'mcp-name: calc_add' \
-      -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" bench/mcp_call.lua)" | grep -q '"15"' ||
-      { echo "$url does not answer the call with 15" >&2; return 1; }
+  tower_bin=$(generate_mcp tower)
+  mcp_names=(oxp rmcp rmcp-guard tower-mcp)
+  mcp_ports=(18082 18083 18085 18084)
+  mcp_commands=(
+    "env OXP_ADDR=127.0.0.1:18082 $oxp_bin"
+    "env OXP_ADDR=127.0.0.1:18083 $rmcp_bin"
+    "env OXP_ADDR=127.0.0.1:18085 HEADER_TIMEOUT_MS=10000 $rmcp_bin"
+    "env OXP_ADDR=127.0.0.1:18084 $tower_bin"
+  )
+}
+
+# Checks that a server answers the benchmark's call with 15, as JSON.
+mcp_check() { # url
+  curl -sf "$1" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+    -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: tools/call' -H 'mcp-name: calc_add' \
+    -d "$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" bench/mcp_call.lua)" | grep -q '"15"' ||
+    { echo "$1 does not answer the call with 15" >&2; return 1; }
+}
+
+mcp() {
+  need_wrk
+  mcp_servers
+  local pids=() args=() i
+  for i in "${!mcp_names[@]}"; do
+    # shellcheck disable=SC2086 # the command is words
+    serve_logged "${mcp_names[$i]}-mcp" ${mcp_commands[$i]}
+    pids+=($!)
+    server_pid[${mcp_names[$i]}]=$!
+  done
+  trap 'kill ${pids[*]} 2>/dev/null' RETURN
+  for i in "${!mcp_names[@]}"; do
+    local url=http://127.0.0.1:${mcp_ports[$i]}/mcp
+    wait_up "$url" any
+    # Each answers the call as JSON: checked once before anything is measured.
+    mcp_check "$url"
+    args+=("${mcp_names[$i]}" "$url")
   done
   echo "== MCP 2026-07-28 tools/call, default release profile"
-  LUA=bench/mcp_call.lua alternate oxp http://127.0.0.1:18082/mcp rmcp http://127.0.0.1:18083/mcp
-  log_size oxp-mcp
-  log_size rmcp-mcp
+  LUA=bench/mcp_call.lua alternate "${args[@]}"
+  for i in "${!mcp_names[@]}"; do log_size "${mcp_names[$i]}-mcp"; done
+}
+
+# Instructions per MCP call under callgrind, each server alone: wrk with 4 connections, the
+# counters zeroed after a warm-up, then divided by the calls wrk made. Every thread counts
+# (hyper's, tokio's workers, the timer), as the CPU pays for them all.
+mcp_instructions() {
+  need_wrk
+  need_valgrind
+  mcp_servers
+  printf '%-10s %14s %8s\n' server instructions calls
+  local i
+  for i in "${!mcp_names[@]}"; do
+    local name=${mcp_names[$i]} url=http://127.0.0.1:${mcp_ports[$i]}/mcp out=$work/callgrind-${mcp_names[$i]}.out
+    # ONLY="oxp rmcp" counts some of them.
+    [[ " ${ONLY:-${mcp_names[*]}} " == *" $name "* ]] || continue
+    rm -f "$out"*
+    # shellcheck disable=SC2086
+    set -- ${mcp_commands[$i]}
+    # env VAR… valgrind binary: valgrind runs the server, not env.
+    local vars=() bin
+    shift
+    while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
+    bin=$1
+    env "${vars[@]}" valgrind -q --tool=callgrind --callgrind-out-file="$out" "$bin" >"$work/$name-callgrind.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 300); do curl -s -o /dev/null "$url" && break; sleep 0.1; done
+    mcp_check "$url"
+    wrk -t1 -c4 -d3s -s bench/mcp_call.lua "$url" >/dev/null
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    local calls
+    calls=$(wrk -t1 -c4 -d"${CG_SECONDS:-10}s" -s bench/mcp_call.lua "$url" | awk '/requests in/ { print $1 }')
+    callgrind_control -d "$pid" >/dev/null 2>&1
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    # The dump after zeroing is the second one (`.1`); "totals:" is its instruction count.
+    local total
+    total=$(awk '/^(totals|summary):/ { print $2; exit }' "$out.1" 2>/dev/null || echo 0)
+    printf '%-10s %14d %8d\n' "$name" $((total / calls)) "$calls"
+  done
 }
 
 startup() {
@@ -589,6 +713,7 @@ case "${1:-all}" in
   instructions) instructions ;;
   cpu) cpu ;;
   mcp) mcp ;;
+  mcp-instructions) mcp_instructions ;;
   all) http; mcp; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|mcp|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [http|mcp|mcp-instructions|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
 esac

@@ -700,11 +700,11 @@ impl ServerHandler for McpServer {
     /// The tool a `tools/call` names, for rmcp's check of the request's standard and
     /// `Mcp-Param-*` headers against its body (SEP-2243).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        // From the list as made once (its schemas are shared, not copied).
-        self.tools_for(true)
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
+        // Found by the registry's index (the list is in the registry's order), from the list
+        // as made once (its schemas are shared, not copied).
+        let tool = self.resolve(name)?;
+        let place = self.pipeline.registry().place_of(tool);
+        self.tools_for(true).get(place).cloned()
     }
 
     /// The fixed resources and each skill's `SKILL.md`, with the caching hints of `tools/list`.
@@ -746,7 +746,8 @@ impl ServerHandler for McpServer {
                     .into());
             }
         }
-        resources::read(&self.pipeline, request, &context)
+        // Boxed, as `tools/call` is: this future would otherwise size every request's.
+        Box::pin(resources::read(&self.pipeline, request, &context))
             .await
             .map(Into::into)
     }
@@ -797,7 +798,8 @@ impl ServerHandler for McpServer {
         request: rmcp::model::GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        prompts::get(self, request, &context).await
+        // Boxed, as `tools/call` is: this future would otherwise size every request's.
+        Box::pin(prompts::get(self, request, &context)).await
     }
 
     /// Values for a prompt argument or a resource template parameter.
@@ -863,12 +865,28 @@ impl ServerHandler for McpServer {
         self.cancel_task_of(&key).await
     }
 
-    async fn call_tool(
+    /// Boxed: rmcp spawns a task per request whose future holds the largest of this
+    /// handler's futures, and moves it (into the task, and on each change of the task's
+    /// stage) in every request; this one is the largest by far.
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
+        Box::pin(self.call(request, context))
+    }
+}
+
+impl McpServer {
+    /// `tools/call`.
+    async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let any_output = takes_any_output(&context);
+        // Read once: each reading parses the revision out of the request's `_meta`.
+        let newest = speaks_2026_07_28(&context);
+        let any_output = newest;
         // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
         // left the caller's principal; over stdio there are none.
         let http = context.extensions.get::<axum::http::request::Parts>();
@@ -923,11 +941,7 @@ impl ServerHandler for McpServer {
         let answers = client(Capability::Elicitation);
         if !answers && policy == crate::ask::CannotAsk::Hide {
             self.count(crate::metrics::Fallback::Hidden);
-            return unsupported(
-                Capability::Elicitation,
-                speaks_2026_07_28(&context),
-                &context,
-            );
+            return unsupported(Capability::Elicitation, newest, &context);
         }
         let mut arguments = request.arguments.unwrap_or_default();
         let confirmation = match policy {
@@ -983,7 +997,6 @@ impl ServerHandler for McpServer {
         let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
         // A task made by such a round is the call's: a replay of the round finds it.
         let task_id = ledger.as_ref().map(|ledger| ledger.call.clone());
-        let newest = speaks_2026_07_28(&context);
         // A relayed round asks its confirmation as if the client could (the model carries it).
         let relaying = relayed || confirmation.is_some();
         let can =
@@ -1026,7 +1039,7 @@ impl ServerHandler for McpServer {
                         .unwrap_or_else(|| crate::random::uuid_v4().simple().to_string()),
                     principal: principal.clone(),
                 };
-                match Box::pin(self.begin_task(seed, call, &round)).await {
+                match self.begin_task(seed, call, &round).await {
                     Ok(tasks::Begun::Task(task)) => return Ok(task.into()),
                     Ok(tasks::Begun::Answered(outcome)) => break outcome,
                     Err(error) => {
@@ -1037,9 +1050,7 @@ impl ServerHandler for McpServer {
                     }
                 }
             }
-            // Boxed: the run is most of this future's size, and rmcp moves the future that
-            // holds this one into a task of its own for every request.
-            let outcome = Box::pin(self.run(call, principal.clone(), &round, &context)).await?;
+            let outcome = self.run(call, principal.clone(), &round, &context).await?;
             // Only what the client itself declared is asked of it (a relayed confirmation is
             // the model's to carry, below).
             let askable = |next: &crate::seal::Ledger| {
