@@ -555,7 +555,7 @@ async fn oxp_call(base: &str, body: &Value) -> String {
 /// Waits until Redis at `url` holds the lease of the `call_id` run `call_id` (an anonymous
 /// caller's), i.e. until the run is claimed and going on.
 async fn claimed(url: &str, call_id: &str) {
-    let lease = format!("oxp:call:9:anonymous:-:{call_id}:lease");
+    let lease = format!("oxp:call:lease:9:anonymous:-:{call_id}");
     while !redis_has(url, &lease) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -635,32 +635,35 @@ async fn a_call_id_run_longer_than_its_lease_runs_once() {
         return;
     };
     let binary = harness::test_example_binary("task_server");
-    // Ten leases long, and three times as long as answers are kept.
-    let env = [
-        ("OXP_REDIS_URL", redis.1.as_str()),
-        ("OXP_LEASE_MS", "100"),
-        ("OXP_IDEMPOTENCY_TTL_MS", "300"),
-    ];
-    let (a, b) = (
-        harness::start_server(&binary, &env),
-        harness::start_server(&binary, &env),
-    );
-    let body = json!({"tool_id": "Jobs.Count", "call_id": "long-2",
-        "input": {"steps": 20, "step_ms": 50}});
-    let first = tokio::spawn({
-        let (base, body) = (a.base.clone(), body.clone());
-        async move { oxp_call(&base, &body).await }
-    });
-    claimed(&redis.1, "long-2").await;
-    let retry: Value = serde_json::from_str(&oxp_call(&b.base, &body).await).unwrap();
-    let first: Value = serde_json::from_str(&first.await.unwrap()).unwrap();
-    let a_pid = a.child.id().to_string();
-    assert_eq!(
-        first["value"],
-        format!("counted to 20 (run 1 of {a_pid})"),
-        "{first}"
-    );
-    assert_eq!(retry["value"], first["value"], "{retry}");
+    // Ten leases long and three times as long as answers are kept; then with answers kept for
+    // less than one renewal's interval (a beat is a tenth of the lease).
+    for (lease, kept, call_id) in [("100", "300", "long-2"), ("2000", "150", "long-3")] {
+        let env = [
+            ("OXP_REDIS_URL", redis.1.as_str()),
+            ("OXP_LEASE_MS", lease),
+            ("OXP_IDEMPOTENCY_TTL_MS", kept),
+        ];
+        let (a, b) = (
+            harness::start_server(&binary, &env),
+            harness::start_server(&binary, &env),
+        );
+        let body = json!({"tool_id": "Jobs.Count", "call_id": call_id,
+            "input": {"steps": 20, "step_ms": 50}});
+        let first = tokio::spawn({
+            let (base, body) = (a.base.clone(), body.clone());
+            async move { oxp_call(&base, &body).await }
+        });
+        claimed(&redis.1, call_id).await;
+        let retry: Value = serde_json::from_str(&oxp_call(&b.base, &body).await).unwrap();
+        let first: Value = serde_json::from_str(&first.await.unwrap()).unwrap();
+        let a_pid = a.child.id().to_string();
+        assert_eq!(
+            first["value"],
+            format!("counted to 20 (run 1 of {a_pid})"),
+            "{call_id}: {first}"
+        );
+        assert_eq!(retry["value"], first["value"], "{call_id}: {retry}");
+    }
 }
 
 /// A replica that stalls (SIGSTOP) past its lease mid-run: the retry elsewhere is told the run
@@ -685,7 +688,7 @@ async fn a_stalled_replica_does_not_change_an_answer_given() {
     });
     claimed(&redis.1, "stall-1").await;
     signal(&a, "-STOP");
-    let lease = "oxp:call:9:anonymous:-:stall-1:lease";
+    let lease = "oxp:call:lease:9:anonymous:-:stall-1";
     while redis_has(&redis.1, lease) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -786,4 +789,107 @@ async fn task_runs_count_against_the_concurrency_limit() {
     }
     let id = task_id(&call(base, "Jobs_Count", json!({"steps": 1, "step_ms": 1})).await);
     poll_until(base, &id, 500, status_is("completed")).await;
+}
+
+/// A store at its byte budget still ends the tasks it keeps: a cancellation (a status write,
+/// which may always grow a record a little) reaches every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_still_ends_its_tasks() {
+    let server = harness::start_server(
+        &harness::test_example_binary("task_server"),
+        &[("OXP_IDEMPOTENCY_MAX_BYTES", "3000")],
+    );
+    let base = &server.base;
+    let mut held = Vec::new();
+    for _ in 0..50 {
+        match call(base, "Jobs_Hold", json!({})).await["result"]["taskId"].as_str() {
+            Some(id) => held.push(id.to_owned()),
+            None => break,
+        }
+    }
+    assert!(!held.is_empty() && held.len() < 50, "{} tasks", held.len());
+    for id in &held {
+        poll_until(base, id, 500, |t| t["statusMessage"] == "1/1: holding").await;
+        rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    }
+    for id in &held {
+        poll_until(base, id, 500, status_is("cancelled")).await;
+    }
+}
+
+/// Answers that resume a task at a server with no place to run it: at its concurrency limit,
+/// the round waits for a place (the task stays `working`) instead of failing; shutting down,
+/// the answers are refused, the task still waits for them, and another replica takes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_not_lost_to_a_busy_or_stopping_server() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_MAX_CONCURRENT_CALLS", "1"),
+        ("OXP_SHUTDOWN_GRACE_MS", "60000"),
+    ];
+    let (a, b) = (
+        harness::start_server(&binary, &env),
+        harness::start_server(&binary, &env),
+    );
+    let yes = json!({"ship": {"action": "accept"}});
+    // Busy: A's one place is held; the answered round waits for it.
+    let shipped = task_id(&call(&a.base, "Jobs_Ship", json!({"items": ["p"]})).await);
+    poll_until(&a.base, &shipped, 500, status_is("input_required")).await;
+    let holding = task_id(&call(&a.base, "Jobs_Hold", json!({})).await);
+    poll_until(&a.base, &holding, 500, |t| {
+        t["statusMessage"] == "1/1: holding"
+    })
+    .await;
+    rpc(
+        &a.base,
+        "tasks/update",
+        json!({"taskId": shipped, "inputResponses": yes}),
+    )
+    .await;
+    let waiting = get(&a.base, &shipped).await;
+    assert_eq!(waiting["result"]["status"], "working", "{waiting}");
+    rpc(&a.base, "tasks/cancel", json!({"taskId": holding})).await;
+    let done = poll_until(&a.base, &shipped, 500, status_is("completed")).await;
+    assert!(text(&done).starts_with("shipped p (run 1 of"), "{done}");
+    // Stopping: B drains (a task holds it open); answers sent to it are refused, kept for A.
+    let parked = task_id(&call(&a.base, "Jobs_Ship", json!({"items": ["q"]})).await);
+    poll_until(&a.base, &parked, 500, status_is("input_required")).await;
+    let keeps_b_open = task_id(&call(&b.base, "Jobs_Hold", json!({})).await);
+    poll_until(&b.base, &keeps_b_open, 500, |t| {
+        t["statusMessage"] == "1/1: holding"
+    })
+    .await;
+    signal(&b, "-TERM");
+    let mut refused = Value::Null;
+    for _ in 0..500 {
+        refused = rpc(
+            &b.base,
+            "tasks/update",
+            json!({"taskId": parked, "inputResponses": yes}),
+        )
+        .await;
+        if refused.get("error").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("shutting down"), "{refused}");
+    assert_eq!(
+        get(&a.base, &parked).await["result"]["status"],
+        "input_required"
+    );
+    rpc(
+        &a.base,
+        "tasks/update",
+        json!({"taskId": parked, "inputResponses": yes}),
+    )
+    .await;
+    let done = poll_until(&a.base, &parked, 500, status_is("completed")).await;
+    assert!(text(&done).starts_with("shipped q (run"), "{done}");
+    rpc(&a.base, "tasks/cancel", json!({"taskId": keeps_b_open})).await;
 }

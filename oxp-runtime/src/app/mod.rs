@@ -127,7 +127,8 @@ pub async fn serve() {
     if cfg!(feature = "mcp") && config.idempotency_ttl.is_none() {
         tracing::warn!(
             "OXP_IDEMPOTENCY_TTL_MS=0: nothing remembers that a call which asked its user has \
-             ended, so a client that replays its last round runs the tool again"
+             ended, so a client that replays its last round runs the tool again; and no tool runs \
+             as an MCP task (`task = \"required\"` tools are refused to clients that ask for one)"
         );
     }
     warn_about_exposure(&config, addr);

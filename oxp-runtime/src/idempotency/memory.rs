@@ -573,7 +573,7 @@ impl IdempotencyStore for InMemoryIdempotency {
             state.pop_oldest();
         }
         if state.finished_bytes + state.record_bytes - old + body.len() > self.inner.max_bytes
-            && body.len() > old
+            && body.len() > old + RECORD_SLACK
         {
             return future::ready(Err(StoreError::Full)).boxed();
         }

@@ -278,6 +278,11 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     }
 }
 
+/// How much a record may grow past the store's byte budget: a task's status, progress or end
+/// (a failure that says why) is always written, so a full store never strands a task; a
+/// result larger than this is refused instead.
+pub(crate) const RECORD_SLACK: usize = 4096;
+
 /// A record's body and its version, as [`IdempotencyStore::read_record`] returns them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Versioned {

@@ -2,7 +2,7 @@
 //! replica still does not run the tool twice.
 //!
 //! Per key: `SET key pending:<fingerprint>:<holder> NX PX <ttl>` claims the run, and
-//! `SET key:lease <holder> PX <lease>` holds it; the claimer renews the lease while the tool runs
+//! `SET <prefix>lease:<key> <holder> PX <lease>` holds it; the claimer renews the lease while the tool runs
 //! and stores the outcome (`SET key <fingerprint>:<json> PX <ttl>`); everyone else polls until
 //! it is there, and is refused at once if its request's fingerprint is not the one stored. A
 //! claim whose lease lapsed (its process died) is turned, by the first caller to see it, into
@@ -24,6 +24,7 @@ use crate::outcome::CallOutcome;
 
 const PENDING: &str = "pending";
 const POLL: Duration = Duration::from_millis(20);
+const SLACK: usize = super::RECORD_SLACK;
 
 /// An [`IdempotencyStore`] in Redis (cargo feature `redis`).
 ///
@@ -156,9 +157,9 @@ impl RedisIdempotency {
             )
             .arg(2)
             .arg(key)
-            .arg(format!("{key}:lease"))
+            .arg(self.lease_key(key))
             .arg(format!("{PENDING}:{fingerprint}:{holder}"))
-            .arg(millis(self.ttl))
+            .arg(self.claim_ttl())
             .arg(holder)
             .arg(millis(self.lease))
             .query_async(&mut self.connection.clone())
@@ -180,13 +181,26 @@ impl RedisIdempotency {
                redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0")
             .arg(2)
         .arg(key)
-        .arg(format!("{key}:lease"))
+        .arg(self.lease_key(key))
         .arg(pending)
         .arg(format!("{fingerprint}:{outcome}"))
         .arg(millis(self.ttl))
         .query_async(&mut self.connection.clone())
         .await?;
         Ok(())
+    }
+
+    /// How long a claim lives without renewal: as long as an answer, and never less than its
+    /// lease, so that a time-to-live shorter than a beat cannot let a running claim lapse.
+    fn claim_ttl(&self) -> u64 {
+        millis(self.ttl.max(self.lease))
+    }
+
+    /// Where the lease of the claim on `key` (a prefixed key) lives: apart from keys of calls,
+    /// which start with a digit after the prefix, so no `call_id` can name another's lease.
+    fn lease_key(&self, key: &str) -> String {
+        let call = key.strip_prefix(self.prefix.as_str()).unwrap_or(key);
+        format!("{}lease:{call}", self.prefix)
     }
 
     fn record_key(&self, key: &IdempotencyKey) -> String {
@@ -196,16 +210,21 @@ impl RedisIdempotency {
     /// Runs `body`, a script over the record of `key`, with what bounds every record: the
     /// index of records by expiry (`KEYS[2]`), their sizes (`KEYS[3]`) and their total
     /// (`KEYS[4]`, in `total` for the script), first forgetting the records that expired.
-    /// `ARGV[1..=2]` are `args`, `ARGV[3]` now, `ARGV[4]` the count and `ARGV[5]` the bytes
-    /// allowed.
+    /// `ARGV[1..=2]` are `args`, `ARGV[3]` the growth a record may always make
+    /// ([`super::RECORD_SLACK`]), `ARGV[4]` the count and `ARGV[5]` the bytes allowed; `now`
+    /// is Redis's time.
     async fn records_script(
         &self,
         body: &str,
         key: &IdempotencyKey,
         args: [String; 2],
     ) -> Result<i64, StoreError> {
+        // Redis's own clock decides what expired, as it does for the records themselves: a
+        // replica's clock that runs ahead must not forget a record that still counts.
         let script = format!(
-            "for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])) do \
+            "local clock = redis.call('TIME') \
+             local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) \
+             for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do \
                redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], gone) or '0')) \
                redis.call('HDEL', KEYS[3], gone) redis.call('ZREM', KEYS[2], gone) \
              end \
@@ -222,7 +241,7 @@ impl RedisIdempotency {
             .arg(format!("{}records:total", self.prefix))
             .arg(first)
             .arg(second)
-            .arg(crate::seal::now_ms())
+            .arg(SLACK)
             .arg(self.record_limits.0)
             .arg(self.record_limits.1)
             .query_async(&mut self.connection.clone())
@@ -263,7 +282,7 @@ impl RedisIdempotency {
             )
             .arg(2)
             .arg(key)
-            .arg(format!("{key}:lease"))
+            .arg(self.lease_key(key))
             .arg(pending)
             .arg(format!("{fingerprint}:{json}"))
             .arg(millis(self.ttl))
@@ -294,9 +313,9 @@ impl RedisIdempotency {
                 )
                 .arg(2)
                 .arg(&key)
-                .arg(format!("{key}:lease"))
+                .arg(self.lease_key(&key))
                 .arg(&pending)
-                .arg(millis(self.ttl))
+                .arg(self.claim_ttl())
                 .arg(&holder)
                 .arg(millis(self.lease))
                 .query_async(&mut self.connection.clone())
@@ -324,7 +343,7 @@ impl RedisIdempotency {
             )
             .arg(2)
             .arg(key)
-            .arg(format!("{key}:lease"))
+            .arg(self.lease_key(key))
             .arg(pending)
             .query_async(&mut self.connection.clone())
             .await?;
@@ -387,7 +406,7 @@ impl RedisIdempotency {
                 return Ok((super::reused_call_id(), Reuse::Conflict));
             }
             if pending {
-                if !self.exists(&format!("{key}:lease")).await? {
+                if !self.exists(&self.lease_key(&key)).await? {
                     // Its process died mid-run: the answer says so, once, for every caller.
                     self.end_lapsed(&key, &value, &fingerprint).await?;
                     continue;
@@ -490,7 +509,9 @@ impl IdempotencyStore for RedisIdempotency {
                 .records_script(
                     "if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end \
                      local grown = string.len(ARGV[1]) - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
-                     if grown > 0 and total + grown > tonumber(ARGV[5]) then return -1 end \
+                     if grown > tonumber(ARGV[3]) and total + grown > tonumber(ARGV[5]) then return -1 end \
+                     if not redis.call('ZSCORE', KEYS[2], KEYS[1]) then \
+                       redis.call('ZADD', KEYS[2], now + redis.call('PTTL', KEYS[1]), KEYS[1]) end \
                      redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[2]) + 1, 'body', ARGV[1]) \
                      redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
                      redis.call('INCRBY', KEYS[4], grown) return 1",

@@ -922,6 +922,16 @@ impl McpServer {
                 .into();
             return Err(error);
         }
+        if task == Some(crate::tasks::TaskSupport::Required)
+            && declared_tasks
+            && self.pipeline.store().is_none()
+        {
+            return Err(McpError::internal_error(
+                "This tool runs only as a task, and this server keeps no tasks \
+                 (OXP_IDEMPOTENCY_TTL_MS=0 turns off the store they live in)",
+                None,
+            ));
+        }
         let tool_id = tool.id().to_owned();
         let contents = tool
             .definition()

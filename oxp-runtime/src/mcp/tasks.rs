@@ -353,6 +353,9 @@ impl Line {
 
 type Run = Pin<Box<dyn Future<Output = CallOutcome> + Send>>;
 
+/// Starts a round's run anew.
+type Again = Box<dyn Fn() -> Run + Send + Sync>;
+
 impl McpServer {
     fn store(&self) -> Result<&Arc<dyn crate::idempotency::IdempotencyStore>, StoreError> {
         self.pipeline.store().ok_or(StoreError::NoRecords)
@@ -488,7 +491,10 @@ impl McpServer {
         }
         self.count_task(Status::Working);
         let task = CreateTaskResult::new(record.task(&seed.id));
-        tokio::spawn(self.clone().drive(key, holder, run, round.clone(), line));
+        tokio::spawn(
+            self.clone()
+                .drive(key, holder, run, None, round.clone(), line),
+        );
         Ok(Begun::Task(task))
     }
 
@@ -512,7 +518,17 @@ impl McpServer {
 
     /// Drives a task's round to its end, renewing its lease every beat and stopping it when a
     /// client cancels the task, then writes what came of it.
-    async fn drive(self, key: IdempotencyKey, holder: String, run: Run, round: Round, line: Line) {
+    /// A round that `again` can start anew (one resumed by answers) and that found the server
+    /// at its concurrency limit waits for a place, holding its lease, rather than end the task.
+    async fn drive(
+        self,
+        key: IdempotencyKey,
+        holder: String,
+        run: Run,
+        again: Option<Again>,
+        round: Round,
+        line: Line,
+    ) {
         let here = Running {
             server: self.clone(),
             key: key.clone(),
@@ -520,9 +536,26 @@ impl McpServer {
         };
         running().insert(holder.clone(), here);
         let heart = self.heartbeat(&key, &holder, &line);
-        let outcome = tokio::select! {
-            outcome = run => Some(outcome),
-            () = heart => None,
+        tokio::pin!(heart);
+        let mut run = run;
+        let outcome = loop {
+            let outcome = tokio::select! {
+                outcome = &mut run => outcome,
+                () = &mut heart => break None,
+            };
+            let waits = matches!(outcome, CallOutcome::Unavailable { .. })
+                && !self.pipeline.is_draining()
+                && !line.cancellation.is_cancelled();
+            match &again {
+                Some(again) if waits => {
+                    tokio::select! {
+                        () = tokio::time::sleep(crate::tasks::beat(self.tasks.lease)) => {}
+                        () = &mut heart => break None,
+                    }
+                    run = again();
+                }
+                _ => break Some(outcome),
+            }
         };
         match outcome {
             Some(outcome) => {
@@ -707,6 +740,14 @@ impl McpServer {
         responses: BTreeMap<String, Value>,
         principal: Option<String>,
     ) -> Result<(), McpError> {
+        if self.pipeline.is_draining() {
+            // Taken here, the answers would resume the task where nothing may run any more.
+            return Err(McpError::internal_error(
+                "This server is shutting down: send the answers again (to another replica); \
+                 the task still waits for them",
+                None,
+            ));
+        }
         let holder = crate::random::uuid_v4().simple();
         let lease = millis(self.tasks.lease);
         let mut resumed = false;
@@ -769,8 +810,15 @@ impl McpServer {
             context: Some(context),
         };
         let line = Line::default();
-        let run = self.round_run(call, principal, &line, &round);
-        tokio::spawn(self.clone().drive(key, holder, run, round, line));
+        let run = self.round_run(call.clone(), principal.clone(), &line, &round);
+        let again: Again = {
+            let (server, line, round) = (self.clone(), line.clone(), round.clone());
+            Box::new(move || server.round_run(call.clone(), principal.clone(), &line, &round))
+        };
+        tokio::spawn(
+            self.clone()
+                .drive(key, holder, run, Some(again), round, line),
+        );
     }
 
     /// `tasks/cancel`: a task waiting for answers ends at once; a running one is stopped at its
