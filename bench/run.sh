@@ -127,9 +127,11 @@ alternate() { # name_a url_a name_b url_b [name url]…
         }' "$rounds"
     done
     # Each server's own CPU time per request over its rounds (servers named in server_pid).
-    [ -s "$cpu" ] && awk -v d="$DURATION" -v c="$c" '
+    # (An `if`, not `&&`: a false test as the function's last word would stop `set -e` callers.)
+    if [ -s "$cpu" ]; then awk -v d="$DURATION" -v c="$c" '
       { n = $2 * d; user[$1] += ($5 - $3) * 1e6; sys[$1] += ($6 - $4) * 1e6; reqs[$1] += n }
       END { for (k in reqs) printf "at %s connections: %s CPU per request: user %.2f µs, system %.2f µs\n", c, k, user[k] / reqs[k], sys[k] / reqs[k] }' "$cpu" | sort
+    fi
   done
 }
 
