@@ -518,19 +518,23 @@ impl IdempotencyStore for InMemoryIdempotency {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let bytes = key_bytes(key);
         let mut state = self.inner.lock();
-        let created = match self.inner.room_for_record(&mut state, body.len()) {
-            Err(full) => Err(full),
-            Ok(()) if state.records.contains_key(&bytes) => Ok(false),
-            Ok(()) => {
-                state.record_bytes += body.len();
-                let record = Record {
-                    version: 1,
-                    body,
-                    expires_at,
-                };
-                state.records.insert(bytes, record);
-                Ok(true)
-            }
+        state.expire_records(crate::seal::now_ms());
+        // One kept already is found whatever room is left (a replayed round finds its task).
+        let created = if state.records.contains_key(&bytes) {
+            Ok(false)
+        } else {
+            self.inner
+                .room_for_record(&mut state, body.len())
+                .map(|()| {
+                    state.record_bytes += body.len();
+                    let record = Record {
+                        version: 1,
+                        body,
+                        expires_at,
+                    };
+                    state.records.insert(bytes, record);
+                    true
+                })
         };
         future::ready(created).boxed()
     }
@@ -678,6 +682,24 @@ impl IdempotencyStore for InMemoryIdempotency {
 
 #[cfg(test)]
 mod tests {
+    /// A record already kept is found (`Ok(false)`) even when the store has no room for
+    /// another: a replayed round finds its task instead of an error.
+    #[test]
+    fn a_kept_record_is_found_in_a_full_store() {
+        let store = InMemoryIdempotency::new(1, Duration::from_secs(60));
+        let later = crate::seal::now_ms() + 60_000;
+        let (mine, other) = (
+            IdempotencyKey::new("a", None, "t1"),
+            IdempotencyKey::new("a", None, "t2"),
+        );
+        let create = |key| {
+            futures_util::FutureExt::now_or_never(store.create_record(key, "{}".into(), later))
+        };
+        assert_eq!(create(&mine), Some(Ok(true)));
+        assert_eq!(create(&other), Some(Err(StoreError::Full)));
+        assert_eq!(create(&mine), Some(Ok(false)));
+    }
+
     use super::*;
     use crate::protocol::{CallResult, CallToolResponse};
     use serde_json::Value;
