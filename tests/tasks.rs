@@ -399,6 +399,7 @@ async fn a_flood_of_tasks_and_a_huge_result_are_bounded() {
         &harness::test_example_binary("task_server"),
         &[
             ("OXP_IDEMPOTENCY_CAPACITY", "4"),
+            ("OXP_TASKS_PER_CALLER", "100"),
             ("OXP_MAX_RESULT_BYTES", "1000"),
         ],
     );
@@ -711,6 +712,7 @@ async fn task_records_in_redis_are_bounded_too() {
     let env = [
         ("OXP_REDIS_URL", redis.1.as_str()),
         ("OXP_IDEMPOTENCY_CAPACITY", "3"),
+        ("OXP_TASKS_PER_CALLER", "100"),
     ];
     let (a, b) = (
         harness::start_server(&binary, &env),
@@ -892,4 +894,55 @@ async fn answers_are_not_lost_to_a_busy_or_stopping_server() {
     let done = poll_until(&a.base, &parked, 500, status_is("completed")).await;
     assert!(text(&done).starts_with("shipped q (run"), "{done}");
     rpc(&a.base, "tasks/cancel", json!({"taskId": keeps_b_open})).await;
+}
+
+/// One caller cannot fill the store for the others: past `OXP_TASKS_PER_CALLER` its new task is
+/// refused, saying so, while another caller's is made; in memory and in Redis alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_caller_cannot_fill_the_store_for_the_others() {
+    let redis = harness::start_redis();
+    let binary = harness::test_example_binary("task_server");
+    let mut stores = vec![None];
+    if let Some(redis) = &redis {
+        stores.push(Some(redis.1.clone()));
+    }
+    for store in stores {
+        let mut env = vec![
+            ("OXP_API_KEYS", "key-of-ada,key-of-bob".to_owned()),
+            ("OXP_TASKS_PER_CALLER", "2".to_owned()),
+        ];
+        if let Some(url) = &store {
+            env.push(("OXP_REDIS_URL", url.clone()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let server = harness::start_server(&binary, &env);
+        let caps = json!({"extensions": {TASKS: {}}});
+        let hold = |key: &'static str| {
+            let (base, caps) = (server.base.clone(), caps.clone());
+            async move {
+                let params = json!({"name": "Jobs_Hold"});
+                rpc_as(&base, Some(key), "tools/call", params, caps).await.1
+            }
+        };
+        let mut made = vec![("key-of-ada", task_id(&hold("key-of-ada").await))];
+        made.push(("key-of-ada", task_id(&hold("key-of-ada").await)));
+        let refused = hold("key-of-ada").await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("OXP_TASKS_PER_CALLER") && message.contains("did not run"),
+            "{store:?}: {refused}"
+        );
+        made.push(("key-of-bob", task_id(&hold("key-of-bob").await)));
+        for (key, id) in made {
+            let params = json!({"taskId": id});
+            rpc_as(
+                &server.base,
+                Some(key),
+                "tasks/cancel",
+                params,
+                caps.clone(),
+            )
+            .await;
+        }
+    }
 }

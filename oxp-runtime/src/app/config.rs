@@ -73,6 +73,7 @@ pub enum LogFormat {
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
 /// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs`; at least `OXP_STATE_TTL_MS` (see `tasks`) |
+/// | `OXP_TASKS_PER_CALLER` | a tenth of `OXP_IDEMPOTENCY_CAPACITY` | how many MCP task records one caller (principal and user) may have kept at once |
 /// | `OXP_LEASE_MS` | `30000` (at least `100`) | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
@@ -153,6 +154,8 @@ pub struct ServerConfig {
     pub idempotency_ttl: Option<Duration>,
     /// `OXP_IDEMPOTENCY_CAPACITY`.
     pub idempotency_capacity: u64,
+    /// `OXP_TASKS_PER_CALLER` (unset: a tenth of `OXP_IDEMPOTENCY_CAPACITY`).
+    pub tasks_per_caller: u64,
     /// `OXP_REDIS_URL`.
     pub redis_url: Option<String>,
     /// `OXP_PLAYGROUND` (default: on when `addr` is a loopback address).
@@ -551,6 +554,8 @@ impl ServerConfig {
                 ),
             });
         }
+        let idempotency_capacity = bounded("OXP_IDEMPOTENCY_CAPACITY", 1, 100_000_000)?
+            .unwrap_or(crate::idempotency::DEFAULT_CAPACITY);
         let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
             Some(Duration::ZERO) => None,
             Some(timeout) => Some(timeout),
@@ -566,8 +571,9 @@ impl ServerConfig {
                 .map_or(crate::call::DEFAULT_MAX_BLOCKING, size),
             shutdown_grace: millis("OXP_SHUTDOWN_GRACE_MS", 0)?.unwrap_or(Duration::from_secs(30)),
             idempotency_ttl,
-            idempotency_capacity: bounded("OXP_IDEMPOTENCY_CAPACITY", 1, 100_000_000)?
-                .unwrap_or(crate::idempotency::DEFAULT_CAPACITY),
+            idempotency_capacity,
+            tasks_per_caller: bounded("OXP_TASKS_PER_CALLER", 1, 100_000_000)?
+                .unwrap_or((idempotency_capacity / crate::idempotency::CALLERS_SHARING).max(1)),
             idempotency_max_bytes: bounded("OXP_IDEMPOTENCY_MAX_BYTES", 1, 1 << 40)?
                 .unwrap_or(crate::idempotency::DEFAULT_MAX_BYTES),
             redis_url,
@@ -744,11 +750,13 @@ impl ServerConfig {
                     problem: format!("cannot connect: {e}"),
                 })?;
             let store = (store.lease(self.lease))
-                .records(self.idempotency_capacity, self.idempotency_max_bytes);
+                .records(self.idempotency_capacity, self.idempotency_max_bytes)
+                .records_per_caller(self.tasks_per_caller);
             return Ok(Some(Box::new(store)));
         }
         let store = InMemoryIdempotency::new(self.idempotency_capacity, ttl)
-            .max_bytes(self.idempotency_max_bytes);
+            .max_bytes(self.idempotency_max_bytes)
+            .records_per_caller(self.tasks_per_caller);
         Ok(Some(Box::new(store)))
     }
 

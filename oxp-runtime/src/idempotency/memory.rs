@@ -41,6 +41,8 @@ struct Inner {
     capacity: usize,
     max_bytes: usize,
     ttl: Duration,
+    /// How many records one caller may have kept.
+    per_caller: usize,
 }
 
 #[derive(Default)]
@@ -59,6 +61,8 @@ struct State {
 
 /// A record as this store keeps it.
 struct Record {
+    /// The length of its key's owner part (the key before the `call_id`).
+    owner: usize,
     version: u64,
     body: String,
     /// Unix time in milliseconds.
@@ -187,10 +191,10 @@ impl InMemoryIdempotency {
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
     /// ```
     pub fn new(capacity: u64, ttl: Duration) -> Self {
-        InMemoryIdempotency::with(capacity, DEFAULT_MAX_BYTES, ttl)
+        InMemoryIdempotency::with(capacity, DEFAULT_MAX_BYTES, ttl, capacity / CALLERS_SHARING)
     }
 
-    fn with(capacity: u64, max_bytes: u64, ttl: Duration) -> Self {
+    fn with(capacity: u64, max_bytes: u64, ttl: Duration, per_caller: u64) -> Self {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         InMemoryIdempotency {
             inner: Arc::new(Inner {
@@ -199,6 +203,7 @@ impl InMemoryIdempotency {
                 capacity: size(capacity),
                 max_bytes: size(max_bytes),
                 ttl,
+                per_caller: size(per_caller.max(1)),
             }),
         }
     }
@@ -226,7 +231,34 @@ impl InMemoryIdempotency {
     /// ```
     #[must_use]
     pub fn max_bytes(self, bytes: u64) -> Self {
-        InMemoryIdempotency::with(self.inner.capacity as u64, bytes, self.inner.ttl)
+        let inner = &self.inner;
+        InMemoryIdempotency::with(
+            inner.capacity as u64,
+            bytes,
+            inner.ttl,
+            inner.per_caller as u64,
+        )
+    }
+
+    /// How many task records one caller (a principal and user) may have kept at once (default
+    /// a tenth of the capacity; `OXP_TASKS_PER_CALLER`), so that no caller fills the store for
+    /// everyone: past it, that caller's new task is refused.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::InMemoryIdempotency;
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let store = InMemoryIdempotency::default().records_per_caller(50);
+    /// let pipeline = oxp_runtime::call::Pipeline::new(registry).idempotency(Some(store));
+    /// ```
+    #[must_use]
+    pub fn records_per_caller(self, count: u64) -> Self {
+        let inner = &self.inner;
+        InMemoryIdempotency::with(
+            inner.capacity as u64,
+            inner.max_bytes as u64,
+            inner.ttl,
+            count,
+        )
     }
 
     /// How many entries it holds now, running and finished.
@@ -520,14 +552,22 @@ impl IdempotencyStore for InMemoryIdempotency {
         let mut state = self.inner.lock();
         state.expire_records(crate::seal::now_ms());
         // One kept already is found whatever room is left (a replayed round finds its task).
+        let owner = bytes.len() - key.call_id.len();
         let created = if state.records.contains_key(&bytes) {
             Ok(false)
+        } else if (state.records.iter())
+            .filter(|(kept, record)| record.owner == owner && kept[..owner] == bytes[..owner])
+            .count()
+            >= self.inner.per_caller
+        {
+            Err(StoreError::CallerFull)
         } else {
             self.inner
                 .room_for_record(&mut state, body.len())
                 .map(|()| {
                     state.record_bytes += body.len();
                     let record = Record {
+                        owner,
                         version: 1,
                         body,
                         expires_at,
@@ -690,7 +730,7 @@ mod tests {
         let later = crate::seal::now_ms() + 60_000;
         let (mine, other) = (
             IdempotencyKey::new("a", None, "t1"),
-            IdempotencyKey::new("a", None, "t2"),
+            IdempotencyKey::new("b", None, "t2"),
         );
         let create = |key| {
             futures_util::FutureExt::now_or_never(store.create_record(key, "{}".into(), later))

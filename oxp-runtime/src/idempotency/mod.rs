@@ -278,6 +278,21 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     }
 }
 
+/// By default one caller may have kept a task record count of the store's capacity divided by
+/// this (`OXP_TASKS_PER_CALLER`): no caller alone fills the store for the others.
+///
+/// ```
+/// use oxp_runtime::idempotency::{CALLERS_SHARING, DEFAULT_CAPACITY};
+/// assert_eq!(DEFAULT_CAPACITY / CALLERS_SHARING, 1000);
+/// ```
+pub const CALLERS_SHARING: u64 = 10;
+
+/// Who `key` is for, without its call: the part of its flat form ([`IdempotencyKey`]'s
+/// `Display`) before the `call_id`.
+pub(crate) fn owner(key: &IdempotencyKey) -> String {
+    IdempotencyKey::new(key.principal.clone(), key.user.clone(), "").to_string()
+}
+
 /// How much a record may grow past the store's byte budget: a task's status, progress or end
 /// (a failure that says why) is always written, so a full store never strands a task; a
 /// result larger than this is refused instead.
@@ -306,6 +321,8 @@ pub enum StoreError {
     /// Its count or byte budget is taken by records kept (a task's record is kept for its time
     /// to live, even once the task ends).
     Full,
+    /// The caller (a principal and user) has as many records kept as one caller may.
+    CallerFull,
     /// It could not be reached (Redis down): nothing is run unguarded.
     Unreachable(String),
 }
@@ -318,6 +335,10 @@ impl fmt::Display for StoreError {
                 "the store has no room for another task (OXP_IDEMPOTENCY_CAPACITY records, \
                  OXP_IDEMPOTENCY_MAX_BYTES bytes; a task is kept for OXP_TASK_TTL_MS, even \
                  once it ends)",
+            ),
+            StoreError::CallerFull => f.write_str(
+                "this caller has as many tasks kept as one caller may (OXP_TASKS_PER_CALLER; a \
+                 task is kept for OXP_TASK_TTL_MS, even once it ends)",
             ),
             StoreError::Unreachable(why) => write!(f, "the store is unreachable: {why}"),
         }

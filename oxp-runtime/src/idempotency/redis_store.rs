@@ -44,8 +44,9 @@ pub struct RedisIdempotency {
     ttl: Duration,
     lease: Duration,
     prefix: String,
-    /// How many task records, and how many bytes of them, may be kept at once.
-    record_limits: (u64, u64),
+    /// How many task records, how many bytes of them, and how many of one caller's, may be
+    /// kept at once.
+    record_limits: (u64, u64, u64),
 }
 
 impl std::fmt::Debug for RedisIdempotency {
@@ -79,7 +80,11 @@ impl RedisIdempotency {
             ttl,
             lease: crate::tasks::DEFAULT_LEASE,
             prefix: "oxp:call:".to_owned(),
-            record_limits: (super::DEFAULT_CAPACITY, super::DEFAULT_MAX_BYTES),
+            record_limits: (
+                super::DEFAULT_CAPACITY,
+                super::DEFAULT_MAX_BYTES,
+                super::DEFAULT_CAPACITY / super::CALLERS_SHARING,
+            ),
         })
     }
 
@@ -124,7 +129,27 @@ impl RedisIdempotency {
     /// ```
     #[must_use]
     pub fn records(mut self, capacity: u64, max_bytes: u64) -> Self {
-        self.record_limits = (capacity, max_bytes);
+        self.record_limits = (capacity, max_bytes, self.record_limits.2);
+        self
+    }
+
+    /// How many task records one caller (a principal and user) may have kept at once (default
+    /// a tenth of [`DEFAULT_CAPACITY`](super::DEFAULT_CAPACITY); `OXP_TASKS_PER_CALLER`), so
+    /// that no caller fills the store for everyone: past it, that caller's new task is refused.
+    ///
+    /// ```no_run
+    /// # async fn run() -> redis::RedisResult<()> {
+    /// use std::time::Duration;
+    /// use oxp_runtime::idempotency::RedisIdempotency;
+    ///
+    /// let store = RedisIdempotency::connect("redis://127.0.0.1:6379/0", Duration::from_secs(3600))
+    ///     .await?
+    ///     .records_per_caller(50);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn records_per_caller(mut self, count: u64) -> Self {
+        self.record_limits.2 = count;
         self
     }
 
@@ -209,10 +234,11 @@ impl RedisIdempotency {
 
     /// Runs `body`, a script over the record of `key`, with what bounds every record: the
     /// index of records by expiry (`KEYS[2]`), their sizes (`KEYS[3]`) and their total
-    /// (`KEYS[4]`, in `total` for the script), first forgetting the records that expired.
-    /// `ARGV[1..=2]` are `args`, `ARGV[3]` the growth a record may always make
-    /// ([`super::RECORD_SLACK`]), `ARGV[4]` the count and `ARGV[5]` the bytes allowed; `now`
-    /// is Redis's time.
+    /// (`KEYS[4]`, in `total` for the script), and the index of the records of the key's
+    /// caller (`KEYS[5]`), first forgetting the records that expired. `ARGV[1..=2]` are `args`,
+    /// `ARGV[3]` the growth a record may always make ([`super::RECORD_SLACK`]), `ARGV[4]` the
+    /// count and `ARGV[5]` the bytes allowed, `ARGV[6]` the count allowed one caller; `now` is
+    /// Redis's time.
     async fn records_script(
         &self,
         body: &str,
@@ -228,22 +254,25 @@ impl RedisIdempotency {
                redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], gone) or '0')) \
                redis.call('HDEL', KEYS[3], gone) redis.call('ZREM', KEYS[2], gone) \
              end \
+             redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now) \
              local total = tonumber(redis.call('GET', KEYS[4]) or '0') \
              {body}"
         );
         let [first, second] = args;
         redis::cmd("EVAL")
             .arg(script)
-            .arg(4)
+            .arg(5)
             .arg(self.record_key(key))
             .arg(format!("{}records", self.prefix))
             .arg(format!("{}records:bytes", self.prefix))
             .arg(format!("{}records:total", self.prefix))
+            .arg(format!("{}records:of:{}", self.prefix, super::owner(key)))
             .arg(first)
             .arg(second)
             .arg(SLACK)
             .arg(self.record_limits.0)
             .arg(self.record_limits.1)
+            .arg(self.record_limits.2)
             .query_async(&mut self.connection.clone())
             .await
             .map_err(unreachable)
@@ -462,11 +491,13 @@ impl IdempotencyStore for RedisIdempotency {
             let created: i64 = self
                 .records_script(
                     "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end \
+                     if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[6]) then return -2 end \
                      if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) \
                         or total + string.len(ARGV[1]) > tonumber(ARGV[5]) then return -1 end \
                      redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1]) \
                      redis.call('PEXPIREAT', KEYS[1], ARGV[2]) \
                      redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1]) \
+                     redis.call('ZADD', KEYS[5], ARGV[2], KEYS[1]) \
                      redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
                      redis.call('INCRBY', KEYS[4], string.len(ARGV[1])) return 1",
                     key,
@@ -475,6 +506,7 @@ impl IdempotencyStore for RedisIdempotency {
                 .await?;
             match created {
                 -1 => Err(StoreError::Full),
+                -2 => Err(StoreError::CallerFull),
                 created => Ok(created == 1),
             }
         })
@@ -534,6 +566,7 @@ impl IdempotencyStore for RedisIdempotency {
             let _: i64 = self
                 .records_script(
                     "redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], KEYS[1]) \
+                     redis.call('ZREM', KEYS[5], KEYS[1]) \
                      redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0')) \
                      redis.call('HDEL', KEYS[3], KEYS[1]) return 1",
                     key,
