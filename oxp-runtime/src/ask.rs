@@ -555,6 +555,7 @@ impl Round {
     }
 
     /// The message and URL of a URL ask whose client cannot show it, if one was made.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn link(&self) -> Option<(String, String)> {
         self.lock().link.clone()
     }

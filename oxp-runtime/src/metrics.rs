@@ -662,6 +662,7 @@ impl Metrics {
     }
 
     /// A call of a tool that asks, by a caller that cannot answer, and what it got.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn fallback(&self, fallback: Fallback) {
         self.inner.table.fallbacks[fallback as usize].add(1);
     }

@@ -368,6 +368,7 @@ impl<T: ResourceOutput, E: Into<ToolError>> ResourceOutput for Result<T, E> {
 #[derive(Debug, Clone)]
 pub(crate) struct CheckedArgument {
     pub(crate) required: bool,
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) variants: Vec<String>,
 }
 
@@ -413,6 +414,7 @@ fn check_arguments(arguments: &'static [Argument]) -> Vec<CheckedArgument> {
 pub struct RegisteredResource {
     descriptor: &'static ResourceDescriptor,
     template: Template,
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     arguments: Vec<CheckedArgument>,
 }
 
@@ -444,6 +446,7 @@ impl RegisteredResource {
     }
 
     /// The values completion offers for the template parameter `name`, given what was typed.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
         complete_argument(self.descriptor.arguments, &self.arguments, name, typed)
     }
@@ -496,11 +499,13 @@ impl RegisteredPrompt {
     }
 
     /// The values completion offers for the argument `name`, given what was typed.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
         complete_argument(self.descriptor.arguments, &self.arguments, name, typed)
     }
 }
 
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 fn complete_argument(
     arguments: &[Argument],
     checked: &[CheckedArgument],
@@ -794,10 +799,12 @@ pub(crate) fn enum_values(schema: &Schema) -> Vec<String> {
 }
 
 /// The most values a completion answer carries (MCP's limit).
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) const MAX_COMPLETIONS: usize = 100;
 
 /// The values offered for `typed` so far: the author's fn's, or the enum's that start with
 /// it; at most [`MAX_COMPLETIONS`], and how many there were.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn complete(
     complete: Option<fn(&str) -> Vec<String>>,
     variants: &[String],

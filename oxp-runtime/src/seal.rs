@@ -93,6 +93,7 @@ impl Ledger {
     }
 
     /// The `call_id` the rounds after the first run under.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn call_id(&self) -> String {
         format!("{ASK_CALL_ID_PREFIX}{}", self.call)
     }

@@ -78,6 +78,7 @@ inventory::collect!(SkillDescriptor);
 #[derive(Debug)]
 pub struct RegisteredSkill {
     descriptor: &'static SkillDescriptor,
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     frontmatter: serde_json::Map<String, serde_json::Value>,
     /// Each file's URI and digest, in the descriptor's order.
     files: Vec<(String, String)>,
@@ -117,6 +118,7 @@ impl RegisteredSkill {
     }
 
     /// Its frontmatter.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn frontmatter(&self) -> &serde_json::Map<String, serde_json::Value> {
         &self.frontmatter
     }
@@ -141,6 +143,7 @@ impl RegisteredSkill {
     }
 
     /// The file at `uri`, if it is one of this skill's.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn file(&self, uri: &str) -> Option<&'static SkillFile> {
         let position = self.files.iter().position(|(u, _)| u == uri)?;
         self.descriptor.files.get(position)
@@ -167,6 +170,7 @@ pub(crate) fn file_uri(name: &str, path: &str) -> String {
 
 /// The media type a file is served with, by its extension: a skill's files are text the agent
 /// reads, or bytes it passes on.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn media_type(path: &str, bytes: &[u8]) -> &'static str {
     let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match extension.as_deref() {

@@ -406,6 +406,7 @@ impl Pipeline {
     }
 
     /// The store that keeps `call_id` answers and tasks, if any.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn store(&self) -> Option<&Arc<dyn IdempotencyStore>> {
         self.idempotency.as_ref()
     }

@@ -289,6 +289,7 @@ pub const CALLERS_SHARING: u64 = 10;
 
 /// Who `key` is for, without its call: the part of its flat form ([`IdempotencyKey`]'s
 /// `Display`) before the `call_id`.
+#[cfg(feature = "redis")]
 pub(crate) fn owner(key: &IdempotencyKey) -> String {
     IdempotencyKey::new(key.principal.clone(), key.user.clone(), "").to_string()
 }
