@@ -799,7 +799,7 @@ async fn task_runs_count_against_the_concurrency_limit() {
 async fn a_full_store_still_ends_its_tasks() {
     let server = harness::start_server(
         &harness::test_example_binary("task_server"),
-        &[("OXP_IDEMPOTENCY_MAX_BYTES", "3000")],
+        &[("OXP_IDEMPOTENCY_MAX_BYTES", "20000")],
     );
     let base = &server.base;
     let mut held = Vec::new();
@@ -944,5 +944,66 @@ async fn one_caller_cannot_fill_the_store_for_the_others() {
             )
             .await;
         }
+    }
+}
+
+/// Answers cannot grow a task past the store's budget: each record holds a small reserve for
+/// its status and end, and growth past it needs room like a new record, so a caller answering
+/// every question of a long task with bulky content is refused once the budget is spent, and
+/// the store stays within it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_cannot_grow_a_task_past_the_budget() {
+    let redis = harness::start_redis();
+    let mut stores = vec![None];
+    if let Some(redis) = &redis {
+        stores.push(Some(redis.1.clone()));
+    }
+    for store in stores {
+        let mut env = vec![("OXP_IDEMPOTENCY_MAX_BYTES", "30000".to_owned())];
+        if let Some(url) = &store {
+            env.push(("OXP_REDIS_URL", url.clone()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let server = harness::start_server(&harness::test_example_binary("task_server"), &env);
+        let base = &server.base;
+        let items: Vec<String> = (0..40).map(|i| format!("item-{i}")).collect();
+        let id = task_id(&call(base, "Jobs_Ship", json!({"items": items})).await);
+        let bulky = json!({"action": "accept", "content": {"junk": "x".repeat(3500)}});
+        let mut refused = None;
+        for _ in 0..40 {
+            let asked = poll_until(base, &id, 500, |t| t["status"] != "working").await;
+            let requests = asked["inputRequests"].as_object();
+            let Some(key) = requests.and_then(|r| r.keys().next().cloned()) else {
+                break;
+            };
+            let responses = json!({key: bulky});
+            let answer = rpc(
+                base,
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": responses}),
+            )
+            .await;
+            if answer.get("error").is_some() {
+                refused = Some(answer);
+                break;
+            }
+        }
+        let refused = refused.expect("the budget stops the answers");
+        assert!(
+            refused.to_string().contains("no room"),
+            "{store:?}: {refused}"
+        );
+        if store.is_none() {
+            let metrics = reqwest::get(format!("{base}/metrics")).await.unwrap();
+            let metrics = metrics.text().await.unwrap();
+            let bytes: u64 = (metrics.lines())
+                .find_map(|line| line.strip_prefix("oxp_idempotency_store_bytes "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(bytes <= 30_000, "{bytes}");
+        }
+        rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+        poll_until(base, &id, 500, status_is("cancelled")).await;
     }
 }

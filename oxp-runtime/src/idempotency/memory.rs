@@ -65,6 +65,9 @@ struct Record {
     owner: usize,
     version: u64,
     body: String,
+    /// Its size when made: it counts as at least this and [`RECORD_SLACK`] more, so that its
+    /// later small writes (a status, an end) always fit.
+    base: usize,
     /// Unix time in milliseconds.
     expires_at: u64,
 }
@@ -505,6 +508,19 @@ impl Drop for Leader {
     }
 }
 
+impl Record {
+    /// The bytes it counts for against the budget.
+    fn counted(&self) -> usize {
+        counted(self.body.len(), self.base)
+    }
+}
+
+/// What a record of `len` bytes made at `base` counts for: its size, and never less than its
+/// size when made with its reserve.
+fn counted(len: usize, base: usize) -> usize {
+    len.max(base + RECORD_SLACK)
+}
+
 impl State {
     /// Forgets the records whose time is up.
     fn expire_records(&mut self, now_ms: u64) {
@@ -513,7 +529,7 @@ impl State {
             self.records.retain(|_, r| {
                 let keep = r.expires_at > now_ms;
                 if !keep {
-                    freed += r.body.len();
+                    freed += r.counted();
                 }
                 keep
             });
@@ -563,11 +579,12 @@ impl IdempotencyStore for InMemoryIdempotency {
             Err(StoreError::CallerFull)
         } else {
             self.inner
-                .room_for_record(&mut state, body.len())
+                .room_for_record(&mut state, counted(body.len(), body.len()))
                 .map(|()| {
-                    state.record_bytes += body.len();
+                    state.record_bytes += counted(body.len(), body.len());
                     let record = Record {
                         owner,
+                        base: body.len(),
                         version: 1,
                         body,
                         expires_at,
@@ -604,28 +621,29 @@ impl IdempotencyStore for InMemoryIdempotency {
         let bytes = key_bytes(key);
         let mut guard = self.inner.lock();
         let state = &mut *guard;
-        let old = match state.records.get(bytes.as_slice()) {
+        let (old, new) = match state.records.get(bytes.as_slice()) {
             Some(record) if record.version == version && record.expires_at > now => {
-                record.body.len()
+                (record.counted(), counted(body.len(), record.base))
             }
             _ => return future::ready(Ok(false)).boxed(),
         };
-        // A record that grows (a task's result) makes room as a new one does.
-        while state.finished_bytes + state.record_bytes - old + body.len() > self.inner.max_bytes
-            && !state.finished.is_empty()
-        {
+        // A record that grows past its reserve (a task's result, answers) makes room as a new
+        // one does; within it, it always fits.
+        let over = |state: &State| {
+            new > old
+                && state.finished_bytes + state.record_bytes - old + new > self.inner.max_bytes
+        };
+        while over(state) && !state.finished.is_empty() {
             state.pop_oldest();
         }
-        if state.finished_bytes + state.record_bytes - old + body.len() > self.inner.max_bytes
-            && body.len() > old + RECORD_SLACK
-        {
+        if over(state) {
             return future::ready(Err(StoreError::Full)).boxed();
         }
         let record = state
             .records
             .get_mut(bytes.as_slice())
             .expect("found above");
-        state.record_bytes = state.record_bytes + body.len() - old;
+        state.record_bytes = state.record_bytes + new - old;
         record.body = body;
         record.version += 1;
         future::ready(Ok(true)).boxed()
@@ -637,7 +655,7 @@ impl IdempotencyStore for InMemoryIdempotency {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let mut state = self.inner.lock();
         if let Some(record) = state.records.remove(key_bytes(key).as_slice()) {
-            state.record_bytes -= record.body.len();
+            state.record_bytes -= record.counted();
         }
         future::ready(Ok(())).boxed()
     }

@@ -294,9 +294,11 @@ pub(crate) fn owner(key: &IdempotencyKey) -> String {
     IdempotencyKey::new(key.principal.clone(), key.user.clone(), "").to_string()
 }
 
-/// How much a record may grow past the store's byte budget: a task's status, progress or end
-/// (a failure that says why) is always written, so a full store never strands a task; a
-/// result larger than this is refused instead.
+/// The room each record holds in reserve from when it is made: it counts against the byte
+/// budget as at least its first size and this much more, so that its later small writes (a
+/// task's status, progress or end, which drops what only the running task needed) always fit
+/// and a full store never strands a task; growth past the reserve (a result, answers) needs
+/// room like a new record.
 pub(crate) const RECORD_SLACK: usize = 4096;
 
 /// A record's body and its version, as [`IdempotencyStore::read_record`] returns them.

@@ -236,7 +236,7 @@ impl RedisIdempotency {
     /// index of records by expiry (`KEYS[2]`), their sizes (`KEYS[3]`) and their total
     /// (`KEYS[4]`, in `total` for the script), and the index of the records of the key's
     /// caller (`KEYS[5]`), first forgetting the records that expired. `ARGV[1..=2]` are `args`,
-    /// `ARGV[3]` the growth a record may always make ([`super::RECORD_SLACK`]), `ARGV[4]` the
+    /// `ARGV[3]` the reserve each record holds ([`super::RECORD_SLACK`]), `ARGV[4]` the
     /// count and `ARGV[5]` the bytes allowed, `ARGV[6]` the count allowed one caller; `now` is
     /// Redis's time.
     async fn records_script(
@@ -492,14 +492,16 @@ impl IdempotencyStore for RedisIdempotency {
                 .records_script(
                     "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end \
                      if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[6]) then return -2 end \
+                     local counted = string.len(ARGV[1]) + tonumber(ARGV[3]) \
                      if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) \
-                        or total + string.len(ARGV[1]) > tonumber(ARGV[5]) then return -1 end \
-                     redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1]) \
+                        or total + counted > tonumber(ARGV[5]) then return -1 end \
+                     redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1], 'base', string.len(ARGV[1])) \
                      redis.call('PEXPIREAT', KEYS[1], ARGV[2]) \
                      redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1]) \
                      redis.call('ZADD', KEYS[5], ARGV[2], KEYS[1]) \
-                     redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
-                     redis.call('INCRBY', KEYS[4], string.len(ARGV[1])) return 1",
+                     redis.call('PEXPIREAT', KEYS[5], ARGV[2]) \
+                     redis.call('HSET', KEYS[3], KEYS[1], counted) \
+                     redis.call('INCRBY', KEYS[4], counted) return 1",
                     key,
                     [body, expires_at.to_string()],
                 )
@@ -540,12 +542,14 @@ impl IdempotencyStore for RedisIdempotency {
             let replaced: i64 = self
                 .records_script(
                     "if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end \
-                     local grown = string.len(ARGV[1]) - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
-                     if grown > tonumber(ARGV[3]) and total + grown > tonumber(ARGV[5]) then return -1 end \
+                     local base = tonumber(redis.call('HGET', KEYS[1], 'base') or '0') \
+                     local counted = math.max(string.len(ARGV[1]), base + tonumber(ARGV[3])) \
+                     local grown = counted - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
+                     if grown > 0 and total + grown > tonumber(ARGV[5]) then return -1 end \
                      if not redis.call('ZSCORE', KEYS[2], KEYS[1]) then \
                        redis.call('ZADD', KEYS[2], now + redis.call('PTTL', KEYS[1]), KEYS[1]) end \
                      redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[2]) + 1, 'body', ARGV[1]) \
-                     redis.call('HSET', KEYS[3], KEYS[1], string.len(ARGV[1])) \
+                     redis.call('HSET', KEYS[3], KEYS[1], counted) \
                      redis.call('INCRBY', KEYS[4], grown) return 1",
                     key,
                     [body, version.to_string()],

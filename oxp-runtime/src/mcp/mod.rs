@@ -68,6 +68,7 @@ use serde_json::Value;
 
 use crate::ask::{Capability, Round};
 use crate::call::{CallMeta, CallOutcome, Pipeline};
+use crate::idempotency::StoreError;
 use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
@@ -1049,9 +1050,17 @@ impl McpServer {
                         .unwrap_or_else(|| crate::random::uuid_v4().simple().to_string()),
                     principal: principal.clone(),
                 };
+                // A tool that may also answer as a plain call does, where the store has no
+                // room for its task; nothing runs unguarded when the store cannot be reached.
+                let plain =
+                    (task == Some(crate::tasks::TaskSupport::Optional)).then(|| call.clone());
                 match self.begin_task(seed, call, &round).await {
                     Ok(tasks::Begun::Task(task)) => return Ok(task.into()),
                     Ok(tasks::Begun::Answered(outcome)) => break outcome,
+                    Err(StoreError::Full | StoreError::CallerFull) if plain.is_some() => {
+                        let call = plain.expect("checked");
+                        break self.run(call, principal.clone(), &round, &context).await?;
+                    }
                     Err(error) => {
                         return Err(McpError::internal_error(
                             format!("The task could not be made, so the tool did not run: {error}"),

@@ -305,11 +305,20 @@ impl Record {
             .is_some_and(|lease| lease.holder == holder)
     }
 
+    /// Ends the task's round with `status`. A terminal one drops what only its runs needed
+    /// (its input, its asks and their answers), so that a task's end never needs more room
+    /// than its reserve.
     fn end(&mut self, status: Status, message: Option<String>) {
         self.status = status;
         self.message = message;
         self.lease = None;
         self.updated = now_ms();
+        if status.is_terminal() {
+            self.input = Value::Null;
+            self.ledger = None;
+            self.asked.clear();
+            self.answers.clear();
+        }
     }
 }
 
