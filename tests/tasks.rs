@@ -1007,3 +1007,43 @@ async fn answers_cannot_grow_a_task_past_the_budget() {
         poll_until(base, &id, 500, status_is("cancelled")).await;
     }
 }
+
+/// A round resumed by answers that is still waiting for a place when its server begins to shut
+/// down is handed back, its answers kept, and runs on the next replica that reads the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_waiting_on_a_stopping_server_runs_elsewhere() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_SHUTDOWN_GRACE_MS", "60000"),
+    ];
+    let a = harness::start_server(&binary, &env);
+    let mut busy = env.to_vec();
+    busy.push(("OXP_MAX_CONCURRENT_CALLS", "1"));
+    let b = harness::start_server(&binary, &busy);
+    // B's one place is held; an answer that lands on B waits for it.
+    let holding = task_id(&call(&b.base, "Jobs_Hold", json!({})).await);
+    poll_until(&b.base, &holding, 500, |t| {
+        t["statusMessage"] == "1/1: holding"
+    })
+    .await;
+    let shipped = task_id(&call(&a.base, "Jobs_Ship", json!({"items": ["r"]})).await);
+    poll_until(&a.base, &shipped, 500, status_is("input_required")).await;
+    let yes = json!({"ship": {"action": "accept"}});
+    rpc(
+        &b.base,
+        "tasks/update",
+        json!({"taskId": shipped, "inputResponses": yes}),
+    )
+    .await;
+    signal(&b, "-TERM");
+    // Read on A: handed back by B, it runs on A.
+    let done = poll_until(&a.base, &shipped, 1000, |t| t["status"] != "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let a_pid = a.child.id().to_string();
+    assert!(text(&done).ends_with(&format!("of {a_pid})")), "{done}");
+    rpc(&a.base, "tasks/cancel", json!({"taskId": holding})).await;
+}

@@ -299,6 +299,11 @@ impl Record {
         !self.status.is_terminal() && self.lease.as_ref().is_some_and(|lease| lease.until <= now)
     }
 
+    /// Whether it is a round handed back to the store, waiting for a replica to run it.
+    fn unheld(&self) -> bool {
+        self.status == Status::Working && self.lease.is_none()
+    }
+
     fn held_by(&self, holder: &str) -> bool {
         self.lease
             .as_ref()
@@ -392,6 +397,9 @@ impl McpServer {
             return Ok(None);
         };
         let record = parse(&found.body)?;
+        if record.unheld() && !self.pipeline.is_draining() {
+            return self.take_up(key).await;
+        }
         if !record.lapsed(now_ms()) {
             return Ok(Some(record));
         }
@@ -411,6 +419,49 @@ impl McpServer {
             self.count_task(Status::Failed);
         }
         Ok(ended)
+    }
+
+    /// Hands a round that never ran back to the store, its answers kept: the task stays
+    /// `working`, held by no one, until a replica that can run it reads it.
+    async fn release(&self, key: &IdempotencyKey, holder: &str) -> Result<(), TaskError> {
+        self.change_task(key, |record| {
+            if !record.held_by(holder) {
+                return false;
+            }
+            record.lease = None;
+            record.message = Some("Waiting for a server to run it.".to_owned());
+            record.updated = now_ms();
+            true
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Runs a round handed back by a replica that was shutting down, here: the task as it then
+    /// is.
+    async fn take_up(&self, key: &IdempotencyKey) -> Result<Option<Record>, TaskError> {
+        let holder = crate::random::uuid_v4().simple();
+        let lease = millis(self.tasks.lease);
+        let mut taken = false;
+        let record = self
+            .change_task(key, |record| {
+                taken = record.unheld();
+                if taken {
+                    record.lease = Some(Lease {
+                        holder: holder.clone(),
+                        until: now_ms() + lease,
+                    });
+                    record.message = None;
+                    record.updated = now_ms();
+                }
+                taken
+            })
+            .await?;
+        if let Some(record) = record.as_ref().filter(|_| taken) {
+            let principal = (key.principal != "anonymous").then(|| key.principal.clone());
+            self.next_round(key.clone(), holder, record.clone(), principal);
+        }
+        Ok(record)
     }
 
     /// Changes a task by `change` (which says whether it changed anything), again on the
@@ -552,11 +603,19 @@ impl McpServer {
                 outcome = &mut run => outcome,
                 () = &mut heart => break None,
             };
-            let waits = matches!(outcome, CallOutcome::Unavailable { .. })
-                && !self.pipeline.is_draining()
+            let unplaced = matches!(outcome, CallOutcome::Unavailable { .. })
                 && !line.cancellation.is_cancelled();
             match &again {
-                Some(again) if waits => {
+                // Shutting down: the round, which never ran, goes back to the store for
+                // another replica to run (see `read_task`).
+                Some(_) if unplaced && self.pipeline.is_draining() => {
+                    if let Err(error) = self.release(&key, &holder).await {
+                        tracing::error!(%error, "a task's round could not be handed back");
+                    }
+                    running().remove(&holder);
+                    return;
+                }
+                Some(again) if unplaced => {
                     tokio::select! {
                         () = tokio::time::sleep(crate::tasks::beat(self.tasks.lease)) => {}
                         () = &mut heart => break None,
@@ -839,7 +898,7 @@ impl McpServer {
                 ended = false;
                 match record.status {
                     _ if record.status.is_terminal() || record.cancel => false,
-                    Status::InputRequired => {
+                    _ if record.unheld() || record.status == Status::InputRequired => {
                         record.end(
                             Status::Cancelled,
                             Some("Cancelled at the client's request.".into()),
