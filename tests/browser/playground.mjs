@@ -1,19 +1,10 @@
 // Drives the playground page in headless Chromium: argv = server base URL, screenshot path.
 // Exits non-zero, with what it saw, when the page does not behave.
-import { chromium } from "playwright-core";
+import { fail, withPage } from "./page.mjs";
 
 const [base, screenshot] = process.argv.slice(2);
-const fail = (message) => { console.error("FAIL: " + message); process.exitCode = 1; };
 
-const browser = await chromium.launch({
-  executablePath: process.env.OXP_CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on("pageerror", (error) => fail("page error: " + error.message));
-  await page.goto(base + "/");
+await withPage(base, async (page) => {
   await page.waitForSelector('nav button[data-id="Calculator.Add@1.0.0"]', { timeout: 10000 });
 
   // Pick Calculator.Add@1.0.0, fill the form, call, see the value.
@@ -122,6 +113,4 @@ try {
 
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log("screenshot: " + screenshot);
-} finally {
-  await browser.close();
-}
+});

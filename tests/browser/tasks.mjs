@@ -2,20 +2,11 @@
 // argv = server base URL. A task tool is called as an MCP task: the page shows its status and
 // status message while it runs, cancels it, and shows a finished task's value.
 // Exits non-zero, with what it saw, when the page does not behave.
-import { chromium } from "playwright-core";
+import { fail, withPage } from "./page.mjs";
 
 const [base] = process.argv.slice(2);
-const fail = (message) => { console.error("FAIL: " + message); process.exitCode = 1; };
 
-const browser = await chromium.launch({
-  executablePath: process.env.OXP_CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on("pageerror", (error) => fail("page error: " + error.message));
-  await page.goto(base + "/");
+await withPage(base, async (page) => {
   await page.waitForSelector('nav button[data-id="Jobs.Hold@1.0.0"] .badge.task', { timeout: 10000 });
 
   // A task that holds until cancelled: its status and message, then the page cancels it.
@@ -40,6 +31,4 @@ try {
   const value = await page.textContent("#value");
   if (!value.startsWith("counted to 2 (run")) fail(`the value is ${value}`);
   console.log("result: ok");
-} finally {
-  await browser.close();
-}
+});

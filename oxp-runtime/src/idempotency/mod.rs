@@ -242,7 +242,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let _ = (key, body, expires_at);
-        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+        no_records()
     }
 
     /// The record under `key` with its version, if one is kept and has not expired.
@@ -251,7 +251,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
         let _ = key;
-        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+        no_records()
     }
 
     /// Replaces the record under `key` with `body` if it is still at `version` (its version
@@ -265,7 +265,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         body: String,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let _ = (key, version, body);
-        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+        no_records()
     }
 
     /// Forgets the record under `key`: one made for a call that turned out not to need it.
@@ -274,7 +274,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let _ = key;
-        Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+        no_records()
     }
 }
 
@@ -300,6 +300,11 @@ pub(crate) fn owner(key: &IdempotencyKey) -> String {
 /// and a full store never strands a task; growth past the reserve (a result, answers) needs
 /// room like a new record.
 pub(crate) const RECORD_SLACK: usize = 4096;
+
+/// What a store without records answers each record method with.
+fn no_records<'a, T: Send + 'a>() -> BoxFuture<'a, Result<T, StoreError>> {
+    Box::pin(std::future::ready(Err(StoreError::NoRecords)))
+}
 
 /// A record's body and its version, as [`IdempotencyStore::read_record`] returns them.
 #[derive(Clone, Debug, PartialEq, Eq)]

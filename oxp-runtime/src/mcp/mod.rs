@@ -852,9 +852,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let key = self.task_key_for(&context, &request.task_id);
-        let principal = (key.principal != "anonymous").then(|| key.principal.clone());
-        self.update_task_of(&key, request.input_responses, principal)
-            .await
+        self.update_task_of(&key, request.input_responses).await
     }
 
     async fn cancel_task(

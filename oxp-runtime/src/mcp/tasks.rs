@@ -26,6 +26,9 @@ use crate::protocol::{CallResult, CallToolRequest, CallToolResponse};
 use crate::seal::{Ledger, now_ms};
 use crate::signals::{CallSignals, Cancellation, Progress};
 
+/// The principal of a task key whose caller did not authenticate.
+const ANONYMOUS: &str = "anonymous";
+
 /// How often a client is told to poll.
 const POLL_INTERVAL_MS: u64 = 1000;
 
@@ -77,8 +80,7 @@ pub(crate) async fn interrupt_running() {
                 if !record.held_by(&holder) {
                     return false;
                 }
-                record.error = Some(rpc_error(why));
-                record.end(Status::Failed, Some(why.to_owned()));
+                record.fail(why);
                 true
             })
             .await;
@@ -137,6 +139,16 @@ pub(super) struct Render {
 struct Lease {
     holder: String,
     until: u64,
+}
+
+impl Lease {
+    /// `holder`'s lease for `lease` from now.
+    fn new(holder: &str, lease: Duration) -> Self {
+        Lease {
+            holder: holder.to_owned(),
+            until: now_ms() + millis(lease),
+        }
+    }
 }
 
 /// A task, as the store keeps it.
@@ -310,6 +322,12 @@ impl Record {
             .is_some_and(|lease| lease.holder == holder)
     }
 
+    /// Ends the task `failed` with a JSON-RPC error saying `why`.
+    fn fail(&mut self, why: &str) {
+        self.error = Some(rpc_error(why));
+        self.end(Status::Failed, Some(why.to_owned()));
+    }
+
     /// Ends the task's round with `status`. A terminal one drops what only its runs needed
     /// (its input, its asks and their answers), so that a task's end never needs more room
     /// than its reserve.
@@ -381,7 +399,7 @@ impl McpServer {
         user: Option<String>,
         id: &str,
     ) -> IdempotencyKey {
-        IdempotencyKey::new(principal.unwrap_or("anonymous"), user, id)
+        IdempotencyKey::new(principal.unwrap_or(ANONYMOUS), user, id)
     }
 
     fn count_task(&self, status: Status) {
@@ -408,9 +426,7 @@ impl McpServer {
             .change_task(key, |record| {
                 ended_here = record.lapsed(now_ms());
                 if ended_here {
-                    let why = "The server running this task stopped before it ended.";
-                    record.error = Some(rpc_error(why));
-                    record.end(Status::Failed, Some(why.to_owned()));
+                    record.fail("The server running this task stopped before it ended.");
                 }
                 ended_here
             })
@@ -441,16 +457,12 @@ impl McpServer {
     /// is.
     async fn take_up(&self, key: &IdempotencyKey) -> Result<Option<Record>, TaskError> {
         let holder = crate::random::uuid_v4().simple();
-        let lease = millis(self.tasks.lease);
         let mut taken = false;
         let record = self
             .change_task(key, |record| {
                 taken = record.unheld();
                 if taken {
-                    record.lease = Some(Lease {
-                        holder: holder.clone(),
-                        until: now_ms() + lease,
-                    });
+                    record.lease = Some(Lease::new(&holder, self.tasks.lease));
                     record.message = None;
                     record.updated = now_ms();
                 }
@@ -458,8 +470,7 @@ impl McpServer {
             })
             .await?;
         if let Some(record) = record.as_ref().filter(|_| taken) {
-            let principal = (key.principal != "anonymous").then(|| key.principal.clone());
-            self.next_round(key.clone(), holder, record.clone(), principal);
+            self.next_round(key.clone(), holder, record.clone());
         }
         Ok(record)
     }
@@ -520,10 +531,7 @@ impl McpServer {
             result: None,
             error: None,
             cancel: false,
-            lease: Some(Lease {
-                holder: holder.clone(),
-                until: now + millis(self.tasks.lease),
-            }),
+            lease: Some(Lease::new(&holder, self.tasks.lease)),
         };
         let body = serde_json::to_string(&record).expect("records serialize");
         if !store.create_record(&key, body, now + ttl).await? {
@@ -656,10 +664,7 @@ impl McpServer {
                     if !record.held_by(holder) {
                         return false;
                     }
-                    record.lease = Some(Lease {
-                        holder: holder.to_owned(),
-                        until: now_ms() + millis(lease),
-                    });
+                    record.lease = Some(Lease::new(holder, lease));
                     if progress.is_some() && record.message != progress {
                         record.message = progress.clone();
                         record.updated = now_ms();
@@ -703,8 +708,7 @@ impl McpServer {
                     if !record.held_by(holder) {
                         return false;
                     }
-                    record.error = Some(rpc_error(why));
-                    record.end(Status::Failed, Some(why.to_owned()));
+                    record.fail(why);
                     true
                 })
                 .await?;
@@ -806,7 +810,6 @@ impl McpServer {
         &self,
         key: &IdempotencyKey,
         responses: BTreeMap<String, Value>,
-        principal: Option<String>,
     ) -> Result<(), McpError> {
         if self.pipeline.is_draining() {
             // Taken here, the answers would resume the task where nothing may run any more.
@@ -817,7 +820,6 @@ impl McpServer {
             ));
         }
         let holder = crate::random::uuid_v4().simple();
-        let lease = millis(self.tasks.lease);
         let mut resumed = false;
         let record = self
             .change_task(key, |record| {
@@ -836,10 +838,7 @@ impl McpServer {
                     record.status = Status::Working;
                     record.message = None;
                     record.updated = now_ms();
-                    record.lease = Some(Lease {
-                        holder: holder.clone(),
-                        until: now_ms() + lease,
-                    });
+                    record.lease = Some(Lease::new(&holder, self.tasks.lease));
                     resumed = true;
                 }
                 changed
@@ -848,19 +847,15 @@ impl McpServer {
             .ok_or_else(not_found)?;
         if resumed {
             self.count_task(Status::Working);
-            self.next_round(key.clone(), holder, record, principal);
+            self.next_round(key.clone(), holder, record);
         }
         Ok(())
     }
 
     /// Runs a task's next round, with the answers its asks got.
-    fn next_round(
-        &self,
-        key: IdempotencyKey,
-        holder: String,
-        record: Record,
-        principal: Option<String>,
-    ) {
+    fn next_round(&self, key: IdempotencyKey, holder: String, record: Record) {
+        // The caller's principal, as the key has it (an anonymous caller has none).
+        let principal = (key.principal != ANONYMOUS).then(|| key.principal.clone());
         let can = record.can.clone();
         let round = Round::resume(record.ledger, record.answers, |capability| {
             can.iter().any(|name| name == capability.name())
