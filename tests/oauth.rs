@@ -1966,7 +1966,9 @@ impl Oidc {
                 }
             }
         });
-        let issuer = issuer.await.expect("the provider starts");
+        let issuer = harness::bounded("node-oidc-provider's `ready`", issuer)
+            .await
+            .expect("the provider starts");
         Oidc { child, issuer }
     }
 
@@ -2145,6 +2147,7 @@ async fn node_oidc_provider_end_to_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_discovers_the_provider_and_calls_tools() {
     use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
     use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -2153,6 +2156,8 @@ async fn rmcp_client_discovers_the_provider_and_calls_tools() {
         harness::skip("Node.js and node-oidc-provider (cd tests/oidc && npm install)");
         return;
     }
+    // Captured, so that a step that hangs fails showing what rmcp, hyper and the server said.
+    harness::Log::captured();
     let keys = std::env::temp_dir().join(format!("oxp-oidc-rmcp-{}.json", std::process::id()));
     let _ = std::fs::remove_file(&keys);
     let oidc = Oidc::start(0, &keys, "a").await;
@@ -2161,36 +2166,50 @@ async fn rmcp_client_discovers_the_provider_and_calls_tools() {
     let oxp = Oxp::start(&provider, |o| o).await;
     let mcp_url = format!("{}/mcp", oxp.base);
 
-    let mut state = OAuthState::new(mcp_url.as_str(), None).await.unwrap();
-    state
-        .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
-            client_id: "mcp-host".into(),
-            client_secret: "mcp-host-secret-0123456789abcdef012345".into(),
-            scopes: vec!["tools".into(), "files:write".into()],
-            resource: Some(mcp_url.clone()),
-        })
-        .await
-        .expect("discovery and the token");
-    let manager = state.into_authorization_manager().unwrap();
-    let client = AuthClient::new(reqwest13::Client::default(), manager);
+    // Each step bounded, and each of rmcp's HTTP exchanges (which have no time limit of their
+    // own) too: a peer or a server that never answers fails naming what it was asked.
+    let manager = harness::bounded("rmcp's discovery and client credentials", async {
+        let mut state = OAuthState::new(mcp_url.as_str(), None).await.unwrap();
+        state
+            .authenticate_client_credentials(ClientCredentialsConfig::ClientSecret {
+                client_id: "mcp-host".into(),
+                client_secret: "mcp-host-secret-0123456789abcdef012345".into(),
+                scopes: vec!["tools".into(), "files:write".into()],
+                resource: Some(mcp_url.clone()),
+            })
+            .await
+            .expect("discovery and the token");
+        state.into_authorization_manager().unwrap()
+    })
+    .await;
+    let http = reqwest13::Client::builder()
+        .timeout(harness::HANG / 2)
+        .build()
+        .unwrap();
     let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
-        client,
+        AuthClient::new(http, manager),
         StreamableHttpClientTransportConfig::with_uri(mcp_url.as_str()),
     );
-    let service = ().serve(transport).await.expect("initialize");
-    let tools = service.list_all_tools().await.unwrap();
+    let service = harness::bounded("initialize", ().serve(transport))
+        .await
+        .expect("initialize");
+    let tools = harness::bounded("tools/list", service.list_all_tools())
+        .await
+        .unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     names.sort_unstable();
     assert_eq!(names, ["Files_Read", "Files_Whoami", "Files_Write"]);
     let mut arguments = serde_json::Map::new();
     arguments.insert("path".into(), json!("/oidc/rmcp"));
-    let called = service
-        .call_tool(rmcp::model::CallToolRequestParams::new("Files_Write").with_arguments(arguments))
+    let call = CallToolRequestParams::new("Files_Write").with_arguments(arguments);
+    let called = harness::bounded("tools/call", service.call_tool(call))
         .await
         .unwrap();
     assert_eq!(called.is_error, Some(false), "{called:?}");
     assert!(WRITES.lock().unwrap().iter().any(|p| p == "/oidc/rmcp"));
-    service.cancel().await.unwrap();
+    harness::bounded("closing the client", service.cancel())
+        .await
+        .unwrap();
     drop(oidc);
     let _ = std::fs::remove_file(&keys);
 }

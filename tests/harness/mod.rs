@@ -211,6 +211,30 @@ pub fn check_call_reply(reply: &Reply) {
     }
 }
 
+/// How long [`bounded`] lets one step of a test run: far past anything a step takes on a loaded
+/// 2-core machine, and far short of CI's own limit.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Awaits `step`, failing the test with `what` if it has not finished within [`HANG`]. Not a
+/// timed assertion: it turns a hang (a peer, or the server, that never answers) into a failure
+/// that names the step, with the end of the process's log when one is captured ([`Log`]),
+/// instead of holding the whole run until CI gives up on it.
+pub async fn bounded<T>(what: &str, step: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(HANG, step).await {
+        Ok(value) => value,
+        Err(_) => {
+            let tail = LOG.get().map(Log::text).unwrap_or_default();
+            let tail: Vec<&str> = tail.lines().rev().take(60).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "{what}: not finished after {} s (a hang); the log's last lines:\n{}",
+                HANG.as_secs(),
+                tail.join("\n")
+            )
+        }
+    }
+}
+
 /// Whether a test that needs an outside program may skip: not under `OXP_REQUIRE_ALL_TESTS=1`.
 pub fn skip(what: &str) {
     let message = format!("SKIPPED: needs {what}");
@@ -301,6 +325,9 @@ pub fn start_server(binary: &str, env: &[(&str, &str)]) -> Example {
     Example { child, base }
 }
 
+/// The process's log, once a test has asked for it.
+static LOG: OnceLock<Log> = OnceLock::new();
+
 /// The log of this test process, captured at TRACE from the first call on: a test that says
 /// something "stays in the log" reads it here, and one that waits for something the server
 /// logs waits on it here.
@@ -322,7 +349,6 @@ impl std::io::Write for Log {
 impl Log {
     /// The process's log (installing the capturing subscriber on first use).
     pub fn captured() -> &'static Log {
-        static LOG: OnceLock<Log> = OnceLock::new();
         LOG.get_or_init(|| {
             let log = Log::default();
             let writer = log.clone();
