@@ -90,16 +90,21 @@ async fn call(
     let Value::Object(arguments) = arguments else {
         panic!()
     };
-    client
-        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
-        .await
-        .expect("a tool result")
+    let call = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    harness::bounded(
+        &format!("rmcp's tools/call of {name}"),
+        client.call_tool(call),
+    )
+    .await
+    .expect("a tool result")
 }
 
 /// An rmcp client on the server's `/mcp`.
 async fn connect(oxp: &Oxp) -> RunningService<RoleClient, ()> {
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
-    ().serve(transport).await.unwrap()
+    harness::bounded("rmcp's initialize", ().serve(transport))
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,7 +112,9 @@ async fn rmcp_client_over_streamable_http() {
     let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
     let client = connect(&oxp).await;
 
-    let tools = client.list_all_tools().await.unwrap();
+    let tools = harness::bounded("rmcp's tools/list", client.list_all_tools())
+        .await
+        .unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     // The latest version under the wire name, older ones with a version suffix.
     assert!(names.contains(&"Calculator_Add"));
@@ -211,7 +218,9 @@ async fn rmcp_client_over_the_stdio_subcommand() {
     let mut command = tokio::process::Command::new(harness::example_binary());
     command.arg("mcp").env("OXP_LOG", "warn");
     let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
-    let tools = client.list_all_tools().await.unwrap();
+    let tools = harness::bounded("rmcp's tools/list", client.list_all_tools())
+        .await
+        .unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
@@ -420,7 +429,9 @@ async fn clients_of_the_newest_revision_get_structured_content_for_any_value() {
 async fn a_tool_s_media_reach_mcp_as_blocks_and_oxp_as_one_value() {
     let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
     let client = connect(&oxp).await;
-    let tools = client.list_all_tools().await.unwrap();
+    let tools = harness::bounded("rmcp's tools/list", client.list_all_tools())
+        .await
+        .unwrap();
     let photo = tools.iter().find(|t| t.name == "Geometry_Photo").unwrap();
     let output = serde_json::to_value(photo.output_schema.as_ref().unwrap()).unwrap();
     assert_eq!(output["properties"]["x"]["type"], "integer", "{output}");
