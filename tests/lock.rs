@@ -611,3 +611,160 @@ fn the_lock_command_as_a_real_process() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+mod scoped {
+    use oxp_runtime::{prompt, resource, tool};
+
+    /// Write a file.
+    #[tool(toolkit = "Files", name = "Write", version = "1.0.0")]
+    pub fn open(path: String) -> String {
+        path
+    }
+
+    /// Write a file.
+    #[tool(toolkit = "Files", name = "Write", version = "1.0.0", scopes = ["files:write"])]
+    pub fn same_version(path: String) -> String {
+        path
+    }
+
+    /// Write a file.
+    #[tool(toolkit = "Files", name = "Write", version = "1.1.0", scopes = ["files:write"])]
+    pub fn minor(path: String) -> String {
+        path
+    }
+
+    /// Write a file.
+    #[tool(toolkit = "Files", name = "Write", version = "2.0.0", scopes = ["files:write"])]
+    pub fn major(path: String) -> String {
+        path
+    }
+
+    /// Write a file.
+    #[tool(toolkit = "Files", name = "Write", version = "1.1.0")]
+    pub fn minor_open(path: String) -> String {
+        path
+    }
+
+    /// Today's notes.
+    #[resource(uri = "notes://today")]
+    pub fn notes() -> String {
+        String::new()
+    }
+
+    /// Today's notes.
+    #[resource(uri = "notes://today", scopes = ["notes:read"])]
+    pub fn notes_scoped() -> String {
+        String::new()
+    }
+
+    /// Review a change.
+    #[prompt(name = "review")]
+    pub fn review(
+        /// The change.
+        change: String,
+    ) -> String {
+        change
+    }
+
+    /// Review a change.
+    #[prompt(name = "review", scopes = ["reviews"])]
+    pub fn review_scoped(
+        /// The change.
+        change: String,
+    ) -> String {
+        change
+    }
+}
+
+/// The scopes a caller's token needs are part of what was published: a tool version, resource
+/// or prompt that comes to need one refuses callers it served (breaking: a new major version
+/// for a tool, never for a resource or prompt); one that stops needing one refuses nobody.
+#[test]
+fn scopes_added_break_and_dropped_add() {
+    use oxp_runtime::Registry;
+    let of = |registry: oxp_runtime::RegistryBuilder| Lock::of(&registry.build().unwrap());
+    let lines = |review: Review| -> (Vec<String>, Vec<String>) {
+        let text = |found: &[oxp_runtime::lock::Violation]| -> Vec<String> {
+            found.iter().map(ToString::to_string).collect()
+        };
+        (text(&review.violations), text(&review.notices))
+    };
+    let open = of(Registry::builder()
+        .tool(scoped::open::TOOL)
+        .resource(scoped::notes::RESOURCE)
+        .prompt(scoped::review::PROMPT));
+    let text = open.to_text();
+    assert!(
+        !text.contains("\"scopes\""),
+        "none written when none: {text}"
+    );
+
+    // The same version, now needing a scope: immutable.
+    let (violations, _) = lines(open.compare(
+        &of(Registry::builder().tool(scoped::same_version::TOOL)),
+        true,
+    ));
+    assert_eq!(
+        violations,
+        [
+            "Files.Write@1.0.0: scopes /scopes/files:write: callers now need scope `files:write` — a published version is immutable; publish it as Files.Write@2.0.0"
+        ]
+    );
+    // A new minor version that needs it: breaking; a new major: fine.
+    let (violations, _) =
+        lines(open.compare(&of(Registry::builder().tool(scoped::minor::TOOL)), true));
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].contains("a breaking change needs a new major version"),
+        "{violations:?}"
+    );
+    let (violations, _) =
+        lines(open.compare(&of(Registry::builder().tool(scoped::major::TOOL)), true));
+    assert!(violations.is_empty(), "{violations:?}");
+
+    // Needing one no longer: additive, a new minor is enough.
+    let scoped_tool = of(Registry::builder().tool(scoped::same_version::TOOL));
+    assert!(
+        scoped_tool
+            .to_text()
+            .contains("\"scopes\": [\n        \"files:write\"\n      ]")
+    );
+    let (violations, _) = lines(scoped_tool.compare(
+        &of(Registry::builder().tool(scoped::minor_open::TOOL)),
+        true,
+    ));
+    assert!(violations.is_empty(), "{violations:?}");
+    let (violations, _) = lines(scoped_tool.compare(&open, true));
+    assert_eq!(
+        violations.len(),
+        1,
+        "dropped in the same version: {violations:?}"
+    );
+
+    // A resource or prompt has no version to publish the change under.
+    let scoped_others = of(Registry::builder()
+        .tool(scoped::open::TOOL)
+        .resource(scoped::notes_scoped::RESOURCE)
+        .prompt(scoped::review_scoped::PROMPT));
+    let (violations, _) = lines(open.compare(&scoped_others, false));
+    assert_eq!(
+        violations,
+        [
+            "resource notes://today: /scopes/notes:read: callers now need scope `notes:read` — a resource or prompt has no version to publish a change under: what was published holds while it is served",
+            "prompt review: /scopes/reviews: callers now need scope `reviews` — a resource or prompt has no version to publish a change under: what was published holds while it is served",
+        ]
+    );
+    let (violations, notices) = lines(scoped_others.compare(&open, false));
+    assert!(violations.is_empty(), "{violations:?}");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("callers no longer need scope `notes:read`")),
+        "{notices:?}"
+    );
+    // Read back, the file says the same.
+    assert_eq!(
+        Lock::parse(&scoped_others.to_text()).unwrap(),
+        scoped_others
+    );
+}

@@ -513,6 +513,31 @@ pub(crate) fn requirements(old: &Value, new: &Value) -> Vec<Difference> {
     found
 }
 
+/// The scopes a caller's token needs (`scopes = [..]` on a tool, resource or prompt): a new one
+/// refuses callers that were served; one dropped refuses none.
+pub(crate) fn caller_scopes(old: &Value, new: &Value) -> Vec<Difference> {
+    let set = |v: &Value| -> BTreeSet<String> {
+        v["scopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    };
+    let (old, new) = (set(old), set(new));
+    let added = new.difference(&old).map(|scope| Difference {
+        pointer: format!("/scopes/{}", escape(scope)),
+        change: format!("callers now need scope `{scope}`"),
+        class: Class::Breaking,
+    });
+    let dropped = old.difference(&new).map(|scope| Difference {
+        pointer: format!("/scopes/{}", escape(scope)),
+        change: format!("callers no longer need scope `{scope}`"),
+        class: Class::Additive,
+    });
+    added.chain(dropped).collect()
+}
+
 /// The `type` keyword as a set (`None`: any type).
 fn types(value: Option<&Value>) -> Option<BTreeSet<String>> {
     match value? {

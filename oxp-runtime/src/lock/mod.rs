@@ -2,8 +2,8 @@
 //! tool id the binary serves with its definition as `GET /tools` sends it, and [`Lock::check`]
 //! refuses a change that breaks what was published.
 //!
-//! The rules: a locked version is immutable (its input schema, output schema and requirements;
-//! descriptions may change); a locked version must not disappear (unless retired on purpose);
+//! The rules: a locked version is immutable (its input schema, output schema, requirements and
+//! the scopes a caller's token needs; descriptions may change); a locked version must not disappear (unless retired on purpose);
 //! a new version is judged against the highest locked version below it — a breaking change needs
 //! a new major version (a new minor for `0.y.z`), an additive one at least a new minor. That is
 //! what lets a caller ask for `Calculator.Add@1` or the latest and trust the answer.
@@ -11,7 +11,8 @@
 //! Resources and prompts are recorded beside the tools (by URI and by name; the keys are written
 //! only by a server that has them). Without versions, what was published holds while they are
 //! served: none disappears unless retired, a resource keeps its media type, a prompt keeps its
-//! arguments (none removed or made required, no new required one).
+//! arguments (none removed or made required, no new required one), and neither needs a scope
+//! it did not need.
 //!
 //! Keep the check in `cargo test`:
 //!
@@ -82,6 +83,8 @@ pub enum Part {
     Output,
     /// Secrets, user id, authorization.
     Requirements,
+    /// The OAuth scopes a caller's token needs (`scopes = [..]`).
+    Scopes,
     /// The tool's own description.
     Description,
     /// The tool as a whole (a version gone).
@@ -98,6 +101,7 @@ impl fmt::Display for Part {
             Part::Input => "input",
             Part::Output => "output",
             Part::Requirements => "requirements",
+            Part::Scopes => "scopes",
             Part::Description => "description",
             Part::Tool => "tool",
             Part::Resource => "resource",
@@ -219,12 +223,13 @@ impl Lock {
     /// ```
     pub fn of(registry: &Registry) -> Lock {
         let tools = registry
-            .definitions()
-            .map(|d| {
-                (
-                    d.id.clone(),
-                    serde_json::to_value(d).expect("a definition is JSON"),
-                )
+            .tools()
+            .iter()
+            .map(|tool| {
+                let definition = tool.definition();
+                let mut value = serde_json::to_value(definition).expect("a definition is JSON");
+                with_scopes(&mut value, tool.descriptor().scopes);
+                (definition.id.clone(), value)
             })
             .collect();
         Lock {
@@ -486,6 +491,18 @@ impl Lock {
     }
 }
 
+/// Records the scopes a caller's token needs beside what is locked (OXP's definitions have no
+/// room for them), sorted; written only when there are some, so a lock of a server without
+/// scopes reads as it always did.
+fn with_scopes(locked: &mut Value, scopes: &[&str]) {
+    if !scopes.is_empty() {
+        let mut scopes = scopes.to_vec();
+        scopes.sort_unstable();
+        scopes.dedup();
+        locked["scopes"] = json!(scopes);
+    }
+}
+
 /// `Toolkit.Name` and the version of an exact id.
 fn split(id: &str) -> Option<(&str, ToolVersion)> {
     let (path, version) = id.split_once('@')?;
@@ -518,6 +535,11 @@ fn differences(old: &Value, new: &Value) -> Vec<(Part, Difference)> {
         diff::requirements(&requirements(old), &requirements(new))
             .into_iter()
             .map(|d| (Part::Requirements, d)),
+    );
+    found.extend(
+        diff::caller_scopes(old, new)
+            .into_iter()
+            .map(|d| (Part::Scopes, d)),
     );
     if old["description"] != new["description"] {
         found.push((

@@ -1,12 +1,14 @@
 //! Resources and prompts in the lockfile. They have no versions, so what was published holds
 //! for as long as they are served: a locked resource (by its URI or template) or prompt (by its
 //! name) must not disappear, a prompt's locked argument must not go nor become required, and a
-//! new argument must be optional; descriptions, titles and new optional arguments are allowed.
+//! new argument must be optional, and neither may need a scope it did not; descriptions, titles,
+//! new optional arguments and scopes dropped are allowed.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::diff::{Class, caller_scopes};
 use super::{Part, Review, Violation};
 use crate::registry::Registry;
 
@@ -18,15 +20,14 @@ pub(super) fn resources(registry: &Registry) -> BTreeMap<String, Value> {
         .map(|resource| {
             let d = resource.descriptor();
             let parameters: Vec<&str> = d.arguments.iter().map(|a| a.name).collect();
-            (
-                d.uri.to_owned(),
-                json!({
-                    "name": d.name,
-                    "description": d.description,
-                    "mime_type": d.mime_type,
-                    "parameters": parameters,
-                }),
-            )
+            let mut locked = json!({
+                "name": d.name,
+                "description": d.description,
+                "mime_type": d.mime_type,
+                "parameters": parameters,
+            });
+            super::with_scopes(&mut locked, d.scopes);
+            (d.uri.to_owned(), locked)
         })
         .collect()
 }
@@ -44,10 +45,9 @@ pub(super) fn prompts(registry: &Registry) -> BTreeMap<String, Value> {
                 .zip(prompt.required())
                 .map(|(a, required)| json!({"name": a.name, "required": required}))
                 .collect();
-            (
-                d.name.to_owned(),
-                json!({"description": d.description, "arguments": arguments}),
-            )
+            let mut locked = json!({"description": d.description, "arguments": arguments});
+            super::with_scopes(&mut locked, d.scopes);
+            (d.name.to_owned(), locked)
         })
         .collect()
 }
@@ -108,6 +108,25 @@ pub(super) fn compare(
             }
             if part == Part::Prompt {
                 arguments(&id, old, new, review);
+            }
+            for d in caller_scopes(old, new) {
+                if d.class == Class::Breaking {
+                    review.violations.push(finding(
+                        id.clone(),
+                        part,
+                        &d.pointer,
+                        d.change,
+                        FOREVER,
+                    ));
+                } else {
+                    review.notices.push(finding(
+                        id.clone(),
+                        part,
+                        &d.pointer,
+                        d.change,
+                        "allowed: it refuses no caller that was served",
+                    ));
+                }
             }
             if old["description"] != new["description"] {
                 review.notices.push(finding(
