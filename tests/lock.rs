@@ -470,7 +470,7 @@ fn the_file_is_the_same_bytes_for_the_same_tools() {
 fn a_broken_lockfile_is_a_clear_error() {
     for (text, says) in [
         ("not json", "not a tools lockfile"),
-        (r#"{"format": 2, "tools": {}}"#, "this version reads 1"),
+        (r#"{"format": 3, "tools": {}}"#, "this version reads 1 to 2"),
         (r#"{"format": 1, "tools": []}"#, "`tools` is not an object"),
         (
             r#"{"format": 1, "tools": {"Calc.Add@1": {}}}"#,
@@ -767,4 +767,13 @@ fn scopes_added_break_and_dropped_add() {
         Lock::parse(&scoped_others.to_text()).unwrap(),
         scoped_others
     );
+
+    // A lock written before scopes were recorded (format 1) says nothing of them: a scoped
+    // tool checked against it is not taken for one that came to need them.
+    let older = open.to_text().replace("\"format\": 2", "\"format\": 1");
+    let older = Lock::parse(&older).unwrap();
+    let (violations, _) = lines(older.compare(&scoped_tool, true));
+    assert!(violations.is_empty(), "{violations:?}");
+    let (violations, _) = lines(scoped_tool.compare(&older, false));
+    assert!(violations.is_empty(), "{violations:?}");
 }

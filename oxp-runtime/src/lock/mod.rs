@@ -40,8 +40,12 @@ use diff::{Difference, Direction};
 use crate::registry::Registry;
 use crate::version::{ToolId, ToolVersion};
 
-/// The format of the file, written into it so that a later one can read an older one.
-const FORMAT: u64 = 1;
+/// The format of the file, written into it so that a later one can read an older one. Format 2
+/// records scopes (absent: none needed); format 1, still read, did not record them.
+const FORMAT: u64 = 2;
+
+/// The first format that records the scopes a caller's token needs.
+const SCOPES_FORMAT: u64 = 2;
 
 /// A tools lockfile: tool ids and their definitions.
 ///
@@ -66,6 +70,9 @@ pub struct Lock {
     resources: BTreeMap<String, Value>,
     /// Prompts by name: their description and arguments.
     prompts: BTreeMap<String, Value>,
+    /// Whether the scopes a caller's token needs are recorded (no `scopes` then means none);
+    /// not in a file of format 1.
+    scopes_recorded: bool,
 }
 
 /// Which part of a tool a finding is about.
@@ -236,6 +243,7 @@ impl Lock {
             tools,
             resources: other::resources(registry),
             prompts: other::prompts(registry),
+            scopes_recorded: true,
         }
     }
 
@@ -255,18 +263,22 @@ impl Lock {
     ///
     /// ```
     /// use oxp_runtime::lock::Lock;
-    /// assert!(Lock::parse(r#"{"format": 1, "tools": {}}"#).unwrap().is_empty());
+    /// assert!(Lock::parse(r#"{"format": 2, "tools": {}}"#).unwrap().is_empty());
+    /// assert!(Lock::parse(r#"{"format": 1, "tools": {}}"#).unwrap().is_empty(), "read, scopes unrecorded");
     /// assert!(Lock::parse(r#"{"format": 9, "tools": {}}"#).is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Lock, LockError> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| LockError::Format(e.to_string()))?;
-        if value["format"] != json!(FORMAT) {
+        let format = value["format"]
+            .as_u64()
+            .filter(|f| (1..=FORMAT).contains(f));
+        let Some(format) = format else {
             return Err(LockError::Format(format!(
-                "`format` is {}, this version reads {FORMAT}",
+                "`format` is {}, this version reads 1 to {FORMAT}",
                 value["format"]
             )));
-        }
+        };
         let Some(tools) = value["tools"].as_object() else {
             return Err(LockError::Format("`tools` is not an object".into()));
         };
@@ -299,6 +311,7 @@ impl Lock {
             tools: locked,
             resources,
             prompts,
+            scopes_recorded: format >= SCOPES_FORMAT,
         })
     }
 
@@ -307,7 +320,7 @@ impl Lock {
     ///
     /// ```
     /// let registry = oxp_runtime::Registry::builder().build().unwrap();
-    /// assert_eq!(oxp_runtime::lock::Lock::of(&registry).to_text(), "{\n  \"format\": 1,\n  \"tools\": {}\n}\n");
+    /// assert_eq!(oxp_runtime::lock::Lock::of(&registry).to_text(), "{\n  \"format\": 2,\n  \"tools\": {}\n}\n");
     /// ```
     pub fn to_text(&self) -> String {
         let tools: Map<String, Value> = self
@@ -438,6 +451,13 @@ impl Lock {
     /// );
     /// ```
     pub fn compare(&self, current: &Lock, allow_removal: bool) -> Review {
+        if self.scopes_recorded != current.scopes_recorded {
+            // One side was written before scopes were recorded: what it does not say cannot
+            // have changed, so neither side's scopes are compared.
+            return self
+                .without_scopes()
+                .compare(&current.without_scopes(), allow_removal);
+        }
         let mut review = Review::default();
         for (id, old) in &self.tools {
             match current.tools.get(id) {
@@ -475,6 +495,25 @@ impl Lock {
             &mut review,
         );
         review
+    }
+
+    /// This lock as a file of format 1 would say it: no scopes recorded.
+    fn without_scopes(&self) -> Lock {
+        let strip = |entries: &BTreeMap<String, Value>| -> BTreeMap<String, Value> {
+            let mut entries = entries.clone();
+            for entry in entries.values_mut() {
+                if let Some(entry) = entry.as_object_mut() {
+                    entry.remove("scopes");
+                }
+            }
+            entries
+        };
+        Lock {
+            tools: strip(&self.tools),
+            resources: strip(&self.resources),
+            prompts: strip(&self.prompts),
+            scopes_recorded: false,
+        }
     }
 
     /// The highest locked version of `id`'s toolkit and name below `id`'s version.
