@@ -1,12 +1,14 @@
 //! The published surface of a tool server, kept in the repository: `tools.lock` holds every
-//! tool id the binary serves with its definition as `GET /tools` sends it, and [`Lock::check`]
-//! refuses a change that breaks what was published.
+//! tool id the binary serves with its definition as `GET /tools` sends it (and the scopes a
+//! caller's token needs, which the definition has no room for), and [`Lock::check`] refuses a
+//! change that breaks what was published.
 //!
 //! The rules: a locked version is immutable (its input schema, output schema, requirements and
-//! the scopes a caller's token needs; descriptions may change); a locked version must not disappear (unless retired on purpose);
-//! a new version is judged against the highest locked version below it — a breaking change needs
-//! a new major version (a new minor for `0.y.z`), an additive one at least a new minor. That is
-//! what lets a caller ask for `Calculator.Add@1` or the latest and trust the answer.
+//! the scopes a caller's token needs; descriptions may change); a locked version must not
+//! disappear (unless retired on purpose); a new version is judged against the highest locked
+//! version below it — a breaking change needs a new major version (a new minor for `0.y.z`), an
+//! additive one at least a new minor. That is what lets a caller ask for `Calculator.Add@1` or
+//! the latest and trust the answer.
 //!
 //! Resources and prompts are recorded beside the tools (by URI and by name; the keys are written
 //! only by a server that has them). Without versions, what was published holds while they are
