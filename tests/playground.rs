@@ -252,7 +252,9 @@ fn the_page_works_in_a_real_browser() {
 }
 
 /// A task tool in the page: called as an MCP task, its status and status message shown while
-/// it runs, cancelled from the page, and a finished one's value shown.
+/// it runs, cancelled from the page, and a finished one's value shown; the questions a tool
+/// asks inside its task and before it shown as forms, answered (accepted or declined) from the
+/// page.
 #[test]
 fn the_page_follows_a_task_in_a_real_browser() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -269,7 +271,14 @@ fn the_page_follows_a_task_in_a_real_browser() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    for step in ["running status: ok", "cancel: ok", "result: ok"] {
+    for step in [
+        "running status: ok",
+        "cancel: ok",
+        "result: ok",
+        "questions inside a task: ok",
+        "a declined question: ok",
+        "a question before the task: ok",
+    ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }
 }
