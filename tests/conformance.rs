@@ -115,6 +115,13 @@ async fn g9_every_response_carries_oxp_version() {
         (oxp.request(Method::GET, "/playground/resources"), 401),
         (keyed(Method::GET, "/playground/resources"), 200),
         (keyed(Method::GET, "/playground/prompts"), 200),
+        (oxp.request(Method::GET, "/playground/skills"), 401),
+        (keyed(Method::GET, "/playground/skills"), 200),
+        (
+            keyed(Method::POST, "/playground/skills/read")
+                .json(&json!({"uri": "skill://none/SKILL.md"})),
+            404,
+        ),
         (
             keyed(Method::POST, "/playground/resources/read").json(&json!({"uri": "no://such"})),
             404,

@@ -77,6 +77,76 @@ fn review(
     ]
 }
 
+/// A skill shipped by hand, with a text file and an image.
+static GREETING: oxp_runtime::skill::SkillDescriptor = oxp_runtime::skill::SkillDescriptor {
+    name: "greeting",
+    description: "Greet people warmly.",
+    frontmatter: r#"{"name": "greeting", "description": "Greet people warmly."}"#,
+    files: &[
+        oxp_runtime::skill::SkillFile {
+            path: "SKILL.md",
+            bytes: b"---\nname: greeting\ndescription: Greet people warmly.\n---\nSay hello.\n",
+        },
+        oxp_runtime::skill::SkillFile {
+            path: "assets/wave.png",
+            bytes: &[0x89, b'P', b'N', b'G', 0xff],
+        },
+    ],
+    source: "skills/greeting/SKILL.md",
+};
+
+/// The playground's skills: listed with their files, each read as MCP's `resources/read` gives
+/// it (text as text, an image as base64), a file no skill has a 404.
+#[tokio::test]
+async fn skills_are_listed_and_read_for_the_page() {
+    let registry = oxp_tests::all_tools().skill(&GREETING).build().unwrap();
+    let oxp = Oxp::start(Server::new(registry).playground(true)).await;
+    let listed = oxp.get("/playground/skills").await;
+    assert_eq!(
+        listed.body,
+        json!({"skills": [{
+            "name": "greeting",
+            "description": "Greet people warmly.",
+            "uri": "skill://greeting/SKILL.md",
+            "files": [
+                {"uri": "skill://greeting/SKILL.md", "size": 68},
+                {"uri": "skill://greeting/assets/wave.png", "size": 5},
+            ],
+        }]})
+    );
+    let read = |uri: &str| {
+        oxp.request(reqwest::Method::POST, "/playground/skills/read")
+            .json(&json!({ "uri": uri }))
+    };
+    let text = oxp.send(read("skill://greeting/SKILL.md")).await;
+    assert_eq!(text.status, 200);
+    assert_eq!(
+        text.body["contents"][0],
+        json!({"uri": "skill://greeting/SKILL.md", "mimeType": "text/markdown",
+               "text": "---\nname: greeting\ndescription: Greet people warmly.\n---\nSay hello.\n"})
+    );
+    let image = oxp.send(read("skill://greeting/assets/wave.png")).await;
+    assert_eq!(
+        image.body["contents"][0],
+        json!({"uri": "skill://greeting/assets/wave.png", "mimeType": "image/png", "blob": "iVBOR/8="})
+    );
+    let missing = oxp.send(read("skill://greeting/none.md")).await;
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("none.md")
+    );
+    let unnamed = oxp
+        .send(
+            oxp.request(reqwest::Method::POST, "/playground/skills/read")
+                .json(&json!({})),
+        )
+        .await;
+    assert_eq!(unnamed.status, 400);
+}
+
 /// The playground's own routes for what OXP 1.0 has no place for: the resources and prompts
 /// listed with what the page needs to fill them, read and rendered through the pipeline, and
 /// every way one can fail answered in the page's terms.
@@ -245,6 +315,7 @@ fn the_page_works_in_a_real_browser() {
         "destructive confirmation: ok",
         "resources: ok",
         "prompts: ok",
+        "skills: ok",
     ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }

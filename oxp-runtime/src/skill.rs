@@ -13,6 +13,7 @@
 //!         └── scripts/fill.py
 //! ```
 
+use base64::Engine;
 use sha2::{Digest, Sha256};
 
 /// One file of a skill, embedded.
@@ -143,8 +144,7 @@ impl RegisteredSkill {
     }
 
     /// The file at `uri`, if it is one of this skill's.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn file(&self, uri: &str) -> Option<&'static SkillFile> {
+    fn file(&self, uri: &str) -> Option<&'static SkillFile> {
         let position = self.files.iter().position(|(u, _)| u == uri)?;
         self.descriptor.files.get(position)
     }
@@ -168,9 +168,29 @@ pub(crate) fn file_uri(name: &str, path: &str) -> String {
     format!("skill://{}/{}", encode(name), path.join("/"))
 }
 
+/// The skill file at `uri` as a read answers it (MCP's `resources/read`, the playground's): its
+/// text when it is UTF-8 and not an image or a PDF, its bytes (base64) otherwise.
+pub(crate) fn read(skills: &[RegisteredSkill], uri: &str) -> Option<crate::content::Resource> {
+    use crate::content::Resource;
+    let file = skills.iter().find_map(|skill| skill.file(uri))?;
+    let mime_type = Some(media_type(file.path, file.bytes).to_owned());
+    let binary = |t: &str| t.starts_with("image/") || t == "application/pdf";
+    Some(match std::str::from_utf8(file.bytes) {
+        Ok(text) if !mime_type.as_deref().is_some_and(binary) => Resource::Text {
+            uri: uri.to_owned(),
+            mime_type,
+            text: text.to_owned(),
+        },
+        _ => Resource::Blob {
+            uri: uri.to_owned(),
+            mime_type,
+            blob: base64::engine::general_purpose::STANDARD.encode(file.bytes),
+        },
+    })
+}
+
 /// The media type a file is served with, by its extension: a skill's files are text the agent
 /// reads, or bytes it passes on.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) fn media_type(path: &str, bytes: &[u8]) -> &'static str {
     let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match extension.as_deref() {

@@ -111,6 +111,15 @@ await withPage(base, async (page) => {
   if (!missing.includes("`name` is required")) fail(`a missing argument shows "${missing}"`);
   console.log("prompts: ok");
 
+  // A skill the server ships: its SKILL.md shown as it is read over MCP.
+  await page.click('nav button[data-skill="doorbells"]');
+  await page.waitForSelector("#result.success .resource-text", { timeout: 5000 });
+  const skillText = await page.textContent("#result .resource-text");
+  if (!skillText.startsWith("---\nname: doorbells") || !skillText.includes("Doorbell_Ring")) fail(`the SKILL.md read "${skillText}"`);
+  if (!(await page.textContent("#result small")).includes("text/markdown")) fail("the SKILL.md's media type");
+  if (!(await page.textContent("#request-json")).includes("skill://doorbells/SKILL.md")) fail("no request shown");
+  console.log("skills: ok");
+
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log("screenshot: " + screenshot);
 });

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use base64::Engine;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CacheScope, GetSkillRequestParams, GetSkillResult, ListSkillsResult, Resource,
@@ -77,20 +76,12 @@ pub(super) fn resources(registry: &Registry) -> impl Iterator<Item = Resource> +
     })
 }
 
-/// The file at `uri`: text as text, anything else base64; `None` when no skill has it.
+/// A skill file's contents (`skill.rs` decides text or bytes).
 pub(super) fn read(registry: &Registry, uri: &str) -> Option<ResourceContents> {
-    let file = registry.skills().iter().find_map(|skill| skill.file(uri))?;
-    let media_type = crate::skill::media_type(file.path, file.bytes);
-    Some(match std::str::from_utf8(file.bytes) {
-        Ok(text) if !media_type.starts_with("image/") && media_type != "application/pdf" => {
-            ResourceContents::text(text, uri).with_mime_type(media_type)
-        }
-        _ => ResourceContents::blob(
-            base64::engine::general_purpose::STANDARD.encode(file.bytes),
-            uri,
-        )
-        .with_mime_type(media_type),
-    })
+    let contents = crate::skill::read(registry.skills(), uri)?;
+    serde_json::to_value(contents)
+        .and_then(serde_json::from_value)
+        .ok()
 }
 
 /// `resources/directory/read`: the direct children of a skill's folder (`skill://<name>`) or of

@@ -622,6 +622,11 @@ impl Server {
                     "/playground/prompts/get",
                     axum::routing::post(playground::get_prompt),
                 )
+                .route("/playground/skills", get(playground::skills))
+                .route(
+                    "/playground/skills/read",
+                    axum::routing::post(playground::read_skill),
+                )
         } else {
             protected
         };

@@ -10,6 +10,8 @@
 //! POST /playground/resources/read   {"uri"}                → {"contents": [..]}
 //! GET  /playground/prompts          {"prompts": [..]}
 //! POST /playground/prompts/get      {"name", "arguments"}  → {"description", "messages": [..]}
+//! GET  /playground/skills           {"skills": [{"name", "description", "uri", "files"}]}
+//! POST /playground/skills/read      {"uri"}                → {"contents": [..]}
 //! ```
 //! A read or a get that fails answers `404` (no such resource or prompt), `400` (an argument
 //! missing or not of its type), `503` (the server is at its limit), or `200` with
@@ -146,6 +148,46 @@ pub(super) async fn prompts(State(state): State<Arc<AppState>>, request: Request
         })
         .collect();
     json_response(StatusCode::OK, &json!({ "prompts": prompts }))
+}
+
+/// `GET /playground/skills`: the skills the server ships (SEP-2640), each with its `SKILL.md`'s
+/// URI and its files. Like MCP's `skills/list`, they are every authenticated caller's.
+pub(super) async fn skills(State(state): State<Arc<AppState>>) -> Response {
+    let skills: Vec<Value> = (state.pipeline.registry().skills().iter())
+        .map(|skill| {
+            let d = skill.descriptor();
+            let files: Vec<Value> = skill
+                .files()
+                .map(|(uri, _, size)| json!({ "uri": uri, "size": size }))
+                .collect();
+            json!({
+                "name": d.name,
+                "description": d.description,
+                "uri": skill.uri(),
+                "files": files,
+            })
+        })
+        .collect();
+    json_response(StatusCode::OK, &json!({ "skills": skills }))
+}
+
+/// `POST /playground/skills/read` `{"uri"}`: one of a skill's files, as MCP's `resources/read`
+/// answers it; `404` for a URI no skill has.
+pub(super) async fn read_skill(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let object = match body_object(&state, request.into_body()).await {
+        Ok(object) => object,
+        Err(refused) => return refused,
+    };
+    let Some(uri) = object.get("uri").and_then(Value::as_str) else {
+        return message(
+            StatusCode::BAD_REQUEST,
+            "Name the file to read: {\"uri\": \"skill://greeting/SKILL.md\"}.".into(),
+        );
+    };
+    match crate::skill::read(state.pipeline.registry().skills(), uri) {
+        Some(contents) => json_response(StatusCode::OK, &json!({ "contents": [contents] })),
+        None => failure(ReadError::NotFound, &format!("skill has the file `{uri}`")),
+    }
 }
 
 /// The JSON object a `POST` carries, or the `400` (`413`) saying why there is none.
