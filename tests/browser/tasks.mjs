@@ -72,4 +72,16 @@ await withPage(base, async (page) => {
   const welcomed = await page.textContent("#value");
   if (!welcomed.startsWith("Welcome, Alice (run")) fail(`the value is ${welcomed}`);
   console.log("a question before the task: ok");
+
+  // A plain tool that asks, called over MCP from the page: its question answered there.
+  await page.click('nav button[data-id="Jobs.Archive@1.0.0"]');
+  await page.fill('[data-path="/name"] input', "box 7");
+  await page.click("#call-mcp");
+  await page.waitForSelector('#ask button[data-answer="accept"]', { timeout: 30000 });
+  if (!(await page.textContent("#ask")).includes("Archive box 7?")) fail("the plain tool's question");
+  await page.click('#ask button[data-answer="accept"]');
+  await page.waitForSelector("#result.success", { timeout: 30000 });
+  const archived = await page.textContent("#value");
+  if (archived !== "archived box 7") fail(`the value is ${archived}`);
+  console.log("a plain tool's question over MCP: ok");
 });

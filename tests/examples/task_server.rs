@@ -1,6 +1,7 @@
-//! A server whose tools run as MCP tasks, served by `oxp_runtime::serve()` as `cargo run` serves
-//! the example (every `OXP_*` setting read from the environment): `tests/tasks.rs` starts one or
-//! two, with Redis, and drives tasks across them, kills them mid-run and floods them.
+//! A server whose tools run as MCP tasks (and one that asks and is not a task), served by
+//! `oxp_runtime::serve()` as `cargo run` serves the example (every `OXP_*` setting read from the
+//! environment): `tests/tasks.rs` starts one or two, with Redis, and drives tasks across them,
+//! kills them mid-run and floods them; `tests/playground.rs` drives its tools from the page.
 //!
 //! Each tool's answer names its run's number in this process and the process, so a test tells
 //! a run from a kept answer, and one replica's run from another's.
@@ -60,6 +61,12 @@ async fn welcome(ctx: &ToolContext) -> Result<String, ToolError> {
     let Name { name } = ctx.ask("user_name", "What is your name?")?;
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(format!("Welcome, {name} ({})", run()))
+}
+
+/// Archive a box, once the user says yes: not a task, for the playground's "Call over MCP".
+#[tool(toolkit = "Jobs", version = "1.0.0", confirm = "Archive {name}?")]
+async fn archive(name: String) -> String {
+    format!("archived {name}")
 }
 
 /// Fail unexpectedly.
