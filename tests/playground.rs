@@ -325,7 +325,8 @@ fn the_page_works_in_a_real_browser() {
 /// A task tool in the page: called as an MCP task, its status and status message shown while
 /// it runs, cancelled from the page, and a finished one's value shown; the questions a tool
 /// asks inside its task and before it shown as forms, answered (accepted or declined) from the
-/// page; and a plain tool that asks, called over MCP from the page, answered there too.
+/// page; and a plain tool and a prompt that ask, called over MCP from the page, answered there
+/// too.
 #[test]
 fn the_page_follows_a_task_in_a_real_browser() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -350,6 +351,7 @@ fn the_page_follows_a_task_in_a_real_browser() {
         "a declined question: ok",
         "a question before the task: ok",
         "a plain tool's question over MCP: ok",
+        "a prompt's question over MCP: ok",
     ] {
         assert!(stdout.contains(step), "{step} missing:\n{stdout}");
     }

@@ -1,7 +1,8 @@
 // Drives the playground page in headless Chromium against tests/examples/task_server.rs:
 // argv = server base URL. A task tool is called as an MCP task: the page shows its status and
 // status message while it runs, cancels it, shows a finished task's value, and asks the user
-// the questions a tool asks inside its task and before it, sending the answers.
+// the questions a tool asks inside its task and before it, sending the answers; a plain tool
+// and a prompt that ask are answered the same way over MCP.
 // Exits non-zero, with what it saw, when the page does not behave.
 import { fail, withPage } from "./page.mjs";
 
@@ -84,4 +85,15 @@ await withPage(base, async (page) => {
   const archived = await page.textContent("#value");
   if (archived !== "archived box 7") fail(`the value is ${archived}`);
   console.log("a plain tool's question over MCP: ok");
+
+  // A prompt that asks, rendered over MCP from the page: its question answered there.
+  await page.click('nav button[data-prompt="standup"]');
+  await page.click("#get-prompt-mcp");
+  await page.waitForSelector('[data-path="@team/team"] input', { timeout: 30000 });
+  await page.fill('[data-path="@team/team"] input', "Platform");
+  await page.click('[data-ask="team"] button[data-answer="accept"]');
+  await page.waitForSelector("#messages .message.user", { timeout: 30000 });
+  const said = await page.textContent("#messages .message.user .text");
+  if (said !== "Run the Platform stand-up.") fail(`the prompt's message is "${said}"`);
+  console.log("a prompt's question over MCP: ok");
 });

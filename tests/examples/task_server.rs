@@ -1,4 +1,4 @@
-//! A server whose tools run as MCP tasks (and one that asks and is not a task), served by
+//! A server whose tools run as MCP tasks (and a tool and a prompt that ask), served by
 //! `oxp_runtime::serve()` as `cargo run` serves the example (every `OXP_*` setting read from the
 //! environment): `tests/tasks.rs` starts one or two, with Redis, and drives tasks across them,
 //! kills them mid-run and floods them; `tests/playground.rs` drives its tools from the page.
@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use oxp_runtime::{ToolContext, ToolError, tool};
+use oxp_runtime::{ToolContext, ToolError, prompt, tool};
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -67,6 +67,20 @@ async fn welcome(ctx: &ToolContext) -> Result<String, ToolError> {
 #[tool(toolkit = "Jobs", version = "1.0.0", confirm = "Archive {name}?")]
 async fn archive(name: String) -> String {
     format!("archived {name}")
+}
+
+/// A team.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Team {
+    /// Which team's stand-up.
+    team: String,
+}
+
+/// Open a stand-up, asking the user for the team first.
+#[prompt]
+fn standup(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Team { team } = ctx.ask("team", "Which team?")?;
+    Ok(format!("Run the {team} stand-up."))
 }
 
 /// Fail unexpectedly.
