@@ -262,7 +262,7 @@ pub(super) async fn read_resource(
 
 /// `POST /playground/prompts/get` `{"name", "arguments"}`: the messages, through the
 /// pipeline. A prompt that asks the user something cannot be answered here: its question
-/// comes back as its error.
+/// comes back as its error (the page's "Get over MCP" answers it, as a host would).
 pub(super) async fn get_prompt(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let object = match body_object(&state, body).await {
