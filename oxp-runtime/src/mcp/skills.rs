@@ -76,12 +76,25 @@ pub(super) fn resources(registry: &Registry) -> impl Iterator<Item = Resource> +
     })
 }
 
-/// A skill file's contents (`skill.rs` decides text or bytes).
+/// A skill file's contents (`skill.rs` decides text or bytes); `None` when no skill has it.
 pub(super) fn read(registry: &Registry, uri: &str) -> Option<ResourceContents> {
-    let contents = crate::skill::read(registry.skills(), uri)?;
-    serde_json::to_value(contents)
-        .and_then(serde_json::from_value)
-        .ok()
+    use crate::content::Resource;
+    let (contents, mime_type) = match crate::skill::read(registry.skills(), uri)? {
+        Resource::Text {
+            uri,
+            mime_type,
+            text,
+        } => (ResourceContents::text(text, uri), mime_type),
+        Resource::Blob {
+            uri,
+            mime_type,
+            blob,
+        } => (ResourceContents::blob(blob, uri), mime_type),
+    };
+    Some(match mime_type {
+        Some(mime_type) => contents.with_mime_type(mime_type),
+        None => contents,
+    })
 }
 
 /// `resources/directory/read`: the direct children of a skill's folder (`skill://<name>`) or of
