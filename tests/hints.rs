@@ -392,6 +392,10 @@ async fn the_playgrounds_hints_are_behind_the_servers_authentication() {
     );
     assert_eq!(hints["Files.Delete@1.0.0"]["destructive"], true);
     assert_eq!(hints["Text.Echo@0.3.0"]["read_only"], Value::Null);
+    // What `/mcp` calls each version by, for the page's calls over MCP: an older one by its
+    // version, never the latest's name.
+    assert_eq!(hints["Math.Add@2.0.0"]["mcp_name"], "Math_Add");
+    assert_eq!(hints["Math.Add@1.0.0"]["mcp_name"], "Math_Add__v1_0_0");
     // A page of another origin cannot read them (the guard's 403, before authentication).
     let foreign = oxp
         .request(reqwest::Method::GET, "/playground/hints")

@@ -471,6 +471,10 @@ fn a_broken_lockfile_is_a_clear_error() {
     for (text, says) in [
         ("not json", "not a tools lockfile"),
         (r#"{"format": 3, "tools": {}}"#, "this version reads 1 to 2"),
+        (
+            r#"{"format": 2, "tools": {"Calc.Add@1.0.0": {"scopes": "files:write"}}}"#,
+            "`Calc.Add@1.0.0`'s `scopes` is not a list of strings",
+        ),
         (r#"{"format": 1, "tools": []}"#, "`tools` is not an object"),
         (
             r#"{"format": 1, "tools": {"Calc.Add@1": {}}}"#,
@@ -776,4 +780,7 @@ fn scopes_added_break_and_dropped_add() {
     assert!(violations.is_empty(), "{violations:?}");
     let (violations, _) = lines(scoped_tool.compare(&older, false));
     assert!(violations.is_empty(), "{violations:?}");
+    // Written back, it still says it records no scopes.
+    assert!(older.to_text().contains("\"format\": 1"));
+    assert_eq!(Lock::parse(&older.to_text()).unwrap(), older);
 }

@@ -2183,7 +2183,7 @@ async fn rmcp_client_discovers_the_provider_and_calls_tools() {
     })
     .await;
     let http = reqwest13::Client::builder()
-        .timeout(harness::HANG / 2)
+        .read_timeout(harness::HANG / 2)
         .build()
         .unwrap();
     let transport = rmcp::transport::StreamableHttpClientTransport::with_client(

@@ -347,6 +347,17 @@ impl Registry {
         &self.tools
     }
 
+    /// Each tool with the name MCP lists it by: its wire name for the latest version, with the
+    /// version as a suffix (`Calculator_Add__v1_0_0`) for an older one. Versions of one tool sit
+    /// together, the latest last.
+    pub(crate) fn listed_names(&self) -> impl Iterator<Item = (&RegisteredTool, String)> {
+        let all = &self.tools;
+        all.iter().enumerate().map(move |(i, tool)| {
+            let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
+            (tool, listed_name(tool, latest))
+        })
+    }
+
     /// Every resource: fixed URIs first, then templates, each by URI.
     ///
     /// ```
@@ -1241,3 +1252,22 @@ impl fmt::Display for RegistryError {
 }
 
 impl std::error::Error for RegistryError {}
+
+/// What MCP puts between an older version's wire name and its version: `Calculator_Add__v1_0_0`.
+pub(crate) const VERSION_MARK: &str = "__v";
+
+/// The name MCP lists `tool` by: its wire name if it is the `latest` version, with the version
+/// as a suffix otherwise.
+pub(crate) fn listed_name(tool: &RegisteredTool, latest: bool) -> String {
+    if latest {
+        return tool.name().to_owned();
+    }
+    let v = tool.version();
+    format!(
+        "{}{VERSION_MARK}{}_{}_{}",
+        tool.name(),
+        v.major,
+        v.minor,
+        v.patch
+    )
+}

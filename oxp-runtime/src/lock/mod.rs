@@ -42,11 +42,11 @@ use diff::{Difference, Direction};
 use crate::registry::Registry;
 use crate::version::{ToolId, ToolVersion};
 
-/// The format of the file, written into it so that a later one can read an older one. Format 2
-/// records scopes (absent: none needed); format 1, still read, did not record them.
+/// The format of the file, written into it so that a later one can read an older one.
 const FORMAT: u64 = 2;
 
-/// The first format that records the scopes a caller's token needs.
+/// The first format that records the scopes a caller's token needs (absent: none needed); a
+/// file of an earlier one is still read, and written back as it was.
 const SCOPES_FORMAT: u64 = 2;
 
 /// A tools lockfile: tool ids and their definitions.
@@ -65,7 +65,7 @@ const SCOPES_FORMAT: u64 = 2;
 /// // Read back, it holds exactly what the registry serves: nothing to report.
 /// assert!(Lock::parse(&text).unwrap().check(&registry).is_empty());
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Lock {
     tools: BTreeMap<String, Value>,
     /// Resources by URI (or template): their name, description, media type and parameters.
@@ -75,6 +75,18 @@ pub struct Lock {
     /// Whether the scopes a caller's token needs are recorded (no `scopes` then means none);
     /// not in a file of format 1.
     scopes_recorded: bool,
+}
+
+impl Default for Lock {
+    /// An empty lock, of the current format.
+    fn default() -> Lock {
+        Lock {
+            tools: BTreeMap::new(),
+            resources: BTreeMap::new(),
+            prompts: BTreeMap::new(),
+            scopes_recorded: true,
+        }
+    }
 }
 
 /// Which part of a tool a finding is about.
@@ -309,6 +321,21 @@ impl Lock {
             }
         };
         let (resources, prompts) = (read("resources")?, read("prompts")?);
+        // Scopes read wrong would read as none needed: a list of strings, or absent.
+        let entries = (locked.iter())
+            .chain(&resources)
+            .chain(&prompts)
+            .map(|(key, entry)| (key, &entry["scopes"]));
+        for (key, scopes) in entries {
+            let listed = scopes
+                .as_array()
+                .is_some_and(|s| s.iter().all(Value::is_string));
+            if !scopes.is_null() && !listed {
+                return Err(LockError::Format(format!(
+                    "`{key}`'s `scopes` is not a list of strings"
+                )));
+            }
+        }
         Ok(Lock {
             tools: locked,
             resources,
@@ -330,7 +357,10 @@ impl Lock {
             .iter()
             .map(|(id, d)| (id.clone(), sorted(d)))
             .collect();
-        let mut file = json!({ "format": FORMAT, "tools": tools });
+        // A lock read from a file that did not record scopes says so still: written as format 2,
+        // its silence would read as "no scopes needed".
+        let format = if self.scopes_recorded { FORMAT } else { 1 };
+        let mut file = json!({ "format": format, "tools": tools });
         // Only a server that has them writes them: a lock of tools alone reads as it always did.
         for (key, entries) in [("resources", &self.resources), ("prompts", &self.prompts)] {
             if !entries.is_empty() {

@@ -85,9 +85,6 @@ pub const DEFAULT_LIST_TTL: Duration = Duration::from_secs(300);
 /// The dialect of a schema MCP gets as written.
 const JSON_SCHEMA_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// The separator between a wire name and a version in MCP tool names.
-const VERSION_MARK: &str = "__v";
-
 /// An MCP server over a pipeline.
 ///
 /// ```
@@ -421,40 +418,23 @@ impl McpServer {
         if let Some(tool) = registry.resolve_wire_name(name) {
             return Some(tool);
         }
-        let (wire_name, version) = name.rsplit_once(VERSION_MARK)?;
+        let (wire_name, version) = name.rsplit_once(crate::registry::VERSION_MARK)?;
         let latest = registry.resolve_wire_name(wire_name)?;
         let version: ToolVersion = version.replace('_', ".").parse().ok()?;
         let descriptor = latest.descriptor();
         let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
         let tool = registry.resolve(&id).ok()?;
-        (tool.id() != latest.id() && listed_name(tool, false) == name).then_some(tool)
+        (tool.id() != latest.id() && crate::registry::listed_name(tool, false) == name)
+            .then_some(tool)
     }
-}
-
-/// The name `tools/list` shows a tool by: its wire name for the latest version, with the
-/// version as a suffix for an older one.
-fn listed_name(tool: &RegisteredTool, latest: bool) -> String {
-    if latest {
-        return tool.name().to_owned();
-    }
-    let v = tool.version();
-    format!(
-        "{}{VERSION_MARK}{}_{}_{}",
-        tool.name(),
-        v.major,
-        v.minor,
-        v.patch
-    )
 }
 
 /// Every tool: the latest version under its wire name, older ones with a version suffix.
 fn tools(registry: &Registry, any_output: bool, cannot_ask: crate::ask::CannotAsk) -> Vec<Tool> {
-    let all = registry.tools();
-    all.iter()
-        .enumerate()
-        .map(|(i, tool)| {
-            let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
-            let mut listed = mcp_tool(tool, listed_name(tool, latest), any_output);
+    registry
+        .listed_names()
+        .map(|(tool, name)| {
+            let mut listed = mcp_tool(tool, name, any_output);
             if fallback::policy(tool, cannot_ask) == crate::ask::CannotAsk::Relay {
                 fallback::add_confirmation_argument(Arc::make_mut(&mut listed.input_schema));
             }

@@ -78,14 +78,14 @@ pub(super) fn resources(registry: &Registry) -> impl Iterator<Item = Resource> +
 
 /// A skill file's contents (`skill.rs` decides text or bytes); `None` when no skill has it.
 pub(super) fn read(registry: &Registry, uri: &str) -> Option<ResourceContents> {
-    use crate::content::Resource;
+    use crate::content::Resource as Read;
     let (contents, mime_type) = match crate::skill::read(registry.skills(), uri)? {
-        Resource::Text {
+        Read::Text {
             uri,
             mime_type,
             text,
         } => (ResourceContents::text(text, uri), mime_type),
-        Resource::Blob {
+        Read::Blob {
             uri,
             mime_type,
             blob,

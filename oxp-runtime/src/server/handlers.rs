@@ -379,9 +379,9 @@ fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Optio
                 // `<wire name>__v1_0_0`; every version under the name counts, so no version is
                 // reached with fewer scopes.
                 for tool in registry.tools() {
-                    let named = name
-                        .strip_prefix(tool.name())
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with("__v"));
+                    let named = name.strip_prefix(tool.name()).is_some_and(|rest| {
+                        rest.is_empty() || rest.starts_with(crate::registry::VERSION_MARK)
+                    });
                     if named {
                         needed.extend(tool.descriptor().scopes.iter().copied());
                     }

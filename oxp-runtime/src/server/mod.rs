@@ -396,12 +396,14 @@ impl Server {
 
     /// Serves the playground page at `GET /`: pick a tool, fill a form built from its input
     /// schema, call it, see the value, the tool error or the 400/422 with the offending fields,
-    /// and the exact request, response and a curl command; read a resource, or fill a prompt's
-    /// arguments and see its messages (through the playground's own routes under
-    /// `/playground/`, since OXP 1.0 has no resources or prompts). The page itself holds no
-    /// data; its requests go through the server's authentication like any other, and show a
-    /// caller only what its scopes reach. Off by default; `serve()`
-    /// turns it on for loopback addresses (`OXP_PLAYGROUND` decides otherwise).
+    /// and the exact request, response and a curl command; read a resource, fill a prompt's
+    /// arguments and see its messages, or read a skill (through the playground's own routes
+    /// under `/playground/`, since OXP 1.0 has no resources, prompts or skills). Task tools,
+    /// and any tool or prompt on the user's "over MCP", go to the `/mcp` nested beside it, where
+    /// the page answers the questions they ask. The page itself holds no data; its requests go
+    /// through the server's authentication like any other, and show a caller only what its
+    /// scopes reach. Off by default; `serve()` turns it on for loopback addresses
+    /// (`OXP_PLAYGROUND` decides otherwise).
     ///
     /// ```
     /// use oxp_runtime::{server::Server, Registry};

@@ -1,8 +1,9 @@
 //! The playground's own routes: the page, and what it shows besides OXP's tools — each tool's
-//! hints, and the server's resources and prompts, which OXP 1.0 has no place for. Each is
-//! behind the server's authentication and shows a caller only what its scopes reach, as
-//! `GET /tools` and MCP's lists do; a read or a get outside them is the same `403`. Reads and
-//! gets run through the pipeline as MCP's do.
+//! hints, and the server's resources, prompts and skills, which OXP 1.0 has no place for. Each
+//! is behind the server's authentication. The hints, resources and prompts show a caller only
+//! what its scopes reach, as `GET /tools` and MCP's lists do, and a read or a get outside them
+//! is the same `403`; skills, like MCP's `skills/list`, are every caller's. Reads and gets run
+//! through the pipeline as MCP's do. (The page's questions and tasks go to `/mcp` itself.)
 //!
 //! ```text
 //! GET  /playground/hints            {"<tool id>": {"title", "read_only", …, "examples", "task"}}
@@ -59,12 +60,13 @@ pub(super) async fn hints(State(state): State<Arc<AppState>>, request: Request) 
     let hints: Map<String, Value> = state
         .pipeline
         .registry()
-        .tools()
-        .iter()
-        .filter(|tool| grant.allows(tool.descriptor().scopes))
-        .map(|tool| {
+        .listed_names()
+        .filter(|(tool, _)| grant.allows(tool.descriptor().scopes))
+        .map(|(tool, mcp_name)| {
             let h = tool.hints();
             let value = json!({
+                // What `/mcp` calls this version by: the page's MCP calls name it so.
+                "mcp_name": mcp_name,
                 "title": h.title,
                 "read_only": h.read_only,
                 "destructive": h.destructive,
