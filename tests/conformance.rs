@@ -123,6 +123,10 @@ async fn g9_every_response_carries_oxp_version() {
             404,
         ),
         (
+            keyed(Method::POST, "/playground/skills/read").json(&json!({"uri": "x".repeat(2048)})),
+            413,
+        ),
+        (
             keyed(Method::POST, "/playground/resources/read").json(&json!({"uri": "no://such"})),
             404,
         ),
