@@ -176,16 +176,12 @@ pub(super) async fn skills(State(state): State<Arc<AppState>>) -> Response {
 /// `POST /playground/skills/read` `{"uri"}`: one of a skill's files, as MCP's `resources/read`
 /// answers it; `404` for a URI no skill has.
 pub(super) async fn read_skill(State(state): State<Arc<AppState>>, request: Request) -> Response {
-    let object = match body_object(&state, request.into_body()).await {
-        Ok(object) => object,
+    let body = request.into_body();
+    let uri = match body_uri(&state, body, "file", "skill://greeting/SKILL.md").await {
+        Ok(uri) => uri,
         Err(refused) => return refused,
     };
-    let Some(uri) = object.get("uri").and_then(Value::as_str) else {
-        return message(
-            StatusCode::BAD_REQUEST,
-            "Name the file to read: {\"uri\": \"skill://greeting/SKILL.md\"}.".into(),
-        );
-    };
+    let uri = uri.as_str();
     match crate::skill::read(state.pipeline.registry().skills(), uri) {
         Some(contents) => json_response(StatusCode::OK, &json!({ "contents": [contents] })),
         None => failure(ReadError::NotFound, &format!("skill has the file `{uri}`")),
@@ -205,6 +201,23 @@ async fn body_object(
         _ => Err(message(
             StatusCode::BAD_REQUEST,
             "The body must be a JSON object.".into(),
+        )),
+    }
+}
+
+/// The `uri` a read's body names, or the `400` (`413`) saying how to name the `what` to read.
+async fn body_uri(
+    state: &AppState,
+    body: axum::body::Body,
+    what: &str,
+    example: &str,
+) -> Result<String, Response> {
+    let object = body_object(state, body).await?;
+    match object.get("uri").and_then(Value::as_str) {
+        Some(uri) => Ok(uri.to_owned()),
+        None => Err(message(
+            StatusCode::BAD_REQUEST,
+            format!("Name the {what} to read: {{\"uri\": \"{example}\"}}."),
         )),
     }
 }
@@ -233,16 +246,11 @@ pub(super) async fn read_resource(
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let object = match body_object(&state, body).await {
-        Ok(object) => object,
+    let uri = match body_uri(&state, body, "resource", "config://app").await {
+        Ok(uri) => uri,
         Err(refused) => return refused,
     };
-    let Some(uri) = object.get("uri").and_then(Value::as_str) else {
-        return message(
-            StatusCode::BAD_REQUEST,
-            "Name the resource to read: {\"uri\": \"config://app\"}.".into(),
-        );
-    };
+    let uri = uri.as_str();
     let registry = state.pipeline.registry();
     if let Some(grant) = parts.extensions.get::<Grant>()
         && let Some((resource, _)) = registry.resolve_resource(uri)
