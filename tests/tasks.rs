@@ -799,7 +799,11 @@ async fn task_runs_count_against_the_concurrency_limit() {
 async fn a_full_store_still_ends_its_tasks() {
     let server = harness::start_server(
         &harness::test_example_binary("task_server"),
-        &[("OXP_IDEMPOTENCY_MAX_BYTES", "20000")],
+        // One caller's share is the whole store here: what is tried is the store's budget.
+        &[
+            ("OXP_IDEMPOTENCY_MAX_BYTES", "20000"),
+            ("OXP_TASKS_PER_CALLER", "10000"),
+        ],
     );
     let base = &server.base;
     let mut held = Vec::new();
@@ -964,7 +968,11 @@ async fn answers_cannot_grow_a_task_past_the_budget() {
         stores.push(Some(redis.1.clone()));
     }
     for store in stores {
-        let mut env = vec![("OXP_IDEMPOTENCY_MAX_BYTES", "30000".to_owned())];
+        // One caller's share is the whole store here: what is tried is the store's budget.
+        let mut env = vec![
+            ("OXP_IDEMPOTENCY_MAX_BYTES", "30000".to_owned()),
+            ("OXP_TASKS_PER_CALLER", "10000".to_owned()),
+        ];
         if let Some(url) = &store {
             env.push(("OXP_REDIS_URL", url.clone()));
         }

@@ -73,7 +73,7 @@ pub enum LogFormat {
 /// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
 /// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
 /// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs`; at least `OXP_STATE_TTL_MS` (see `tasks`) |
-/// | `OXP_TASKS_PER_CALLER` | a tenth of `OXP_IDEMPOTENCY_CAPACITY` | how many MCP task records one caller (principal and user) may have kept at once |
+/// | `OXP_TASKS_PER_CALLER` | a tenth of `OXP_IDEMPOTENCY_CAPACITY` | one caller's (principal and user's) share of the store: that many MCP task records, and the same fraction of `OXP_IDEMPOTENCY_MAX_BYTES` for their bytes |
 /// | `OXP_LEASE_MS` | `30000` (at least `100`) | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
@@ -710,6 +710,7 @@ impl ServerConfig {
         &self,
         pipeline: crate::call::Pipeline,
     ) -> Result<crate::mcp::McpServer, ConfigError> {
+        self.check_task_lifetimes(pipeline.registry())?;
         let context = super::commands::context_from_env(pipeline.registry());
         let key = self
             .state_key
@@ -731,6 +732,44 @@ impl ServerConfig {
             .max_body_bytes(self.max_body_bytes)
             .list_ttl(self.mcp_list_ttl)
             .tasks(self.task_ttl, self.lease))
+    }
+
+    /// A task tool must end within its task's time to live: a run longer than that would find
+    /// its task gone (its record expired) and its result would have nowhere to go.
+    #[cfg(feature = "mcp")]
+    fn check_task_lifetimes(&self, registry: &crate::Registry) -> Result<(), ConfigError> {
+        let long = (registry.tools().iter())
+            .filter(|tool| tool.hints().task.is_some())
+            .find_map(|tool| {
+                let limit = (tool.descriptor().timeout_ms)
+                    .map(Duration::from_millis)
+                    .or(self.tool_timeout);
+                match limit {
+                    Some(limit) if limit < self.task_ttl => None,
+                    Some(limit) => Some(format!(
+                        "is {} ms, and the task tool {} may run {} ms (its timeout_ms, or \
+                         OXP_TOOL_TIMEOUT_MS): its task would be forgotten before it ends. Set \
+                         OXP_TASK_TTL_MS above the longest task tool's time limit",
+                        self.task_ttl.as_millis(),
+                        tool.id(),
+                        limit.as_millis()
+                    )),
+                    None => Some(format!(
+                        "is {} ms, and the task tool {} has no time limit (OXP_TOOL_TIMEOUT_MS=0 \
+                         and no timeout_ms): its task could be forgotten before it ends. Give it \
+                         a timeout_ms below OXP_TASK_TTL_MS",
+                        self.task_ttl.as_millis(),
+                        tool.id()
+                    )),
+                }
+            });
+        match long {
+            Some(problem) => Err(ConfigError {
+                variable: "OXP_TASK_TTL_MS",
+                problem,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Where answers to repeated `call_id`s are kept: nowhere (`OXP_IDEMPOTENCY_TTL_MS=0`),
@@ -925,6 +964,46 @@ mod tests {
             with(&[("OXP_LEASE_MS", "10")]).unwrap_err().variable,
             "OXP_LEASE_MS"
         );
+    }
+
+    /// A task tool whose time limit outlasts its task would end to find its task forgotten.
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn a_task_tool_that_may_outlive_its_task_is_a_configuration_error() {
+        /// Index everything.
+        #[crate::tool(
+            toolkit = "Search",
+            version = "1.0.0",
+            task = "optional",
+            timeout_ms = 4000
+        )]
+        async fn reindex() {}
+
+        let registry = crate::Registry::builder()
+            .tool(reindex::TOOL)
+            .build()
+            .unwrap();
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            ServerConfig::from_lookup(move |n| {
+                (pairs.iter())
+                    .find(|(k, _)| *k == n)
+                    .map(|(_, v)| v.to_string())
+            })
+            .unwrap()
+        };
+        let short = with(&[("OXP_TASK_TTL_MS", "3000"), ("OXP_STATE_TTL_MS", "1000")]);
+        let error = short.check_task_lifetimes(&registry).unwrap_err();
+        assert_eq!(error.variable, "OXP_TASK_TTL_MS");
+        assert!(
+            error.to_string().contains("Search.Reindex@1.0.0"),
+            "{error}"
+        );
+        let unlimited = with(&[("OXP_TOOL_TIMEOUT_MS", "0")]);
+        assert!(
+            unlimited.check_task_lifetimes(&registry).is_ok(),
+            "its own timeout_ms holds"
+        );
+        assert!(with(&[]).check_task_lifetimes(&registry).is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`CallToolRequest`], runs [`Pipeline::call`], and translates the [`CallOutcome`] back.
 
 mod gate;
+pub(crate) use gate::Owed;
 mod invoke;
 mod other;
 mod requirements;
@@ -422,7 +423,14 @@ impl Pipeline {
         self.gate.is_draining()
     }
 
-    /// Waits until no call is active and no tool runs, at most `limit`; `true` if it got there.
+    /// Counts a write owed to the store after a run (see [`Gate::owe`]) until the guard drops.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn owe(&self) -> Owed {
+        self.gate.owe()
+    }
+
+    /// Waits until no call is active, no tool runs and no write is owed to the store, at most
+    /// `limit`; `true` if it got there.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
@@ -431,7 +439,16 @@ impl Pipeline {
     /// # });
     /// ```
     pub async fn wait_idle(&self, limit: Duration) -> bool {
-        self.gate.wait_idle(limit).await
+        let deadline = tokio::time::Instant::now() + limit;
+        if !self.gate.wait_idle(limit).await {
+            return false;
+        }
+        match &self.idempotency {
+            Some(store) => tokio::time::timeout_at(deadline, store.settled())
+                .await
+                .is_ok(),
+            None => true,
+        }
     }
 
     /// Runs one call through every step, in the order oxp-notes §3.28 fixes.

@@ -41,8 +41,10 @@ struct Inner {
     capacity: usize,
     max_bytes: usize,
     ttl: Duration,
-    /// How many records one caller may have kept.
+    /// One caller's share of the store: this many kept answers and records, and
+    /// [`share_bytes`](Self::share_bytes) of their bytes.
     per_caller: usize,
+    share_bytes: usize,
 }
 
 #[derive(Default)]
@@ -50,13 +52,38 @@ struct State {
     /// Every key with a run in flight or an answer kept, found by the key's hash.
     entries: HashTable<Entry>,
     /// Finished answers, oldest first (all live equally long, so this is also expiry order).
+    /// A line whose answer a caller's own newer answers pushed out stays until it comes up.
     finished: VecDeque<Finished>,
+    /// How many answers are kept (the lines of `finished` whose entry is still there).
+    finished_count: usize,
     finished_bytes: usize,
+    /// What each caller (the key before its `call_id`) has kept, by its key's owner bytes.
+    tenants: std::collections::HashMap<Vec<u8>, Tenant>,
+    /// How many callers keep more than their share: room they took while it was free, given
+    /// back first when another caller needs it.
+    over_share: usize,
     next_generation: u64,
     /// Tasks' records (see [`crate::tasks`]) by key, within the same count and byte budgets:
     /// kept until they expire, never evicted to make room (a task's id was given out).
     records: std::collections::HashMap<Vec<u8>, Record>,
     record_bytes: usize,
+}
+
+/// What one caller keeps: its answers, oldest first (all of them live: answers are only ever
+/// forgotten at the front of their caller's line), and its count and bytes, records included.
+#[derive(Default)]
+struct Tenant {
+    answers: VecDeque<(u64, u64)>,
+    count: usize,
+    bytes: usize,
+    records: usize,
+    record_bytes: usize,
+}
+
+impl Tenant {
+    fn over(&self, inner: &Inner) -> bool {
+        self.count > inner.per_caller || self.bytes > inner.share_bytes
+    }
 }
 
 /// A record as this store keeps it.
@@ -68,8 +95,8 @@ struct Record {
     /// Its size when made: it counts as at least this and [`RECORD_SLACK`] more, so that its
     /// later small writes (a status, an end) always fit.
     base: usize,
-    /// Unix time in milliseconds.
-    expires_at: u64,
+    /// When its time to live is up, by this process's monotonic clock.
+    expires: Instant,
 }
 
 /// A line of [`State::finished`]: which entry it is, by its hash and its generation, without its
@@ -94,6 +121,8 @@ struct Entry {
     /// The key's bytes (see [`key_bytes`]), then the answer's JSON once it is [`Run::Done`].
     bytes: Vec<u8>,
     key_len: usize,
+    /// The length of the key's owner part (the key before the `call_id`).
+    owner_len: usize,
     run: Run,
 }
 
@@ -108,6 +137,10 @@ enum Run {
 impl Entry {
     fn key(&self) -> &[u8] {
         &self.bytes[..self.key_len]
+    }
+
+    fn owner(&self) -> &[u8] {
+        &self.bytes[..self.owner_len]
     }
 
     /// The answer's JSON (empty while running).
@@ -199,6 +232,7 @@ impl InMemoryIdempotency {
 
     fn with(capacity: u64, max_bytes: u64, ttl: Duration, per_caller: u64) -> Self {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let per_caller = per_caller.max(1);
         InMemoryIdempotency {
             inner: Arc::new(Inner {
                 state: Mutex::default(),
@@ -206,7 +240,8 @@ impl InMemoryIdempotency {
                 capacity: size(capacity),
                 max_bytes: size(max_bytes),
                 ttl,
-                per_caller: size(per_caller.max(1)),
+                per_caller: size(per_caller),
+                share_bytes: size(share_of(max_bytes, per_caller, capacity)),
             }),
         }
     }
@@ -243,9 +278,12 @@ impl InMemoryIdempotency {
         )
     }
 
-    /// How many task records one caller (a principal and user) may have kept at once (default
-    /// a tenth of the capacity; `OXP_TASKS_PER_CALLER`), so that no caller fills the store for
-    /// everyone: past it, that caller's new task is refused.
+    /// One caller's (a principal and user's) share of the store: how many task records it may
+    /// have kept at once, and the same fraction of the byte budget for their bytes (default a
+    /// tenth of each; `OXP_TASKS_PER_CALLER`), so that no caller fills the store for everyone:
+    /// past it, that caller's new task is refused. Its `call_id` answers may use room no one
+    /// else needs, but what it keeps past its share is what goes first when another caller
+    /// within its share needs room: no caller's load pushes out another's answers.
     ///
     /// ```
     /// use oxp_runtime::idempotency::InMemoryIdempotency;
@@ -352,50 +390,129 @@ impl Inner {
         entry.bytes.reserve_exact(json.len());
         entry.bytes.extend_from_slice(json);
         entry.run = Run::Done;
+        let owner = entry.owner().to_vec();
         state.finished_bytes += json.len();
+        state.finished_count += 1;
         state.finished.push_back(Finished {
             expires: Instant::now() + self.ttl,
             hash,
             generation,
         });
-        while state.finished.len() + state.records.len() > self.capacity
-            || state.finished_bytes + state.record_bytes > self.max_bytes
-        {
-            if state.finished.is_empty() {
+        let inner = self;
+        state.charge(inner, &owner, |tenant| {
+            tenant.answers.push_back((hash, generation));
+            tenant.count += 1;
+            tenant.bytes += json.len();
+        });
+        while state.over_budget(self, 0, 0) {
+            if !state.make_room(self, &owner, true) {
                 break;
             }
-            state.pop_oldest();
         }
     }
 }
 
 impl State {
-    /// Forgets the oldest finished answer (a line whose entry has since gone is skipped).
-    fn pop_oldest(&mut self) {
-        let Some(Finished {
-            hash, generation, ..
-        }) = self.finished.pop_front()
-        else {
-            return;
+    /// Changes what the caller `owner` keeps by `change`, keeping the count of callers over
+    /// their share; a caller that keeps nothing is forgotten.
+    fn charge(&mut self, inner: &Inner, owner: &[u8], change: impl FnOnce(&mut Tenant)) {
+        let tenant = match self.tenants.get_mut(owner) {
+            Some(tenant) => tenant,
+            None => self.tenants.entry(owner.to_vec()).or_default(),
         };
-        if let Ok(found) = self
-            .entries
-            .find_entry(hash, |entry| entry.generation == generation)
-        {
-            // A line is written when its run's answer is kept, and a generation names one run.
-            debug_assert!(matches!(found.get().run, Run::Done));
-            self.finished_bytes -= found.get().json().len();
-            found.remove();
+        let was_over = tenant.over(inner);
+        change(tenant);
+        let is_over = tenant.over(inner);
+        let empty = tenant.count == 0 && tenant.records == 0;
+        match (was_over, is_over) {
+            (false, true) => self.over_share += 1,
+            (true, false) => self.over_share -= 1,
+            _ => {}
+        }
+        if empty {
+            self.tenants.remove(owner);
         }
     }
 
-    fn expire(&mut self, now: Instant) {
+    /// Whether the store, with `count` more entries and `bytes` more bytes, is past a budget.
+    fn over_budget(&self, inner: &Inner, count: usize, bytes: usize) -> bool {
+        self.finished_count + self.records.len() + count > inner.capacity
+            || self.finished_bytes + self.record_bytes + bytes > inner.max_bytes
+    }
+
+    /// Forgets one answer to make room for `owner`: its own oldest if it keeps more than its
+    /// share, else the oldest of a caller that does; with `anyone` (room for an answer, not a
+    /// record), the oldest of all when every caller keeps within its share. `false` if
+    /// nothing could go.
+    fn make_room(&mut self, inner: &Inner, owner: &[u8], anyone: bool) -> bool {
+        let own = self
+            .tenants
+            .get(owner)
+            .filter(|tenant| tenant.over(inner) && !tenant.answers.is_empty())
+            .map(|_| owner.to_vec());
+        let victim = own.or_else(|| {
+            (self.over_share > 0)
+                .then(|| {
+                    (self.tenants.iter())
+                        .find(|(_, tenant)| tenant.over(inner) && !tenant.answers.is_empty())
+                        .map(|(owner, _)| owner.clone())
+                })
+                .flatten()
+        });
+        if let Some(victim) = victim {
+            let line = self.tenants.get(&victim).and_then(|t| t.answers.front());
+            let &(hash, generation) = line.expect("a victim keeps an answer");
+            self.forget(inner, hash, generation);
+            return true;
+        }
+        if anyone && self.finished_count > 0 {
+            self.pop_oldest(inner);
+            return true;
+        }
+        false
+    }
+
+    /// Forgets the kept answer of entry (`hash`, `generation`), if it is still there. Its line
+    /// in `finished` stays, and finds nothing when it comes up.
+    fn forget(&mut self, inner: &Inner, hash: u64, generation: u64) {
+        let Ok(found) = self
+            .entries
+            .find_entry(hash, |entry| entry.generation == generation)
+        else {
+            return;
+        };
+        // A line is written when its run's answer is kept, and a generation names one run.
+        debug_assert!(matches!(found.get().run, Run::Done));
+        let (entry, _) = found.remove();
+        let len = entry.json().len();
+        self.finished_bytes -= len;
+        self.finished_count -= 1;
+        self.charge(inner, entry.owner(), |tenant| {
+            // Answers go in the order they came, in their caller's line as in the store's.
+            let first = tenant.answers.pop_front();
+            debug_assert_eq!(first, Some((hash, generation)));
+            tenant.count -= 1;
+            tenant.bytes -= len;
+        });
+    }
+
+    /// Forgets the oldest finished answer (a line whose entry has since gone is skipped).
+    fn pop_oldest(&mut self, inner: &Inner) {
+        if let Some(Finished {
+            hash, generation, ..
+        }) = self.finished.pop_front()
+        {
+            self.forget(inner, hash, generation);
+        }
+    }
+
+    fn expire(&mut self, inner: &Inner, now: Instant) {
         while self
             .finished
             .front()
             .is_some_and(|line| line.expires <= now)
         {
-            self.pop_oldest();
+            self.pop_oldest(inner);
         }
     }
 }
@@ -523,35 +640,51 @@ fn counted(len: usize, base: usize) -> usize {
 
 impl State {
     /// Forgets the records whose time is up.
-    fn expire_records(&mut self, now_ms: u64) {
-        if self.records.values().any(|r| r.expires_at <= now_ms) {
-            let mut freed = 0;
-            self.records.retain(|_, r| {
-                let keep = r.expires_at > now_ms;
-                if !keep {
-                    freed += r.counted();
-                }
-                keep
-            });
-            self.record_bytes -= freed;
+    fn expire_records(&mut self, inner: &Inner, now: Instant) {
+        if !self.records.values().any(|r| r.expires <= now) {
+            return;
+        }
+        let gone: Vec<Vec<u8>> = (self.records.iter())
+            .filter(|(_, r)| r.expires <= now)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in gone {
+            self.drop_record(inner, &key);
         }
     }
-}
 
-impl Inner {
-    /// Makes room for a record of `bytes`: expired ones go, then the oldest finished answers;
-    /// records in use never do.
-    fn room_for_record(&self, state: &mut State, bytes: usize) -> Result<(), StoreError> {
-        state.expire_records(crate::seal::now_ms());
-        let over = |state: &State| {
-            state.finished.len() + state.records.len() + 1 > self.capacity
-                || state.finished_bytes + state.record_bytes + bytes > self.max_bytes
-        };
-        while over(state) && !state.finished.is_empty() {
-            state.pop_oldest();
+    /// Forgets the record under `key`, if any.
+    fn drop_record(&mut self, inner: &Inner, key: &[u8]) {
+        if let Some(record) = self.records.remove(key) {
+            let counted = record.counted();
+            self.record_bytes -= counted;
+            self.charge(inner, &key[..record.owner], |tenant| {
+                tenant.records -= 1;
+                tenant.record_bytes -= counted;
+                tenant.bytes -= counted;
+            });
         }
-        if over(state) {
-            return Err(StoreError::Full);
+    }
+
+    /// Makes room for `bytes` more of `owner`'s records (`count` of them new): within its
+    /// share of the store, by forgetting its own answers or those of callers past their share,
+    /// never anyone else's (records are kept for their time to live and never evicted).
+    fn room_for_record(
+        &mut self,
+        inner: &Inner,
+        owner: &[u8],
+        count: usize,
+        bytes: usize,
+    ) -> Result<(), StoreError> {
+        let (records, record_bytes) = (self.tenants.get(owner))
+            .map_or((0, 0), |tenant| (tenant.records, tenant.record_bytes));
+        if records + count > inner.per_caller || record_bytes + bytes > inner.share_bytes {
+            return Err(StoreError::CallerFull);
+        }
+        while self.over_budget(inner, count, bytes) {
+            if !self.make_room(inner, owner, false) {
+                return Err(StoreError::Full);
+            }
         }
         Ok(())
     }
@@ -562,32 +695,34 @@ impl IdempotencyStore for InMemoryIdempotency {
         &'a self,
         key: &'a IdempotencyKey,
         body: String,
-        expires_at: u64,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let bytes = key_bytes(key);
-        let mut state = self.inner.lock();
-        state.expire_records(crate::seal::now_ms());
+        let inner = &*self.inner;
+        let mut state = inner.lock();
+        let now = Instant::now();
+        state.expire_records(inner, now);
         // One kept already is found whatever room is left (a replayed round finds its task).
         let owner = bytes.len() - key.call_id.len();
+        let size = counted(body.len(), body.len());
         let created = if state.records.contains_key(&bytes) {
             Ok(false)
-        } else if (state.records.iter())
-            .filter(|(kept, record)| record.owner == owner && kept[..owner] == bytes[..owner])
-            .count()
-            >= self.inner.per_caller
-        {
-            Err(StoreError::CallerFull)
         } else {
-            self.inner
-                .room_for_record(&mut state, counted(body.len(), body.len()))
+            state
+                .room_for_record(inner, &bytes[..owner], 1, size)
                 .map(|()| {
-                    state.record_bytes += counted(body.len(), body.len());
+                    state.record_bytes += size;
+                    state.charge(inner, &bytes[..owner], |tenant| {
+                        tenant.records += 1;
+                        tenant.record_bytes += size;
+                        tenant.bytes += size;
+                    });
                     let record = Record {
                         owner,
                         base: body.len(),
                         version: 1,
                         body,
-                        expires_at,
+                        expires: now + ttl,
                     };
                     state.records.insert(bytes, record);
                     true
@@ -600,13 +735,14 @@ impl IdempotencyStore for InMemoryIdempotency {
         &'a self,
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
-        let now = crate::seal::now_ms();
+        let now = Instant::now();
         let state = self.inner.lock();
         let found = (state.records.get(key_bytes(key).as_slice()))
-            .filter(|record| record.expires_at > now)
+            .filter(|record| record.expires > now)
             .map(|record| Versioned {
                 version: record.version,
                 body: record.body.clone(),
+                now: crate::seal::now_ms(),
             });
         future::ready(Ok(found)).boxed()
     }
@@ -617,33 +753,37 @@ impl IdempotencyStore for InMemoryIdempotency {
         version: u64,
         body: String,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let now = crate::seal::now_ms();
+        let now = Instant::now();
         let bytes = key_bytes(key);
-        let mut guard = self.inner.lock();
+        let inner = &*self.inner;
+        let mut guard = inner.lock();
         let state = &mut *guard;
-        let (old, new) = match state.records.get(bytes.as_slice()) {
-            Some(record) if record.version == version && record.expires_at > now => {
-                (record.counted(), counted(body.len(), record.base))
-            }
+        let (owner, old, new) = match state.records.get(bytes.as_slice()) {
+            Some(record) if record.version == version && record.expires > now => (
+                record.owner,
+                record.counted(),
+                counted(body.len(), record.base),
+            ),
             _ => return future::ready(Ok(false)).boxed(),
         };
         // A record that grows past its reserve (a task's result, answers) makes room as a new
-        // one does; within it, it always fits.
-        let over = |state: &State| {
-            new > old
-                && state.finished_bytes + state.record_bytes - old + new > self.inner.max_bytes
-        };
-        while over(state) && !state.finished.is_empty() {
-            state.pop_oldest();
+        // one does, within its caller's share; within its reserve, it always fits.
+        if new > old {
+            if let Err(error) = state.room_for_record(inner, &bytes[..owner], 0, new - old) {
+                // Past its caller's share or the store's: the same answer, no room.
+                let _ = error;
+                return future::ready(Err(StoreError::Full)).boxed();
+            }
         }
-        if over(state) {
-            return future::ready(Err(StoreError::Full)).boxed();
-        }
+        state.record_bytes = state.record_bytes + new - old;
+        state.charge(inner, &bytes[..owner], |tenant| {
+            tenant.record_bytes = tenant.record_bytes + new - old;
+            tenant.bytes = tenant.bytes + new - old;
+        });
         let record = state
             .records
             .get_mut(bytes.as_slice())
             .expect("found above");
-        state.record_bytes = state.record_bytes + new - old;
         record.body = body;
         record.version += 1;
         future::ready(Ok(true)).boxed()
@@ -653,10 +793,8 @@ impl IdempotencyStore for InMemoryIdempotency {
         &'a self,
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut state = self.inner.lock();
-        if let Some(record) = state.records.remove(key_bytes(key).as_slice()) {
-            state.record_bytes -= record.counted();
-        }
+        let inner = &*self.inner;
+        inner.lock().drop_record(inner, key_bytes(key).as_slice());
         future::ready(Ok(())).boxed()
     }
 
@@ -687,8 +825,9 @@ impl IdempotencyStore for InMemoryIdempotency {
         // Written and hashed before taking the lock, which every call with a call_id needs.
         let bytes = key_bytes(&key);
         let hash = self.inner.hasher.hash_one(bytes.as_slice());
-        let mut state = self.inner.lock();
-        state.expire(Instant::now());
+        let inner = &*self.inner;
+        let mut state = inner.lock();
+        state.expire(inner, Instant::now());
         let generation = state.next_generation;
         // One lookup whether the key is new or known.
         let same_key = |entry: &Entry| entry.hash == hash && entry.key() == bytes.as_slice();
@@ -721,6 +860,7 @@ impl IdempotencyStore for InMemoryIdempotency {
                     hash,
                     generation,
                     fingerprint,
+                    owner_len: bytes.len() - key.call_id.len(),
                     key_len: bytes.len(),
                     bytes,
                     run: Run::Running(None),
@@ -745,7 +885,7 @@ mod tests {
     #[test]
     fn a_kept_record_is_found_in_a_full_store() {
         let store = InMemoryIdempotency::new(1, Duration::from_secs(60));
-        let later = crate::seal::now_ms() + 60_000;
+        let later = Duration::from_secs(60);
         let (mine, other) = (
             IdempotencyKey::new("a", None, "t1"),
             IdempotencyKey::new("b", None, "t2"),
@@ -761,6 +901,82 @@ mod tests {
     use super::*;
     use crate::protocol::{CallResult, CallToolResponse};
     use serde_json::Value;
+
+    /// Asks `store` for `call_id` as `caller`; `true` if the run was needed (it ran).
+    async fn ask_as(store: &InMemoryIdempotency, caller: &str, call_id: &str, text: &str) -> bool {
+        let key = IdempotencyKey::new(caller, None, call_id);
+        let (_, reuse) = store
+            .once_reporting(key, fingerprint(0), future::ready(answer(text)).boxed())
+            .await;
+        reuse == Reuse::Fresh
+    }
+
+    /// One caller's load never costs another its kept answers: a busy caller may fill room no
+    /// one else uses, but what it keeps past its share goes first when another needs room.
+    #[tokio::test]
+    async fn a_busy_caller_never_pushes_out_another_callers_answers() {
+        // A hundred answers in all; a caller's share is ten of them.
+        let store = InMemoryIdempotency::new(100, DEFAULT_TTL);
+        assert!(ask_as(&store, "quiet", "q1", "mine").await);
+        for i in 0..500 {
+            assert!(ask_as(&store, "busy", &format!("b{i}"), "x").await);
+        }
+        assert_eq!(store.len(), 100, "the busy caller used the free room");
+        assert!(
+            !ask_as(&store, "quiet", "q1", "again").await,
+            "the quiet caller's retry ran its tool a second time"
+        );
+        assert!(ask_as(&store, "quiet", "q2", "mine").await);
+        for i in 500..800 {
+            assert!(ask_as(&store, "busy", &format!("b{i}"), "x").await);
+        }
+        assert!(!ask_as(&store, "quiet", "q1", "again").await);
+        assert!(!ask_as(&store, "quiet", "q2", "again").await);
+        assert!(
+            !ask_as(&store, "busy", "b799", "again").await,
+            "its newest is kept"
+        );
+    }
+
+    /// Records are kept within their caller's share of bytes and count, and make room only
+    /// from their caller's own answers or what another keeps past its share.
+    #[tokio::test]
+    async fn a_caller_s_records_stay_within_its_share_of_the_bytes() {
+        let ttl = Duration::from_secs(60);
+        // A share is a tenth: 100 KiB of a MiB.
+        let store = InMemoryIdempotency::new(100, DEFAULT_TTL).max_bytes(1 << 20);
+        let big = "x".repeat(32 * 1024);
+        let create = |caller: &str, id: &str| {
+            let key = IdempotencyKey::new(caller, None, id);
+            let store = store.clone();
+            let body = big.clone();
+            async move { store.create_record(&key, body, ttl).await }
+        };
+        assert!(ask_as(&store, "quiet", "q1", "mine").await);
+        let mut made = 0;
+        let refused = loop {
+            match create("busy", &format!("t{made}")).await {
+                Ok(true) => made += 1,
+                other => break other,
+            }
+        };
+        assert_eq!(refused, Err(StoreError::CallerFull), "after {made}");
+        assert_eq!(made, 2, "two records of 36 KiB counted fit in 102 KiB");
+        assert_eq!(
+            create("quiet", "t0").await,
+            Ok(true),
+            "another caller's share is its own"
+        );
+        assert!(!ask_as(&store, "quiet", "q1", "again").await);
+        // What a record's growth needs comes from its caller's share too.
+        let key = IdempotencyKey::new("busy", None, "t0");
+        let found = store.read_record(&key).await.unwrap().unwrap();
+        let grown = "y".repeat(80 * 1024);
+        assert_eq!(
+            store.replace_record(&key, found.version, grown).await,
+            Err(StoreError::Full)
+        );
+    }
 
     fn answer(text: &str) -> CallOutcome {
         CallOutcome::Completed(CallToolResponse {

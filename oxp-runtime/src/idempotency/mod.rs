@@ -228,9 +228,39 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         None
     }
 
-    /// Keeps `body` under `key` until `expires_at` (Unix time in milliseconds) if nothing is
-    /// kept there yet: `Ok(false)` when something is. A task's record (see
-    /// [`tasks`](crate::tasks)) is written so, once, before its id is given out.
+    /// Waits until the writes the store does on its own are done (an answer it keeps for a
+    /// caller that hung up mid-run): a server's drain waits for this after its last call, so
+    /// the process never exits owing one. Done at once by default.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::{IdempotencyStore, InMemoryIdempotency};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// InMemoryIdempotency::default().settled().await;
+    /// # });
+    /// ```
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// The store's clock, in milliseconds since the Unix epoch: what a task's lease and times
+    /// are judged by, so that replicas whose clocks disagree agree on them. The process's own
+    /// clock by default (right for a store in one process); a shared store answers with its
+    /// own (Redis's `TIME`).
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::{IdempotencyStore, InMemoryIdempotency};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let now = InMemoryIdempotency::default().now_ms().await.unwrap();
+    /// assert!(now > 1_700_000_000_000);
+    /// # });
+    /// ```
+    fn now_ms(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(std::future::ready(Ok(crate::seal::now_ms())))
+    }
+
+    /// Keeps `body` under `key` for `ttl` from now, by the store's clock, if nothing is kept
+    /// there yet: `Ok(false)` when something is. A task's record (see [`tasks`](crate::tasks))
+    /// is written so, once, before its id is given out.
     ///
     /// The three record methods are what tasks need of a store; a store without them (the
     /// default) serves calls with a `call_id` but no tasks: a tool that may run as a task runs
@@ -239,9 +269,9 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         &'a self,
         key: &'a IdempotencyKey,
         body: String,
-        expires_at: u64,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        let _ = (key, body, expires_at);
+        let _ = (key, body, ttl);
         no_records()
     }
 
@@ -294,6 +324,15 @@ pub(crate) fn owner(key: &IdempotencyKey) -> String {
     IdempotencyKey::new(key.principal.clone(), key.user.clone(), "").to_string()
 }
 
+/// A caller's share of `total` bytes when it may keep `per_caller` of `capacity` entries: the
+/// same fraction of each budget.
+pub(crate) fn share_of(total: u64, per_caller: u64, capacity: u64) -> u64 {
+    let share = u128::from(total) * u128::from(per_caller) / u128::from(capacity.max(1));
+    u64::try_from(share)
+        .unwrap_or(u64::MAX)
+        .clamp(1, total.max(1))
+}
+
 /// The room each record holds in reserve from when it is made: it counts against the byte
 /// budget as at least its first size and this much more, so that its later small writes (a
 /// task's status, progress or end, which drops what only the running task needed) always fit
@@ -313,6 +352,8 @@ pub struct Versioned {
     pub version: u64,
     /// The record, as it was written (JSON).
     pub body: String,
+    /// The store's clock when it was read ([`IdempotencyStore::now_ms`]).
+    pub now: u64,
 }
 
 /// Why a store could not keep or read a record.
@@ -441,13 +482,21 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
         (**self).size()
     }
 
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        (**self).settled()
+    }
+
+    fn now_ms(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        (**self).now_ms()
+    }
+
     fn create_record<'a>(
         &'a self,
         key: &'a IdempotencyKey,
         body: String,
-        expires_at: u64,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        (**self).create_record(key, body, expires_at)
+        (**self).create_record(key, body, ttl)
     }
 
     fn read_record<'a>(

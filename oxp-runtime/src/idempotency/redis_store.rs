@@ -19,7 +19,9 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use redis::aio::ConnectionManager;
 
-use super::{Fingerprint, IdempotencyKey, IdempotencyStore, Reuse, StoreError, Versioned};
+use super::{
+    Fingerprint, IdempotencyKey, IdempotencyStore, Reuse, StoreError, StoreSize, Versioned,
+};
 use crate::outcome::CallOutcome;
 
 const PENDING: &str = "pending";
@@ -47,6 +49,39 @@ pub struct RedisIdempotency {
     /// How many task records, how many bytes of them, and how many of one caller's, may be
     /// kept at once.
     record_limits: (u64, u64, u64),
+    /// How many records (and bytes of them) this replica last saw kept, for the gauges.
+    seen: std::sync::Arc<[std::sync::atomic::AtomicU64; 2]>,
+    /// The runs this store drives on its own (so that a caller who hangs up still gets its
+    /// answer kept) whose answers are not written yet: a drain waits for them.
+    writes: std::sync::Arc<Writes>,
+}
+
+/// A count of writes under way, and what wakes whoever waits for none.
+#[derive(Default)]
+struct Writes {
+    count: std::sync::atomic::AtomicU64,
+    done: tokio::sync::Notify,
+}
+
+/// One of [`Writes`], counted until it drops.
+struct Writing(std::sync::Arc<Writes>);
+
+impl Writing {
+    fn new(writes: &std::sync::Arc<Writes>) -> Self {
+        writes
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Writing(writes.clone())
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
 }
 
 impl std::fmt::Debug for RedisIdempotency {
@@ -85,6 +120,8 @@ impl RedisIdempotency {
                 super::DEFAULT_MAX_BYTES,
                 super::DEFAULT_CAPACITY / super::CALLERS_SHARING,
             ),
+            writes: Default::default(),
+            seen: Default::default(),
         })
     }
 
@@ -134,8 +171,9 @@ impl RedisIdempotency {
     }
 
     /// How many task records one caller (a principal and user) may have kept at once (default
-    /// a tenth of [`DEFAULT_CAPACITY`](super::DEFAULT_CAPACITY); `OXP_TASKS_PER_CALLER`), so
-    /// that no caller fills the store for everyone: past it, that caller's new task is refused.
+    /// a tenth of [`DEFAULT_CAPACITY`](super::DEFAULT_CAPACITY); `OXP_TASKS_PER_CALLER`), and
+    /// the same fraction of the records' bytes, so that no caller fills the store for
+    /// everyone: past either, that caller's new task is refused.
     ///
     /// ```no_run
     /// # async fn run() -> redis::RedisResult<()> {
@@ -234,48 +272,70 @@ impl RedisIdempotency {
 
     /// Runs `body`, a script over the record of `key`, with what bounds every record: the
     /// index of records by expiry (`KEYS[2]`), their sizes (`KEYS[3]`) and their total
-    /// (`KEYS[4]`, in `total` for the script), and the index of the records of the key's
-    /// caller (`KEYS[5]`), first forgetting the records that expired. `ARGV[1..=2]` are `args`,
-    /// `ARGV[3]` the reserve each record holds ([`super::RECORD_SLACK`]), `ARGV[4]` the
-    /// count and `ARGV[5]` the bytes allowed, `ARGV[6]` the count allowed one caller; `now` is
-    /// Redis's time.
+    /// (`KEYS[4]`, in `total` for the script), the index of the records of the key's caller
+    /// (`KEYS[5]`), which caller each record is of (`KEYS[6]`) and the bytes each caller keeps
+    /// (`KEYS[7]`, this caller's in `mine`), first forgetting the records that expired.
+    /// `ARGV[1..=2]` are `args`, `ARGV[3]` the reserve each record holds
+    /// ([`super::RECORD_SLACK`]), `ARGV[4]` the count and `ARGV[5]` the bytes allowed, `ARGV[6]`
+    /// the count and `ARGV[7]` the bytes allowed one caller; `now` is Redis's time.
+    ///
+    /// The script declares itself (`#!lua`), so Redis refuses it at `maxmemory` as it refuses
+    /// a `call_id`'s claim, unless `allow_oom` (a removal, which frees memory).
     async fn records_script(
         &self,
         body: &str,
         key: &IdempotencyKey,
         args: [String; 2],
+        allow_oom: bool,
     ) -> Result<i64, StoreError> {
         // Redis's own clock decides what expired, as it does for the records themselves: a
         // replica's clock that runs ahead must not forget a record that still counts.
+        let flags = if allow_oom { " flags=allow-oom" } else { "" };
         let script = format!(
-            "local clock = redis.call('TIME') \
+            "#!lua{flags}\n\
+             local clock = redis.call('TIME') \
              local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) \
              for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)) do \
-               redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], gone) or '0')) \
-               redis.call('HDEL', KEYS[3], gone) redis.call('ZREM', KEYS[2], gone) \
+               local size = tonumber(redis.call('HGET', KEYS[3], gone) or '0') \
+               redis.call('INCRBY', KEYS[4], -size) \
+               local of = redis.call('HGET', KEYS[6], gone) \
+               if of and redis.call('HINCRBY', KEYS[7], of, -size) <= 0 then \
+                 redis.call('HDEL', KEYS[7], of) end \
+               redis.call('HDEL', KEYS[3], gone) redis.call('HDEL', KEYS[6], gone) \
+               redis.call('ZREM', KEYS[2], gone) \
              end \
              redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now) \
              local total = tonumber(redis.call('GET', KEYS[4]) or '0') \
-             {body}"
+             local mine = tonumber(redis.call('HGET', KEYS[7], KEYS[5]) or '0') \
+             local done = (function() {body} end)() \
+             return {{done, tonumber(redis.call('GET', KEYS[4]) or '0'), redis.call('ZCARD', KEYS[2])}}"
         );
         let [first, second] = args;
-        redis::cmd("EVAL")
+        let (capacity, max_bytes, per_caller) = self.record_limits;
+        let (done, bytes, count): (i64, u64, u64) = redis::cmd("EVAL")
             .arg(script)
-            .arg(5)
+            .arg(7)
             .arg(self.record_key(key))
             .arg(format!("{}records", self.prefix))
             .arg(format!("{}records:bytes", self.prefix))
             .arg(format!("{}records:total", self.prefix))
             .arg(format!("{}records:of:{}", self.prefix, super::owner(key)))
+            .arg(format!("{}records:owner", self.prefix))
+            .arg(format!("{}records:owner-bytes", self.prefix))
             .arg(first)
             .arg(second)
             .arg(SLACK)
-            .arg(self.record_limits.0)
-            .arg(self.record_limits.1)
-            .arg(self.record_limits.2)
+            .arg(capacity)
+            .arg(max_bytes)
+            .arg(per_caller)
+            .arg(super::share_of(max_bytes, per_caller, capacity))
             .query_async(&mut self.connection.clone())
             .await
-            .map_err(unreachable)
+            .map_err(unreachable)?;
+        let [seen_count, seen_bytes] = &*self.seen;
+        seen_count.store(count, std::sync::atomic::Ordering::Relaxed);
+        seen_bytes.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        Ok(done)
     }
 
     async fn exists(&self, key: &str) -> redis::RedisResult<bool> {
@@ -397,7 +457,9 @@ impl RedisIdempotency {
                 let store = self.clone();
                 let (stored_key, stored_fingerprint) = (key.clone(), fingerprint.clone());
                 let pending = format!("{PENDING}:{fingerprint}:{holder}");
+                let writing = Writing::new(&self.writes);
                 let task = tokio::spawn(async move {
+                    let _writing = writing;
                     let hold = store.hold(stored_key.clone(), pending.clone(), holder);
                     let outcome = tokio::select! {
                         outcome = run => outcome,
@@ -481,29 +543,68 @@ impl IdempotencyStore for RedisIdempotency {
             .boxed()
     }
 
+    fn settled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            loop {
+                let done = self.writes.done.notified();
+                if self.writes.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        })
+    }
+
+    fn size(&self) -> Option<StoreSize> {
+        // Only records are counted in Redis (answers live by their time to live): what the
+        // last script this replica ran found, every replica's records together.
+        let [count, bytes] = &*self.seen;
+        Some(StoreSize {
+            entries: count.load(std::sync::atomic::Ordering::Relaxed),
+            bytes: bytes.load(std::sync::atomic::Ordering::Relaxed),
+        })
+    }
+
+    fn now_ms(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Box::pin(async move {
+            let (seconds, micros): (u64, u64) = redis::cmd("TIME")
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(unreachable)?;
+            Ok(seconds * 1000 + micros / 1000)
+        })
+    }
+
     fn create_record<'a>(
         &'a self,
         key: &'a IdempotencyKey,
         body: String,
-        expires_at: u64,
+        ttl: Duration,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
+            // Its time to live is a duration Redis applies on its own clock.
             let created: i64 = self
                 .records_script(
                     "if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end \
-                     if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[6]) then return -2 end \
                      local counted = string.len(ARGV[1]) + tonumber(ARGV[3]) \
+                     if redis.call('ZCARD', KEYS[5]) >= tonumber(ARGV[6]) \
+                        or mine + counted > tonumber(ARGV[7]) then return -2 end \
                      if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) \
                         or total + counted > tonumber(ARGV[5]) then return -1 end \
+                     local expires = now + tonumber(ARGV[2]) \
                      redis.call('HSET', KEYS[1], 'v', 1, 'body', ARGV[1], 'base', string.len(ARGV[1])) \
-                     redis.call('PEXPIREAT', KEYS[1], ARGV[2]) \
-                     redis.call('ZADD', KEYS[2], ARGV[2], KEYS[1]) \
-                     redis.call('ZADD', KEYS[5], ARGV[2], KEYS[1]) \
-                     redis.call('PEXPIREAT', KEYS[5], ARGV[2]) \
+                     redis.call('PEXPIRE', KEYS[1], ARGV[2]) \
+                     redis.call('ZADD', KEYS[2], expires, KEYS[1]) \
+                     redis.call('ZADD', KEYS[5], expires, KEYS[1]) \
+                     if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[2]) then \
+                       redis.call('PEXPIRE', KEYS[5], ARGV[2]) end \
                      redis.call('HSET', KEYS[3], KEYS[1], counted) \
+                     redis.call('HSET', KEYS[6], KEYS[1], KEYS[5]) \
+                     redis.call('HINCRBY', KEYS[7], KEYS[5], counted) \
                      redis.call('INCRBY', KEYS[4], counted) return 1",
                     key,
-                    [body, expires_at.to_string()],
+                    [body, millis(ttl).to_string()],
+                    false,
                 )
                 .await?;
             match created {
@@ -519,16 +620,24 @@ impl IdempotencyStore for RedisIdempotency {
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<Option<Versioned>, StoreError>> {
         Box::pin(async move {
-            let (version, body): (Option<u64>, Option<String>) = redis::cmd("HMGET")
-                .arg(self.record_key(key))
-                .arg("v")
-                .arg("body")
-                .query_async(&mut self.connection.clone())
-                .await
-                .map_err(unreachable)?;
+            // The record and Redis's clock in one reply: what its lease is judged by.
+            let (version, body, seconds, micros): (Option<u64>, Option<String>, u64, u64) =
+                redis::cmd("EVAL")
+                    .arg(
+                        "#!lua flags=no-writes\n\
+                         local clock = redis.call('TIME') \
+                         local found = redis.call('HMGET', KEYS[1], 'v', 'body') \
+                         return {found[1], found[2], clock[1], clock[2]}",
+                    )
+                    .arg(1)
+                    .arg(self.record_key(key))
+                    .query_async(&mut self.connection.clone())
+                    .await
+                    .map_err(unreachable)?;
+            let now = seconds * 1000 + micros / 1000;
             Ok(version
                 .zip(body)
-                .map(|(version, body)| Versioned { version, body }))
+                .map(|(version, body)| Versioned { version, body, now }))
         })
     }
 
@@ -545,14 +654,19 @@ impl IdempotencyStore for RedisIdempotency {
                      local base = tonumber(redis.call('HGET', KEYS[1], 'base') or '0') \
                      local counted = math.max(string.len(ARGV[1]), base + tonumber(ARGV[3])) \
                      local grown = counted - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
-                     if grown > 0 and total + grown > tonumber(ARGV[5]) then return -1 end \
+                     if grown > 0 and (total + grown > tonumber(ARGV[5]) \
+                        or mine + grown > tonumber(ARGV[7])) then return -1 end \
                      if not redis.call('ZSCORE', KEYS[2], KEYS[1]) then \
                        redis.call('ZADD', KEYS[2], now + redis.call('PTTL', KEYS[1]), KEYS[1]) end \
                      redis.call('HSET', KEYS[1], 'v', tonumber(ARGV[2]) + 1, 'body', ARGV[1]) \
                      redis.call('HSET', KEYS[3], KEYS[1], counted) \
+                     if redis.call('HEXISTS', KEYS[6], KEYS[1]) == 0 then \
+                       redis.call('HSET', KEYS[6], KEYS[1], KEYS[5]) grown = counted end \
+                     redis.call('HINCRBY', KEYS[7], KEYS[5], grown) \
                      redis.call('INCRBY', KEYS[4], grown) return 1",
                     key,
                     [body, version.to_string()],
+                    false,
                 )
                 .await?;
             match replaced {
@@ -571,10 +685,15 @@ impl IdempotencyStore for RedisIdempotency {
                 .records_script(
                     "redis.call('DEL', KEYS[1]) redis.call('ZREM', KEYS[2], KEYS[1]) \
                      redis.call('ZREM', KEYS[5], KEYS[1]) \
-                     redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0')) \
+                     local size = tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
+                     redis.call('INCRBY', KEYS[4], -size) \
+                     if redis.call('HDEL', KEYS[6], KEYS[1]) == 1 \
+                        and redis.call('HINCRBY', KEYS[7], KEYS[5], -size) <= 0 then \
+                       redis.call('HDEL', KEYS[7], KEYS[5]) end \
                      redis.call('HDEL', KEYS[3], KEYS[1]) return 1",
                     key,
                     [String::new(), String::new()],
+                    true,
                 )
                 .await?;
             Ok(())

@@ -20,10 +20,10 @@ use serde_json::{Value, json};
 
 use super::McpServer;
 use crate::ask::Round;
-use crate::call::{CallMeta, CallOutcome};
+use crate::call::{CallMeta, CallOutcome, Owed};
 use crate::idempotency::{IdempotencyKey, StoreError};
 use crate::protocol::{CallResult, CallToolRequest, CallToolResponse};
-use crate::seal::{Ledger, now_ms};
+use crate::seal::Ledger;
 use crate::signals::{CallSignals, Cancellation, Progress};
 
 /// The principal of a task key whose caller did not authenticate.
@@ -31,6 +31,15 @@ const ANONYMOUS: &str = "anonymous";
 
 /// How often a client is told to poll.
 const POLL_INTERVAL_MS: u64 = 1000;
+
+/// Why a task whose lease lapsed failed: its run's process stopped renewing it, which is all
+/// another replica can know.
+const LAPSED: &str = "The server running this task stopped renewing its lease before the task \
+                      ended: it stopped, stalled, or lost the task store.";
+
+/// The longest status message a task keeps of a tool's progress (in bytes, cut at a character):
+/// well within a record's reserve, so that progress never needs room the store may not have.
+const MAX_STATUS_MESSAGE: usize = 1024;
 
 /// How tasks are kept and run (`OXP_TASK_TTL_MS`, `OXP_LEASE_MS`).
 #[derive(Clone, Copy, Debug)]
@@ -76,11 +85,11 @@ pub(crate) async fn interrupt_running() {
     for (holder, server, key) in running {
         let why = "The server stopped before the task ended.";
         let ended = server
-            .change_task(&key, |record| {
+            .change_task(&key, |record, now| {
                 if !record.held_by(&holder) {
                     return false;
                 }
-                record.fail(why);
+                record.fail(why, now);
                 true
             })
             .await;
@@ -142,11 +151,11 @@ struct Lease {
 }
 
 impl Lease {
-    /// `holder`'s lease for `lease` from now.
-    fn new(holder: &str, lease: Duration) -> Self {
+    /// `holder`'s lease for `lease` from `now` (the store's clock).
+    fn new(holder: &str, lease: Duration, now: u64) -> Self {
         Lease {
             holder: holder.to_owned(),
-            until: now_ms() + millis(lease),
+            until: now + millis(lease),
         }
     }
 }
@@ -323,19 +332,19 @@ impl Record {
     }
 
     /// Ends the task `failed` with a JSON-RPC error saying `why`.
-    fn fail(&mut self, why: &str) {
+    fn fail(&mut self, why: &str, now: u64) {
         self.error = Some(rpc_error(why));
-        self.end(Status::Failed, Some(why.to_owned()));
+        self.end(Status::Failed, Some(why.to_owned()), now);
     }
 
     /// Ends the task's round with `status`. A terminal one drops what only its runs needed
     /// (its input, its asks and their answers), so that a task's end never needs more room
     /// than its reserve.
-    fn end(&mut self, status: Status, message: Option<String>) {
+    fn end(&mut self, status: Status, message: Option<String>, now: u64) {
         self.status = status;
         self.message = message;
         self.lease = None;
-        self.updated = now_ms();
+        self.updated = now;
         if status.is_terminal() {
             self.input = Value::Null;
             self.ledger = None;
@@ -351,10 +360,19 @@ fn status_message(progress: &Progress) -> String {
         Some(total) => format!("{}/{total}", progress.done),
         None => progress.done.to_string(),
     };
-    match &progress.message {
+    let mut message = match &progress.message {
         Some(message) => format!("{count}: {message}"),
         None => count,
+    };
+    if message.len() > MAX_STATUS_MESSAGE {
+        let cut = (0..=MAX_STATUS_MESSAGE - 3)
+            .rev()
+            .find(|at| message.is_char_boundary(*at))
+            .unwrap_or(0);
+        message.truncate(cut);
+        message.push('…');
     }
+    message
 }
 
 /// A run's line to its task: its cancellation and its last progress.
@@ -418,15 +436,15 @@ impl McpServer {
         if record.unheld() && !self.pipeline.is_draining() {
             return self.take_up(key).await;
         }
-        if !record.lapsed(now_ms()) {
+        if !record.lapsed(found.now) {
             return Ok(Some(record));
         }
         let mut ended_here = false;
         let ended = self
-            .change_task(key, |record| {
-                ended_here = record.lapsed(now_ms());
+            .change_task(key, |record, now| {
+                ended_here = record.lapsed(now);
                 if ended_here {
-                    record.fail("The server running this task stopped before it ended.");
+                    record.fail(LAPSED, now);
                 }
                 ended_here
             })
@@ -440,13 +458,13 @@ impl McpServer {
     /// Hands a round that never ran back to the store, its answers kept: the task stays
     /// `working`, held by no one, until a replica that can run it reads it.
     async fn release(&self, key: &IdempotencyKey, holder: &str) -> Result<(), TaskError> {
-        self.change_task(key, |record| {
+        self.change_task(key, |record, now| {
             if !record.held_by(holder) {
                 return false;
             }
             record.lease = None;
             record.message = Some("Waiting for a server to run it.".to_owned());
-            record.updated = now_ms();
+            record.updated = now;
             true
         })
         .await
@@ -459,28 +477,30 @@ impl McpServer {
         let holder = crate::random::uuid_v4().simple();
         let mut taken = false;
         let record = self
-            .change_task(key, |record| {
+            .change_task(key, |record, now| {
                 taken = record.unheld();
                 if taken {
-                    record.lease = Some(Lease::new(&holder, self.tasks.lease));
+                    record.lease = Some(Lease::new(&holder, self.tasks.lease, now));
                     record.message = None;
-                    record.updated = now_ms();
+                    record.updated = now;
                 }
                 taken
             })
             .await?;
         if let Some(record) = record.as_ref().filter(|_| taken) {
-            self.next_round(key.clone(), holder, record.clone());
+            self.next_round(key.clone(), holder, record.clone(), self.pipeline.owe());
         }
         Ok(record)
     }
 
     /// Changes a task by `change` (which says whether it changed anything), again on the
     /// record as it now is when another write came first; the record as it ends, if any.
+    /// `change` is given the store's clock as the record was read: every time in a record is
+    /// the store's, so replicas whose clocks disagree agree on its lease.
     async fn change_task(
         &self,
         key: &IdempotencyKey,
-        mut change: impl FnMut(&mut Record) -> bool,
+        mut change: impl FnMut(&mut Record, u64) -> bool,
     ) -> Result<Option<Record>, TaskError> {
         let store = self.store()?;
         loop {
@@ -488,7 +508,7 @@ impl McpServer {
                 return Ok(None);
             };
             let mut record = parse(&found.body)?;
-            if !change(&mut record) {
+            if !change(&mut record, found.now) {
                 return Ok(Some(record));
             }
             let body = serde_json::to_string(&record).expect("records serialize");
@@ -511,7 +531,7 @@ impl McpServer {
         let store = self.store()?.clone();
         let key = Self::task_key(seed.principal.as_deref(), seed.user.clone(), &seed.id);
         let holder = crate::random::uuid_v4().simple();
-        let now = now_ms();
+        let now = store.now_ms().await?;
         let ttl = millis(self.tasks.ttl);
         let record = Record {
             tool_id: seed.tool_id,
@@ -531,10 +551,10 @@ impl McpServer {
             result: None,
             error: None,
             cancel: false,
-            lease: Some(Lease::new(&holder, self.tasks.lease)),
+            lease: Some(Lease::new(&holder, self.tasks.lease, now)),
         };
         let body = serde_json::to_string(&record).expect("records serialize");
-        if !store.create_record(&key, body, now + ttl).await? {
+        if !store.create_record(&key, body, self.tasks.ttl).await? {
             // The round that made it, replayed: the task it made, not a second run.
             let existing = store
                 .read_record(&key)
@@ -559,9 +579,12 @@ impl McpServer {
         }
         self.count_task(Status::Working);
         let task = CreateTaskResult::new(record.task(&seed.id));
+        // Owed from here, while the run still holds its call's place: a drain waits for the
+        // task's end to be written, not only for the tool.
+        let owed = self.pipeline.owe();
         tokio::spawn(
             self.clone()
-                .drive(key, holder, run, None, round.clone(), line),
+                .drive(key, holder, run, None, round.clone(), line, owed),
         );
         Ok(Begun::Task(task))
     }
@@ -588,6 +611,7 @@ impl McpServer {
     /// client cancels the task, then writes what came of it.
     /// A round that `again` can start anew (one resumed by answers) and that found the server
     /// at its concurrency limit waits for a place, holding its lease, rather than end the task.
+    #[allow(clippy::too_many_arguments)]
     async fn drive(
         self,
         key: IdempotencyKey,
@@ -596,6 +620,7 @@ impl McpServer {
         again: Option<Again>,
         round: Round,
         line: Line,
+        _owed: Owed,
     ) {
         let here = Running {
             server: self.clone(),
@@ -617,7 +642,10 @@ impl McpServer {
                 // Shutting down: the round, which never ran, goes back to the store for
                 // another replica to run (see `read_task`).
                 Some(_) if unplaced && self.pipeline.is_draining() => {
-                    if let Err(error) = self.release(&key, &holder).await {
+                    let released = self
+                        .retrying("hand a task's round back", || self.release(&key, &holder))
+                        .await;
+                    if let Err(error) = released {
                         tracing::error!(%error, "a task's round could not be handed back");
                     }
                     running().remove(&holder);
@@ -635,9 +663,17 @@ impl McpServer {
         };
         match outcome {
             Some(outcome) => {
-                let ended = self.end_round(&key, &holder, outcome, &round, &line);
-                if let Err(error) = ended.await {
-                    tracing::error!(%error, "a task's end could not be recorded");
+                let ended = self
+                    .retrying("write a task's end", || {
+                        self.end_round(&key, &holder, outcome.clone(), &round, &line)
+                    })
+                    .await;
+                if let Err(error) = ended {
+                    tracing::error!(
+                        %error,
+                        "a task's end could not be recorded: the store stayed out of reach \
+                         for the task's time to live"
+                    );
                 }
             }
             None => {
@@ -653,37 +689,77 @@ impl McpServer {
     }
 
     /// Renews the run's lease every beat, hands on a cancellation and the tool's progress;
-    /// returns only when the lease is lost.
+    /// returns only when the lease is lost. A renewal that cannot also take the progress (no
+    /// room for it) renews the lease alone: progress never costs a run its lease.
     async fn heartbeat(&self, key: &IdempotencyKey, holder: &str, line: &Line) {
         let (lease, beat) = (self.tasks.lease, crate::tasks::beat(self.tasks.lease));
         loop {
             tokio::time::sleep(beat).await;
-            let progress = line.progress();
-            let renewed = self
-                .change_task(key, |record| {
-                    if !record.held_by(holder) {
-                        return false;
+            let mut progress = line.progress();
+            let renewed = loop {
+                let renewed = self
+                    .change_task(key, |record, now| {
+                        if !record.held_by(holder) {
+                            return false;
+                        }
+                        record.lease = Some(Lease::new(holder, lease, now));
+                        if progress.is_some() && record.message != progress {
+                            record.message = progress.clone();
+                            record.updated = now;
+                        }
+                        true
+                    })
+                    .await;
+                match renewed {
+                    Err(TaskError::Store(StoreError::Full)) if progress.is_some() => {
+                        progress = None;
                     }
-                    record.lease = Some(Lease::new(holder, lease));
-                    if progress.is_some() && record.message != progress {
-                        record.message = progress.clone();
-                        record.updated = now_ms();
-                    }
-                    true
-                })
-                .await;
+                    renewed => break renewed,
+                }
+            };
             match renewed {
                 Ok(Some(record)) if record.held_by(holder) => {
                     if record.cancel {
                         line.cancellation.cancel();
                     }
                 }
-                Ok(_) => return,
+                Ok(Some(_)) => return,
+                Ok(None) => {
+                    tracing::warn!(
+                        "a task's record expired while its tool ran (OXP_TASK_TTL_MS is shorter \
+                         than the run): the run is stopped"
+                    );
+                    return;
+                }
                 // The store is out of reach: the run goes on, and the lease holds as long as
                 // it was renewed; if it lapses, others see the task failed, and so will this.
                 Err(error) => {
                     tracing::warn!(%error, "could not renew a task's lease")
                 }
+            }
+        }
+    }
+
+    /// Runs `write` until it is done or fails for a reason other than a store out of reach,
+    /// trying again (every beat at most) for as long as the task may live: what a run came to
+    /// survives a store that stalls or restarts. The store ends a task whose lease lapsed
+    /// meanwhile, and `write` then finds it no longer this run's.
+    async fn retrying<F, T>(&self, what: &str, mut write: impl FnMut() -> F) -> Result<T, TaskError>
+    where
+        F: Future<Output = Result<T, TaskError>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.tasks.ttl;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match write().await {
+                Err(TaskError::Store(StoreError::Unreachable(error)))
+                    if tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::warn!(%error, "could not {what} yet; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(crate::tasks::beat(self.tasks.lease));
+                }
+                done => return done,
             }
         }
     }
@@ -704,11 +780,11 @@ impl McpServer {
             let why = "The task's result is larger than the store may keep \
                        (OXP_IDEMPOTENCY_MAX_BYTES).";
             let ended = self
-                .change_task(key, |record| {
+                .change_task(key, |record, now| {
                     if !record.held_by(holder) {
                         return false;
                     }
-                    record.fail(why);
+                    record.fail(why, now);
                     true
                 })
                 .await?;
@@ -743,7 +819,7 @@ impl McpServer {
         };
         let mut ended = None;
         let record = self
-            .change_task(key, |record| {
+            .change_task(key, |record, now| {
                 if !record.held_by(holder) {
                     return false;
                 }
@@ -784,7 +860,7 @@ impl McpServer {
                         progress.clone().or(record.message.clone()),
                     )
                 };
-                record.end(status, message);
+                record.end(status, message, now);
                 ended = Some(status);
                 true
             })
@@ -822,7 +898,7 @@ impl McpServer {
         let holder = crate::random::uuid_v4().simple();
         let mut resumed = false;
         let record = self
-            .change_task(key, |record| {
+            .change_task(key, |record, now| {
                 resumed = false;
                 if record.status != Status::InputRequired {
                     return false;
@@ -837,8 +913,8 @@ impl McpServer {
                 if changed && record.asked.is_empty() {
                     record.status = Status::Working;
                     record.message = None;
-                    record.updated = now_ms();
-                    record.lease = Some(Lease::new(&holder, self.tasks.lease));
+                    record.updated = now;
+                    record.lease = Some(Lease::new(&holder, self.tasks.lease, now));
                     resumed = true;
                 }
                 changed
@@ -847,13 +923,13 @@ impl McpServer {
             .ok_or_else(not_found)?;
         if resumed {
             self.count_task(Status::Working);
-            self.next_round(key.clone(), holder, record);
+            self.next_round(key.clone(), holder, record, self.pipeline.owe());
         }
         Ok(())
     }
 
     /// Runs a task's next round, with the answers its asks got.
-    fn next_round(&self, key: IdempotencyKey, holder: String, record: Record) {
+    fn next_round(&self, key: IdempotencyKey, holder: String, record: Record, owed: Owed) {
         // The caller's principal, as the key has it (an anonymous caller has none).
         let principal = (key.principal != ANONYMOUS).then(|| key.principal.clone());
         let can = record.can.clone();
@@ -880,7 +956,7 @@ impl McpServer {
         };
         tokio::spawn(
             self.clone()
-                .drive(key, holder, run, Some(again), round, line),
+                .drive(key, holder, run, Some(again), round, line, owed),
         );
     }
 
@@ -889,7 +965,7 @@ impl McpServer {
     pub(super) async fn cancel_task_of(&self, key: &IdempotencyKey) -> Result<(), McpError> {
         let mut ended = false;
         let record = self
-            .change_task(key, |record| {
+            .change_task(key, |record, now| {
                 ended = false;
                 match record.status {
                     _ if record.status.is_terminal() || record.cancel => false,
@@ -897,6 +973,7 @@ impl McpServer {
                         record.end(
                             Status::Cancelled,
                             Some("Cancelled at the client's request.".into()),
+                            now,
                         );
                         ended = true;
                         true
@@ -945,6 +1022,19 @@ mod tests {
             assert_eq!(wire, expected);
             issued.insert(wire);
         }
+    }
+
+    #[test]
+    fn a_status_message_is_bounded_and_cut_at_a_character() {
+        let progress = |message: String| Progress {
+            done: 1,
+            total: Some(2),
+            message: Some(message),
+        };
+        let long = status_message(&progress("é".repeat(4000)));
+        assert!(long.len() <= MAX_STATUS_MESSAGE, "{}", long.len());
+        assert!(long.starts_with("1/2: é") && long.ends_with('…'));
+        assert_eq!(status_message(&progress("ok".into())), "1/2: ok");
     }
 
     #[test]
