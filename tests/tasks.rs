@@ -28,8 +28,11 @@ async fn rpc_as(
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities,
     });
+    // A connection per request, closed after it: no idle keep-alive holds a draining server
+    // up (which would hide a write it still owed when its last connection went).
     let mut request = reqwest::Client::new()
         .post(format!("{base}/mcp"))
+        .header("connection", "close")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method);
@@ -569,6 +572,65 @@ fn signal(server: &harness::Example, signal: &str) {
         .status()
         .unwrap();
     assert!(sent.success());
+}
+
+/// Waits (bounded) for `server`'s process to exit; its exit status.
+fn exited(server: &mut harness::Example) -> std::process::ExitStatus {
+    for _ in 0..1200 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the server did not exit within two minutes of its SIGTERM");
+}
+
+/// A rolling deploy's SIGTERM loses nothing: a task that finishes while its replica drains is
+/// `completed` with its result, and a resumed round still waiting there for a place is handed
+/// back and run by the other replica; the replica exits 0 only once both are written, though
+/// no connection is left open to hold it up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_writes_every_task_end_and_hand_back_before_the_process_exits() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_SHUTDOWN_GRACE_MS", "60000"),
+    ];
+    let mut one_place = env.to_vec();
+    one_place.push(("OXP_MAX_CONCURRENT_CALLS", "1"));
+    let mut a = harness::start_server(&binary, &one_place);
+    let b = harness::start_server(&binary, &env);
+    let shipped = task_id(&call(&b.base, "Jobs_Ship", json!({"items": ["r"]})).await);
+    poll_until(&b.base, &shipped, 500, status_is("input_required")).await;
+    // A's one place: a run that ends a couple of seconds after it starts.
+    let counted = call(&a.base, "Jobs_Count", json!({"steps": 40, "step_ms": 100})).await;
+    let counted = task_id(&counted);
+    let running = poll_until(&a.base, &counted, 500, |t| t["statusMessage"].is_string()).await;
+    assert_eq!(running["status"], "working", "{running}");
+    // The answers land on A, whose round waits for the place the count holds.
+    let yes = json!({"ship": {"action": "accept"}});
+    let taken = rpc(
+        &a.base,
+        "tasks/update",
+        json!({"taskId": shipped, "inputResponses": yes}),
+    )
+    .await;
+    assert!(taken.get("error").is_none(), "{taken}");
+    signal(&a, "-TERM");
+    let status = exited(&mut a);
+    assert!(status.success(), "the drain ended with {status}");
+    let a_pid = a.child.id().to_string();
+    let count = get(&b.base, &counted).await["result"].clone();
+    assert_eq!(count["status"], "completed", "{count}");
+    assert!(text(&count).starts_with("counted to 40"), "{count}");
+    assert!(text(&count).ends_with(&format!("of {a_pid})")), "{count}");
+    let done = poll_until(&b.base, &shipped, 1000, |t| t["status"] != "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let b_pid = b.child.id().to_string();
+    assert!(text(&done).ends_with(&format!("of {b_pid})")), "{done}");
 }
 
 /// Whether Redis at `url` holds `key` (one inline command over RESP).
