@@ -633,6 +633,59 @@ async fn a_drain_writes_every_task_end_and_hand_back_before_the_process_exits() 
     assert!(text(&done).ends_with(&format!("of {b_pid})")), "{done}");
 }
 
+/// Where Debian's `libfaketime` puts its library (the multi-threaded one: the server's
+/// runtime has several threads).
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+/// One clock: replicas whose wall clocks are 90 s behind, 90 s ahead and a day ahead of the
+/// others share tasks with them as if their clocks agreed. A task made on either is found on
+/// the other at once, its lease is not taken for lapsed (its run is never failed as "stopped")
+/// nor held past its real lapse, and it completes with its result, read on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_whose_clocks_disagree_agree_on_every_task() {
+    if !std::path::Path::new(FAKETIME).exists() {
+        harness::skip("libfaketime (Debian package `faketime`)");
+        return;
+    }
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    // A short lease, so that 90 s of skew is many leases.
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_LEASE_MS", "2000"),
+    ];
+    let honest = harness::start_server(&binary, &env);
+    for skew in ["-90s", "+90s", "+1d"] {
+        let mut skewed = env.to_vec();
+        skewed.extend([
+            ("LD_PRELOAD", FAKETIME),
+            ("FAKETIME", skew),
+            ("DONT_FAKE_MONOTONIC", "1"),
+        ]);
+        let other = harness::start_server(&binary, &skewed);
+        for (from, to) in [(&honest, &other), (&other, &honest)] {
+            // Runs three leases long; read on the other replica all along.
+            let made = call(
+                &from.base,
+                "Jobs_Count",
+                json!({"steps": 12, "step_ms": 500}),
+            )
+            .await;
+            let id = task_id(&made);
+            let found = get(&to.base, &id).await;
+            assert_eq!(found["result"]["status"], "working", "{skew}: {found}");
+            let done = poll_until(&to.base, &id, 1500, |t| t["status"] != "working").await;
+            assert_eq!(done["status"], "completed", "{skew}: {done}");
+            assert!(text(&done).starts_with("counted to 12"), "{skew}: {done}");
+            assert_eq!(done["ttlMs"], 3_600_000, "{skew}: {done}");
+            let again = get(&from.base, &id).await;
+            assert_eq!(again["result"]["status"], "completed", "{skew}: {again}");
+        }
+    }
+}
+
 /// Whether Redis at `url` holds `key` (one inline command over RESP).
 fn redis_has(url: &str, key: &str) -> bool {
     use std::io::{Read, Write};
@@ -1014,6 +1067,90 @@ async fn one_caller_cannot_fill_the_store_for_the_others() {
             )
             .await;
         }
+    }
+}
+
+/// One caller's bytes cannot fill the store for the others, in memory and in Redis: a caller
+/// making tasks with large inputs is refused once it holds its share of the byte budget (long
+/// before its count), while another caller's task with the same input is made; and, in memory,
+/// where answers and records share one budget, a flood of one caller's large `call_id` answers
+/// does not push out another's: that caller's retry is answered without running again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_caller_s_bytes_cannot_fill_the_store_for_the_others() {
+    let redis = harness::start_redis();
+    let binary = harness::test_example_binary("task_server");
+    let mut stores = vec![None];
+    if let Some(redis) = &redis {
+        stores.push(Some(redis.1.clone()));
+    }
+    for store in stores {
+        // A share is a tenth: 400 KB of the 4 MB, while the count allows 1,000 tasks.
+        let mut env = vec![
+            ("OXP_API_KEYS", "key-of-ada,key-of-bob".to_owned()),
+            ("OXP_IDEMPOTENCY_MAX_BYTES", "4000000".to_owned()),
+        ];
+        if let Some(url) = &store {
+            env.push(("OXP_REDIS_URL", url.clone()));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let server = harness::start_server(&binary, &env);
+        let base = &server.base;
+        let oxp = |key: &'static str, body: Value| {
+            let base = base.clone();
+            async move {
+                let reply = reqwest::Client::new()
+                    .post(format!("{base}/tools/call"))
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                let answer: Value = reply.json().await.unwrap();
+                answer["value"].as_str().unwrap_or_default().to_owned()
+            }
+        };
+        let bobs_call = json!({"tool_id": "Jobs.Count", "call_id": "bob-1",
+                               "input": {"steps": 0, "step_ms": 0}});
+        let first = oxp("key-of-bob", bobs_call.clone()).await;
+        assert!(first.starts_with("counted to 0 (run"), "{first}");
+        // Ada's tasks, each parked on its question with a 100 KB input kept.
+        let caps = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+        let ship = |key: &'static str| {
+            let (base, caps) = (base.clone(), caps.clone());
+            async move {
+                let params =
+                    json!({"name": "Jobs_Ship", "arguments": {"items": ["x".repeat(100_000)]}});
+                rpc_as(&base, Some(key), "tools/call", params, caps).await.1
+            }
+        };
+        let mut made = 0;
+        let refused = loop {
+            let answer = ship("key-of-ada").await;
+            if answer["result"]["taskId"].is_string() {
+                made += 1;
+                assert!(
+                    made < 10,
+                    "{store:?}: a tenth of the bytes holds 3 such tasks"
+                );
+            } else {
+                break answer;
+            }
+        };
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("OXP_TASKS_PER_CALLER") && message.contains("did not run"),
+            "{store:?}: {refused}"
+        );
+        assert!(made >= 1, "{store:?}");
+        task_id(&ship("key-of-bob").await);
+        // Ada's answers: forty of 100 KB, the whole budget.
+        for i in 0..40 {
+            let body = json!({"tool_id": "Jobs.Large", "call_id": format!("ada-{i}"),
+                              "input": {"bytes": 100_000}});
+            oxp("key-of-ada", body).await;
+        }
+        let again = oxp("key-of-bob", bobs_call).await;
+        assert_eq!(again, first, "{store:?}: Bob's call_id ran a second time");
     }
 }
 
