@@ -633,6 +633,46 @@ async fn a_drain_writes_every_task_end_and_hand_back_before_the_process_exits() 
     assert!(text(&done).ends_with(&format!("of {b_pid})")), "{done}");
 }
 
+/// A task's result survives a Redis that stalls as the tool ends: Redis is stopped (SIGSTOP)
+/// for a second and a half across the run's end, the end write fails meanwhile, and is written
+/// once Redis is back: the task is `completed` with its result, not `failed` as if its server
+/// had stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_s_result_survives_a_store_that_stalls_as_it_ends() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_LEASE_MS", "5000"),
+    ];
+    let server = harness::start_server(&binary, &env);
+    let id = task_id(
+        &call(
+            &server.base,
+            "Jobs_Count",
+            json!({"steps": 1, "step_ms": 500}),
+        )
+        .await,
+    );
+    let pid = redis.0.id().to_string();
+    let stop = |signal: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    stop("-STOP");
+    // The fault itself: the store is away for this long, across the tool's end.
+    std::thread::sleep(Duration::from_millis(1500));
+    stop("-CONT");
+    let done = poll_until(&server.base, &id, 1000, |t| t["status"] != "working").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(text(&done).starts_with("counted to 1"), "{done}");
+}
+
 /// Where Debian's `libfaketime` puts its library (the multi-threaded one: the server's
 /// runtime has several threads).
 const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
