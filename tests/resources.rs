@@ -919,3 +919,59 @@ async fn over_http_a_subscription_is_acknowledged_and_not_declared() {
         assert_eq!(removed[0]["error"]["code"], -32601, "{method}: {removed:?}");
     }
 }
+
+/// A server started as `<bin> mcp` (`serve()` over stdio): the subscribed client is told of the
+/// note its tool call rewrote, and once it unsubscribed, no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // as above
+async fn over_stdio_the_subscriber_is_told() {
+    let mut command = tokio::process::Command::new(harness::test_example_binary("notes_server"));
+    command.arg("mcp").env("OXP_LOG", "warn");
+    let (sender, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = harness::bounded("initialize", Watching(sender).serve(transport))
+        .await
+        .unwrap();
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    let declared = capabilities.resources.as_ref().and_then(|r| r.subscribe);
+    assert_eq!(declared, Some(true), "{capabilities:?}");
+    let write = |day: &str, text: &str| {
+        let arguments = json!({"day": day, "text": text})
+            .as_object()
+            .unwrap()
+            .clone();
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("Notes_Write").with_arguments(arguments),
+        )
+    };
+
+    client
+        .subscribe(subscription("notes://monday"))
+        .await
+        .unwrap();
+    write("monday", "buy milk").await.unwrap();
+    assert_eq!(next_update(&mut updates).await, "notes://monday");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("notes://monday"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap()["contents"][0]["text"],
+        "buy milk"
+    );
+
+    // Unsubscribed from Monday, subscribed to Tuesday: Monday's next change is not told, and
+    // Tuesday's, made after it, is the next notification.
+    client
+        .unsubscribe(serde_json::from_value(json!({"uri": "notes://monday"})).unwrap())
+        .await
+        .unwrap();
+    client
+        .subscribe(subscription("notes://tuesday"))
+        .await
+        .unwrap();
+    write("monday", "sell milk").await.unwrap();
+    write("tuesday", "rest").await.unwrap();
+    assert_eq!(next_update(&mut updates).await, "notes://tuesday");
+    client.cancel().await.unwrap();
+}
