@@ -44,8 +44,8 @@ const TASKS: [&str; 9] = [
 ];
 
 /// Earlier revisions' scenarios (run at 2025-11-25): clients of those revisions are most of the
-/// hosts in use.
-const EARLIER: [&str; 9] = [
+/// hosts in use. Subscriptions are theirs alone (2026-07-28 removed `resources/subscribe`).
+const EARLIER: [&str; 11] = [
     "server-initialize",
     "ping",
     "tools-list",
@@ -55,6 +55,8 @@ const EARLIER: [&str; 9] = [
     "tools-call-with-logging",
     "logging-set-level",
     "dns-rebinding-protection",
+    "resources-subscribe",
+    "resources-unsubscribe",
 ];
 
 // The suite's tool names are our wire names `Toolkit_Name`: toolkit `test`.
@@ -468,6 +470,12 @@ fn static_binary() -> Vec<u8> {
     RED_PIXEL.to_vec()
 }
 
+/// The resource the subscription scenarios subscribe to.
+#[resource(uri = "test://watched-resource", name = "watched_resource")]
+fn watched_resource() -> &'static str {
+    "This resource is watched."
+}
+
 /// A resource template: data for an id.
 #[resource(
     uri = "test://template/{id}/data",
@@ -607,6 +615,7 @@ async fn the_official_mcp_conformance_suite() {
         .resource(static_text::RESOURCE)
         .resource(static_binary::RESOURCE)
         .resource(template_data::RESOURCE)
+        .resource(watched_resource::RESOURCE)
         .prompt(test_simple_prompt::PROMPT)
         .prompt(test_prompt_with_arguments::PROMPT)
         .prompt(test_prompt_with_embedded_resource::PROMPT)

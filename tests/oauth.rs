@@ -1106,6 +1106,11 @@ async fn scopes_hide_and_refuse_resources_and_prompts_as_tools() {
             ),
             "tools code:review",
         ),
+        // Subscribing is reading later.
+        (
+            rpc(16, "resources/subscribe", json!({"uri": "audit://refused"})),
+            "tools audit:read",
+        ),
     ];
     for (request, needed) in &refused {
         let reply = oxp.mcp(&plain, request.clone()).await;

@@ -724,3 +724,254 @@ async fn resources_and_prompts_reach_the_runtime_by_the_path_they_name() {
         .unwrap();
     assert_eq!(got, [Message::user("Say hello.")]);
 }
+
+// Subscriptions (`resources/subscribe`, revisions before 2026-07-28).
+
+/// What `Notes_Write` last wrote.
+static NOTE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// Today's note.
+#[resource(uri = "notes://today")]
+fn note() -> String {
+    NOTE.lock().unwrap().clone()
+}
+
+/// Rewrites today's note.
+#[oxp_runtime::tool(toolkit = "Notes", version = "1.0.0")]
+fn write(text: String) {
+    *NOTE.lock().unwrap() = text;
+    oxp_runtime::resource::changed("notes://today");
+}
+
+fn subscribing_registry() -> Registry {
+    Registry::builder()
+        .resource(note::RESOURCE)
+        .resource(settings::RESOURCE)
+        .resource(book::RESOURCE)
+        .tool(write::TOOL)
+        .build()
+        .unwrap()
+}
+
+/// A 2025-11-25 client that hands each `notifications/resources/updated` it is sent to the test.
+struct Watching(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Watching {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        serde_json::from_value(json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "watching", "version": "1"}}))
+        .unwrap()
+    }
+}
+
+/// A client on a connection of its own to `server` (as over stdio), and what it is told.
+async fn watching(
+    server: &McpServer,
+) -> (
+    RunningService<RoleClient, Watching>,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let serving = server.clone().serve(theirs);
+    let (sender, updates) = tokio::sync::mpsc::unbounded_channel();
+    let client = Watching(sender).serve(ours);
+    let (serving, client) =
+        harness::bounded("initialize", async { tokio::join!(serving, client) }).await;
+    tokio::spawn(serving.unwrap().waiting());
+    (client.unwrap(), updates)
+}
+
+async fn next_update(updates: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> String {
+    harness::bounded("a notification", updates.recv())
+        .await
+        .expect("the connection is open")
+}
+
+fn subscription(uri: &str) -> rmcp::model::SubscribeRequestParams {
+    serde_json::from_value(json!({ "uri": uri })).unwrap()
+}
+
+/// Over a connection, `resources.subscribe` is declared and a subscribed client is told when the
+/// function says the resource changed; one subscribed to something else, or one that
+/// unsubscribed, is not. Both connections are served by clones of one `McpServer`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // rmcp marks the earlier revisions' subscriptions so; this is their test
+async fn a_subscribed_connection_is_told_what_changed() {
+    let server = McpServer::new(Pipeline::new(subscribing_registry()));
+    let (reader, mut read_updates) = watching(&server).await;
+    let (writer, mut write_updates) = watching(&server).await;
+    let capabilities = &reader.peer_info().unwrap().capabilities;
+    let declared = capabilities.resources.as_ref().and_then(|r| r.subscribe);
+    assert_eq!(declared, Some(true), "{capabilities:?}");
+
+    reader
+        .subscribe(subscription("notes://today"))
+        .await
+        .unwrap();
+    // A URI a template serves is named as read.
+    reader
+        .subscribe(subscription("books://fiction/1"))
+        .await
+        .unwrap();
+    writer
+        .subscribe(subscription("config://app"))
+        .await
+        .unwrap();
+
+    // The writer's own tool says the note changed: the reader, subscribed, is told.
+    let arguments = json!({"text": "buy milk"}).as_object().unwrap().clone();
+    let params = rmcp::model::CallToolRequestParams::new("Notes_Write").with_arguments(arguments);
+    writer.call_tool(params).await.unwrap();
+    assert_eq!(next_update(&mut read_updates).await, "notes://today");
+    let read = reader
+        .read_resource(ReadResourceRequestParams::new("notes://today"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap()["contents"][0]["text"],
+        "buy milk"
+    );
+    // The writer, subscribed to another URI only, was not: changes reach each connection in
+    // order, so its first notification is the later change it did subscribe to.
+    oxp_runtime::resource::changed("config://app");
+    assert_eq!(next_update(&mut write_updates).await, "config://app");
+
+    // Unsubscribed, the reader hears of the note no more: its next is the book's, told after.
+    reader
+        .unsubscribe(serde_json::from_value(json!({"uri": "notes://today"})).unwrap())
+        .await
+        .unwrap();
+    oxp_runtime::resource::changed("notes://today");
+    oxp_runtime::resource::changed("books://fiction/1");
+    assert_eq!(next_update(&mut read_updates).await, "books://fiction/1");
+
+    // A URI nothing serves is a read's not-found; params that are no URI are invalid.
+    let unknown = mcp_error(reader.subscribe(subscription("notes://nowhere")).await);
+    assert_eq!(
+        (unknown.code, unknown.data),
+        (
+            ErrorCode::INVALID_PARAMS,
+            Some(json!({"uri": "notes://nowhere"}))
+        )
+    );
+    let bad = rmcp::model::ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(
+        "resources/subscribe",
+        Some(json!({"uri": 5})),
+    ));
+    let bad = mcp_error(reader.send_request(bad).await);
+    assert_eq!(bad.code, ErrorCode::INVALID_PARAMS, "{bad:?}");
+    assert!(bad.message.contains("`uri`, a string"), "{bad:?}");
+    reader.cancel().await.unwrap();
+    writer.cancel().await.unwrap();
+}
+
+/// A 2025-11-25 request to `/mcp`, answered without a session.
+async fn post_2025(oxp: &Oxp, method: &str, params: Value) -> Value {
+    let reply = oxp
+        .request(reqwest::Method::POST, "/mcp")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    let content_type = reply.headers()["content-type"].to_str().unwrap().to_owned();
+    let body = reply.text().await.unwrap();
+    harness::mcp_messages(&content_type, &body).pop().unwrap()
+}
+
+/// Over stateless HTTP no stream outlives a request: `resources.subscribe` is not declared, and a
+/// subscription of a URI the server serves is acknowledged (the request was valid), with the
+/// same errors as over a connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_subscription_is_acknowledged_and_not_declared() {
+    let pipeline = Pipeline::new(subscribing_registry());
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "plain", "version": "1"}});
+    let initialized = post_2025(&oxp, "initialize", initialize).await;
+    let resources = &initialized["result"]["capabilities"]["resources"];
+    assert!(resources.is_object(), "{initialized}");
+    assert_eq!(resources.get("subscribe"), None, "{initialized}");
+
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let answer = post_2025(&oxp, method, json!({"uri": "notes://today"})).await;
+        assert_eq!(answer["result"], json!({}), "{method}: {answer}");
+        let unknown = post_2025(&oxp, method, json!({"uri": "notes://nowhere"})).await;
+        assert_eq!(unknown["error"]["code"], -32602, "{method}: {unknown}");
+        assert_eq!(
+            unknown["error"]["data"]["uri"], "notes://nowhere",
+            "{unknown}"
+        );
+        let bad = post_2025(&oxp, method, json!({"uri": 5})).await;
+        assert_eq!(bad["error"]["code"], -32602, "{method}: {bad}");
+        // 2026-07-28 removed the method: unknown, even without the params it once had.
+        let removed = harness::mcp_2026_events(&oxp, method, json!({})).await;
+        assert_eq!(removed[0]["error"]["code"], -32601, "{method}: {removed:?}");
+    }
+}
+
+/// A server started as `<bin> mcp` (`serve()` over stdio): the subscribed client is told of the
+/// note its tool call rewrote, and once it unsubscribed, no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // as above
+async fn over_stdio_the_subscriber_is_told() {
+    let mut command = tokio::process::Command::new(harness::test_example_binary("notes_server"));
+    command.arg("mcp").env("OXP_LOG", "warn");
+    let (sender, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = harness::bounded("initialize", Watching(sender).serve(transport))
+        .await
+        .unwrap();
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    let declared = capabilities.resources.as_ref().and_then(|r| r.subscribe);
+    assert_eq!(declared, Some(true), "{capabilities:?}");
+    let write = |day: &str, text: &str| {
+        let arguments = json!({"day": day, "text": text})
+            .as_object()
+            .unwrap()
+            .clone();
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("Notes_Write").with_arguments(arguments),
+        )
+    };
+
+    client
+        .subscribe(subscription("notes://monday"))
+        .await
+        .unwrap();
+    write("monday", "buy milk").await.unwrap();
+    assert_eq!(next_update(&mut updates).await, "notes://monday");
+    let read = client
+        .read_resource(ReadResourceRequestParams::new("notes://monday"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap()["contents"][0]["text"],
+        "buy milk"
+    );
+
+    // Unsubscribed from Monday, subscribed to Tuesday: Monday's next change is not told, and
+    // Tuesday's, made after it, is the next notification.
+    client
+        .unsubscribe(serde_json::from_value(json!({"uri": "notes://monday"})).unwrap())
+        .await
+        .unwrap();
+    client
+        .subscribe(subscription("notes://tuesday"))
+        .await
+        .unwrap();
+    write("monday", "sell milk").await.unwrap();
+    write("tuesday", "rest").await.unwrap();
+    assert_eq!(next_update(&mut updates).await, "notes://tuesday");
+    client.cancel().await.unwrap();
+}

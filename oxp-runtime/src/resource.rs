@@ -66,6 +66,62 @@ use crate::content::{Content, Resource};
 use crate::descriptor::{Invoke, InvokeError, InvokeResult};
 use crate::error::ToolError;
 
+/// Says that the resource at `uri` changed: every MCP client connected to this process that
+/// subscribed to exactly this URI (`resources/subscribe`) is sent
+/// `notifications/resources/updated`, and reads it again if it wants the new contents.
+///
+/// Call it wherever the data behind a resource changes — a tool that wrote it, a watcher, a
+/// timer. It never blocks and never fails, and with no one subscribed it only checks that.
+/// Notifications reach clients on a connection (stdio, `<bin> mcp`); stateless HTTP has no
+/// stream to carry them, so `/mcp` does not declare `resources.subscribe` (README, "Resources,
+/// prompts and completion"). A template's resource is named by the URI read
+/// (`file:///logs/monday`), not the template.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use oxp_runtime::{resource, tool};
+///
+/// static NOTE: Mutex<String> = Mutex::new(String::new());
+///
+/// /// Today's note.
+/// #[resource(uri = "notes://today")]
+/// fn today() -> String {
+///     NOTE.lock().unwrap().clone()
+/// }
+///
+/// /// Rewrite today's note.
+/// #[tool(toolkit = "Notes", version = "1.0.0")]
+/// fn write_note(text: String) {
+///     *NOTE.lock().unwrap() = text;
+///     oxp_runtime::resource::changed("notes://today");
+/// }
+///
+/// write_note("buy milk".into());
+/// assert_eq!(today(), "buy milk");
+/// ```
+pub fn changed(uri: impl Into<String>) {
+    let changes = changes_sender();
+    if changes.receiver_count() > 0 {
+        // An error only says no one listens any more.
+        let _ = changes.send(uri.into().into());
+    }
+}
+
+/// Changes not yet taken by a listener that fell behind; past this it is told it lagged.
+const CHANGES_QUEUE: usize = 256;
+
+fn changes_sender() -> &'static tokio::sync::broadcast::Sender<std::sync::Arc<str>> {
+    static CHANGES: std::sync::OnceLock<tokio::sync::broadcast::Sender<std::sync::Arc<str>>> =
+        std::sync::OnceLock::new();
+    CHANGES.get_or_init(|| tokio::sync::broadcast::channel(CHANGES_QUEUE).0)
+}
+
+/// Every URI [`changed`] is given from now on, for the MCP front's subscriptions.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) fn changes() -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
+    changes_sender().subscribe()
+}
+
 /// One parameter of a resource template or argument of a prompt, as the attribute writes it.
 ///
 /// ```

@@ -46,6 +46,7 @@ mod logging;
 mod prompts;
 mod resources;
 mod skills;
+mod subscriptions;
 mod tasks;
 
 pub(crate) use tasks::interrupt_running as interrupt_tasks;
@@ -121,6 +122,8 @@ pub struct McpServer {
     log_level: logging::SessionLevel,
     /// How this server keeps tasks and leases their runs.
     tasks: tasks::TaskConfig,
+    /// The resources each connection (stdio) subscribed to; nothing over HTTP.
+    subscriptions: subscriptions::Subscriptions,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -160,6 +163,7 @@ impl McpServer {
             tools_any_output: Arc::default(),
             log_level: logging::SessionLevel::default(),
             tasks: tasks::TaskConfig::default(),
+            subscriptions: subscriptions::Subscriptions::default(),
         }
     }
 
@@ -640,6 +644,41 @@ impl ServerHandler for McpServer {
             .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
     }
 
+    /// `initialize` (revisions before 2026-07-28): `resources.subscribe` is declared on a
+    /// connection, where notifications can reach the client, and never over HTTP.
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        if !subscriptions::over_http(&context) {
+            if let Some(resources) = result.capabilities.resources.as_mut() {
+                resources.subscribe = Some(true);
+            }
+        }
+        Ok(result)
+    }
+
+    #[allow(deprecated)] // subscriptions/listen replaces it from 2026-07-28; earlier clients use it
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        (self.subscriptions).subscribe(self.pipeline.registry(), request.uri, &context)
+    }
+
+    #[allow(deprecated)] // as `subscribe`
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        (self.subscriptions).unsubscribe(self.pipeline.registry(), &request.uri, &context)
+    }
+
     #[allow(deprecated)] // logging, deprecated by the newest revision, still asked for by clients
     async fn set_level(
         &self,
@@ -793,16 +832,18 @@ impl ServerHandler for McpServer {
     }
 
     /// What rmcp could not read as any request it knows: a tasks method whose params are not
-    /// the extension's shape (a `taskId` that is no string) is invalid params, not an unknown
-    /// method.
+    /// the extension's shape (a `taskId` that is no string), or a subscription's without its
+    /// `uri` from a revision that has subscriptions, is invalid params, not an unknown method.
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, McpError> {
+        let subscriptions = !speaks_2026_07_28(&context);
         let expected = match request.method.as_str() {
             "tasks/get" | "tasks/cancel" => "`taskId`, a string",
             "tasks/update" => "`taskId`, a string, and `inputResponses`, an object",
+            "resources/subscribe" | "resources/unsubscribe" if subscriptions => "`uri`, a string",
             _ => {
                 return Err(McpError::new(
                     rmcp::model::ErrorCode::METHOD_NOT_FOUND,

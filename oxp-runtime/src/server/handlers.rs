@@ -352,10 +352,10 @@ pub(super) async fn whole_body(
 #[derive(Clone)]
 pub(super) struct Mount(pub(super) String);
 
-/// MCP's `tools/call` of a tool, `resources/read` of a resource, `prompts/get` of a prompt (or
-/// `completion/complete` of one of their arguments) the caller's scopes do not reach: the
-/// `403` here, at the HTTP level where MCP's authorization spec puts it, before the front
-/// reads the request.
+/// MCP's `tools/call` of a tool, `resources/read` (or `resources/subscribe`) of a resource,
+/// `prompts/get` of a prompt (or `completion/complete` of one of their arguments) the caller's
+/// scopes do not reach: the `403` here, at the HTTP level where MCP's authorization spec puts
+/// it, before the front reads the request.
 fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Option<Response> {
     if *grant == Grant::All {
         return None;
@@ -387,7 +387,8 @@ fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Optio
                     }
                 }
             }
-            Some("resources/read") => {
+            // Subscribing is reading later: the same scopes.
+            Some("resources/read" | "resources/subscribe" | "resources/unsubscribe") => {
                 if let Some((resource, _)) =
                     param("/params/uri").and_then(|uri| registry.resolve_resource(uri))
                 {
