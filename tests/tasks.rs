@@ -633,6 +633,40 @@ async fn a_drain_writes_every_task_end_and_hand_back_before_the_process_exits() 
     assert!(text(&done).ends_with(&format!("of {b_pid})")), "{done}");
 }
 
+/// A sync tool that asks before anything else is a task every time (its blocking thread is its
+/// first wait), never a plain `input_required` round on some calls and a task on others: twenty
+/// calls, twenty tasks, each parked on its question and completed by its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_task_tool_that_asks_first_is_always_a_task() {
+    let server = harness::start_server(&harness::test_example_binary("task_server"), &[]);
+    let base = &server.base;
+    for i in 0..20 {
+        let made = call(base, "Jobs_Approve", json!({"what": format!("plan {i}")})).await;
+        let id = task_id(&made);
+        let asked = poll_until(base, &id, 500, |t| t["status"] != "working").await;
+        assert_eq!(asked["status"], "input_required", "call {i}: {asked}");
+        let key = asked["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let yes = json!({key: {"action": "accept"}});
+        rpc(
+            base,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": yes}),
+        )
+        .await;
+        let done = poll_until(base, &id, 500, |t| t["status"] != "working").await;
+        assert!(
+            text(&done).starts_with(&format!("approved plan {i}")),
+            "{done}"
+        );
+    }
+}
+
 /// A task's result survives a Redis that stalls as the tool ends: Redis is stopped (SIGSTOP)
 /// for a second and a half across the run's end, the end write fails meanwhile, and is written
 /// once Redis is back: the task is `completed` with its result, not `failed` as if its server

@@ -97,6 +97,14 @@ async fn large(bytes: usize) -> String {
     "x".repeat(bytes)
 }
 
+/// Ask for approval first, on a blocking thread (a plain `fn`): always a task, its question the
+/// task's.
+#[tool(toolkit = "Jobs", version = "1.0.0", task = "optional")]
+fn approve(ctx: &ToolContext, what: String) -> Result<String, ToolError> {
+    ctx.confirm("approve", &format!("Approve {what}?"))?;
+    Ok(format!("approved {what} ({})", run()))
+}
+
 /// Grind on a blocking thread for `ms`.
 #[tool(toolkit = "Jobs", version = "1.0.0", task = "optional")]
 fn grind(ms: u64) -> String {

@@ -210,6 +210,8 @@ pub(super) struct Seed {
     /// round that made it finds it).
     pub(super) id: String,
     pub(super) principal: Option<String>,
+    /// A plain `fn`, run on a blocking thread: always a task (see [`McpServer::begin_task`]).
+    pub(super) blocking: bool,
 }
 
 /// How a call that may be a task went.
@@ -570,6 +572,16 @@ impl McpServer {
         let line = Line::default();
         let mut run = self.round_run(call, seed.principal, &line, round);
         let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        // A sync tool's run is a thread, its first wait: whether it has ended by the first look
+        // is up to the OS's scheduler, so it is a task whatever the look finds (its asks are
+        // the task's), and one answer never depends on which came first.
+        let first = match first {
+            Poll::Ready(outcome) if seed.blocking => {
+                run = Box::pin(std::future::ready(outcome));
+                Poll::Pending
+            }
+            first => first,
+        };
         if let Poll::Ready(outcome) = first {
             // The answer is the call's whatever the store says now: the tool has run.
             if let Err(error) = store.remove_record(&key).await {
