@@ -330,6 +330,50 @@ async fn asks_before_a_task_are_rounds_of_the_call() {
     );
 }
 
+/// Asks before a tool's first wait are rounds by one rule, in memory and in Redis alike (the
+/// store's own I/O is no wait of the tool's): a second question asked before the first wait is
+/// an ordinary `input_required` round, never a task. The same round sent three times at once
+/// never hands out a task id that is then not found: each is answered with the round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ask_before_the_first_wait_is_a_round_on_every_store() {
+    let redis = harness::start_redis();
+    let binary = harness::test_example_binary("task_server");
+    let mut stores = vec![None];
+    if let Some(redis) = &redis {
+        stores.push(Some(redis.1.clone()));
+    }
+    for store in stores {
+        let env: Vec<(&str, &str)> = store
+            .iter()
+            .map(|url| ("OXP_REDIS_URL", url.as_str()))
+            .collect();
+        let server = harness::start_server(&binary, &env);
+        let base = &server.base;
+        for attempt in 0..5 {
+            let first = call(base, "Jobs_Introduce", json!({})).await;
+            assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+            let answer = json!({"name": "Jobs_Introduce", "arguments": {},
+                "requestState": first["result"]["requestState"],
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ann"}}}});
+            let sent = [answer.clone(), answer.clone(), answer];
+            let replies = futures_util::future::join_all(
+                sent.iter()
+                    .map(|answer| rpc(base, "tools/call", answer.clone())),
+            )
+            .await;
+            for reply in replies {
+                let result = &reply["result"];
+                assert_eq!(
+                    result["resultType"], "input_required",
+                    "{store:?} #{attempt}: {reply}"
+                );
+                assert!(result["inputRequests"]["proceed"].is_object(), "{reply}");
+                assert!(result.get("taskId").is_none(), "{store:?}: {reply}");
+            }
+        }
+    }
+}
+
 /// A panic is `failed` with a JSON-RPC error and no result; a tool's own error would be
 /// `completed` with `isError`; a sync tool on a blocking thread runs as a task too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -55,6 +55,41 @@ pub struct CallSignals {
     progress: Option<ProgressSink>,
     cancel: Option<Arc<Cancel>>,
     asking: Option<crate::ask::Round>,
+    first_wait: Option<Arc<FirstWait>>,
+}
+
+/// Set when the tool first waits on anything (its future first returns pending, or a sync
+/// tool's blocking thread starts): what tells a call whose asks are ordinary rounds from one
+/// that becomes an MCP task, from inside the tool's run, whatever the call waited for around it
+/// (a store's I/O, a place to run).
+#[derive(Default)]
+pub(crate) struct FirstWait {
+    waited: AtomicBool,
+    notify: Notify,
+}
+
+impl FirstWait {
+    pub(crate) fn mark(&self) {
+        self.waited.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn waited(&self) -> bool {
+        self.waited.load(Ordering::SeqCst)
+    }
+
+    /// Returns once the tool has waited.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.waited() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl fmt::Debug for CallSignals {
@@ -80,7 +115,19 @@ impl CallSignals {
             progress: None,
             cancel: None,
             asking: None,
+            first_wait: None,
         }
+    }
+
+    /// `first_wait` is marked when the tool first waits.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn on_first_wait(mut self, first_wait: &Arc<FirstWait>) -> Self {
+        self.first_wait = Some(first_wait.clone());
+        self
+    }
+
+    pub(crate) fn first_wait(&self) -> Option<Arc<FirstWait>> {
+        self.first_wait.clone()
     }
 
     /// The tool's asks go to `round`: its answers are returned, the rest recorded (see

@@ -32,7 +32,10 @@
 //! (its questions before its first real wait) the rounds are MCP's ordinary multi-round ones,
 //! answered at once. When the tool first waits on something else (a sleep, I/O, a blocking
 //! thread for a sync tool), the call is a task, and the client is answered with it. A tool that
-//! answers before it ever waits is answered as a plain call, which the extension allows.
+//! answers before it ever waits is answered as a plain call, which the extension allows. What
+//! counts is the tool's own first wait, seen from inside its run: the store's work around the
+//! call (Redis's I/O) is none, so the rule is the same in memory and in Redis, and a sync tool,
+//! whose thread is a wait however soon it ends, is a task from its first round every time.
 //!
 //! **One store for runs.** A task is a call whose answer is kept: its record lives in the
 //! pipeline's [`IdempotencyStore`](crate::idempotency::IdempotencyStore) beside `call_id`

@@ -63,6 +63,16 @@ async fn welcome(ctx: &ToolContext) -> Result<String, ToolError> {
     Ok(format!("Welcome, {name} ({})", run()))
 }
 
+/// Ask the user's name, then whether to go on, both before anything else; then introduce them
+/// as a task.
+#[tool(toolkit = "Jobs", version = "1.0.0", task = "required")]
+async fn introduce(ctx: &ToolContext) -> Result<String, ToolError> {
+    let Name { name } = ctx.ask("user_name", "What is your name?")?;
+    ctx.confirm("proceed", &format!("Introduce {name}?"))?;
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    Ok(format!("Introduced {name} ({})", run()))
+}
+
 /// Archive a box, once the user says yes: not a task, for the playground's "Call over MCP".
 #[tool(toolkit = "Jobs", version = "1.0.0", confirm = "Archive {name}?")]
 async fn archive(name: String) -> String {

@@ -131,6 +131,7 @@ pub(super) fn execute(
     } = bounds;
     let call_id = context.call_id().to_owned();
     let redactor = Redactor::new(&context);
+    let mut first_wait = context.signals().first_wait();
     let (run, admission) = match subject.invoke() {
         // The glue reads the input (a parameter's own `Deserialize` is tool code, and may
         // panic) and boxes the tool's future without running any of the fn.
@@ -148,6 +149,10 @@ pub(super) fn execute(
         // A sync tool's thread cannot be stopped: the admission goes with it, and is given
         // back when the thread returns, whatever became of the call.
         Invoke::Blocking(glue) => {
+            // A thread is a wait, whether or not it has ended by the first look.
+            if let Some(first_wait) = first_wait.take() {
+                first_wait.mark();
+            }
             let place = match taken {
                 Some(permit) => Place::Taken(permit),
                 None => Place::WaitFor(gate.blocking.clone()),
@@ -167,6 +172,7 @@ pub(super) fn execute(
         _admission: admission,
         started: None,
         max_result_bytes,
+        first_wait,
     }
 }
 
@@ -203,6 +209,8 @@ pub(super) struct Execution {
     /// drops unpolled never started.
     started: Option<Instant>,
     max_result_bytes: usize,
+    /// Marked (and dropped) the first time the tool waits, for a front that asks.
+    first_wait: Option<Arc<crate::signals::FirstWait>>,
 }
 
 impl Execution {
@@ -223,6 +231,9 @@ impl Future for Execution {
         let ran = match this.run.poll_unpin(cx) {
             Poll::Ready(ran) => ran,
             Poll::Pending => {
+                if let Some(first_wait) = this.first_wait.take() {
+                    first_wait.mark();
+                }
                 // The timer is made the first time the tool waits, counting from its start: a
                 // tool that answers at once (most do) costs no timer.
                 if this.deadline.is_none() {

@@ -1068,7 +1068,6 @@ impl McpServer {
                     id: (task_id.clone())
                         .unwrap_or_else(|| crate::random::uuid_v4().simple().to_string()),
                     principal: principal.clone(),
-                    blocking: matches!(tool.descriptor().invoke, crate::Invoke::Blocking(_)),
                 };
                 // A tool that may also answer as a plain call does, where the store has no
                 // room for its task; nothing runs unguarded when the store cannot be reached.

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
@@ -24,7 +23,7 @@ use crate::call::{CallMeta, CallOutcome, Owed};
 use crate::idempotency::{IdempotencyKey, StoreError};
 use crate::protocol::{CallResult, CallToolRequest, CallToolResponse};
 use crate::seal::Ledger;
-use crate::signals::{CallSignals, Cancellation, Progress};
+use crate::signals::{CallSignals, Cancellation, FirstWait, Progress};
 
 /// The principal of a task key whose caller did not authenticate.
 const ANONYMOUS: &str = "anonymous";
@@ -197,6 +196,10 @@ pub(super) struct Record {
     cancel: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lease: Option<Lease>,
+    /// Made, and its first round not yet past its first wait: it may yet be answered as a
+    /// plain call and forgotten, so the same round sent again meanwhile waits to see.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    starting: bool,
 }
 
 /// A new task's record, before its first round runs.
@@ -210,8 +213,6 @@ pub(super) struct Seed {
     /// round that made it finds it).
     pub(super) id: String,
     pub(super) principal: Option<String>,
-    /// A plain `fn`, run on a blocking thread: always a task (see [`McpServer::begin_task`]).
-    pub(super) blocking: bool,
 }
 
 /// How a call that may be a task went.
@@ -377,11 +378,13 @@ fn status_message(progress: &Progress) -> String {
     message
 }
 
-/// A run's line to its task: its cancellation and its last progress.
+/// A run's line to its task: its cancellation, its last progress, and whether the tool has
+/// waited yet.
 #[derive(Clone, Default)]
 struct Line {
     cancellation: Cancellation,
     progress: Arc<Mutex<Option<String>>>,
+    first_wait: Arc<FirstWait>,
 }
 
 impl Line {
@@ -390,6 +393,7 @@ impl Line {
         CallSignals::new()
             .cancelled_by(&self.cancellation)
             .asking(round)
+            .on_first_wait(&self.first_wait)
             .on_progress(move |p| {
                 *progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(status_message(&p));
             })
@@ -521,9 +525,13 @@ impl McpServer {
     }
 
     /// Starts a call that may be a task: its record is written first (so that nothing runs
-    /// unless the task can be kept), then its run goes until it first waits. If it answered
-    /// by then, the record goes and the answer is the call's; else the run goes on as the
-    /// task's, and the client is answered with the task.
+    /// unless the task can be kept), then its run goes until the tool first waits (see
+    /// [`FirstWait`]). If it answered by then, the record goes and the answer is the call's;
+    /// else the run goes on as the task's, and the client is answered with the task.
+    ///
+    /// The same round sent again (a replay, or several at once) finds the record: while the
+    /// first is still before its first wait, it waits to see whether a task comes of it (and
+    /// runs the round itself if not); then it is answered with the task.
     pub(super) async fn begin_task(
         &self,
         seed: Seed,
@@ -554,51 +562,84 @@ impl McpServer {
             error: None,
             cancel: false,
             lease: Some(Lease::new(&holder, self.tasks.lease, now)),
+            starting: true,
         };
         let body = serde_json::to_string(&record).expect("records serialize");
-        if !store.create_record(&key, body, self.tasks.ttl).await? {
-            // The round that made it, replayed: the task it made, not a second run.
+        let patience = tokio::time::Instant::now() + self.tasks.lease;
+        while !store
+            .create_record(&key, body.clone(), self.tasks.ttl)
+            .await?
+        {
             let existing = store
                 .read_record(&key)
                 .await?
                 .and_then(|found| serde_json::from_str::<Record>(&found.body).ok());
-            return match existing {
-                Some(record) => Ok(Begun::Task(CreateTaskResult::new(record.task(&seed.id)))),
-                None => Err(StoreError::Unreachable(
-                    "the task vanished as it was made".into(),
-                )),
-            };
+            match existing {
+                // Answered as a plain call and forgotten: this round runs too (a kept answer
+                // to its call_id answers it, if there is one).
+                None if tokio::time::Instant::now() < patience => continue,
+                None => {
+                    return Err(StoreError::Unreachable(
+                        "the task vanished as it was made".into(),
+                    ));
+                }
+                Some(existing) if existing.starting && tokio::time::Instant::now() < patience => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                // The round that made it, replayed: the task it made, not a second run.
+                Some(existing) => {
+                    return Ok(Begun::Task(CreateTaskResult::new(existing.task(&seed.id))));
+                }
+            }
         }
         let line = Line::default();
         let mut run = self.round_run(call, seed.principal, &line, round);
-        let first = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
-        // A sync tool's run is a thread, its first wait: whether it has ended by the first look
-        // is up to the OS's scheduler, so it is a task whatever the look finds (its asks are
-        // the task's), and one answer never depends on which came first.
-        let first = match first {
-            Poll::Ready(outcome) if seed.blocking => {
-                run = Box::pin(std::future::ready(outcome));
-                Poll::Pending
-            }
-            first => first,
+        let ended = tokio::select! {
+            biased;
+            outcome = &mut run => Some(outcome),
+            () = line.first_wait.wait() => None,
         };
-        if let Poll::Ready(outcome) = first {
-            // The answer is the call's whatever the store says now: the tool has run.
-            if let Err(error) = store.remove_record(&key).await {
-                tracing::warn!(%error, "an unused task record could not be removed");
+        match ended {
+            // It ended after it waited (a sync tool's thread, say): a task all the same, that
+            // one rule decides, not how quickly the run went.
+            Some(outcome) if line.first_wait.waited() => {
+                run = Box::pin(std::future::ready(outcome));
             }
-            return Ok(Begun::Answered(outcome));
+            Some(outcome) => {
+                // The answer is the call's whatever the store says now: the tool has run.
+                if let Err(error) = store.remove_record(&key).await {
+                    tracing::warn!(%error, "an unused task record could not be removed");
+                }
+                return Ok(Begun::Answered(outcome));
+            }
+            None => {}
         }
         self.count_task(Status::Working);
         let task = CreateTaskResult::new(record.task(&seed.id));
         // Owed from here, while the run still holds its call's place: a drain waits for the
         // task's end to be written, not only for the tool.
         let owed = self.pipeline.owe();
-        tokio::spawn(
-            self.clone()
-                .drive(key, holder, run, None, round.clone(), line, owed),
-        );
+        let (server, round) = (self.clone(), round.clone());
+        tokio::spawn(async move {
+            server.started(&key).await;
+            (server.clone())
+                .drive(key, holder, run, None, round, line, owed)
+                .await;
+        });
         Ok(Begun::Task(task))
+    }
+
+    /// Marks a task's record past its first round's first wait: the same round sent again is
+    /// answered with it from then on.
+    async fn started(&self, key: &IdempotencyKey) {
+        let marked = self
+            .retrying("mark a task started", || {
+                self.change_task(key, |record, _| std::mem::take(&mut record.starting))
+            })
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, "could not mark a task started");
+        }
     }
 
     /// One round of a task's tool, as a run that owns what it needs.
