@@ -406,19 +406,28 @@ impl Oxp {
     /// own URL; every request needs the `tools` scope) beside an API key, after the start-up
     /// check.
     async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
+        Oxp::start_with(provider, configure, Setup::default()).await
+    }
+
+    /// [`start`](Self::start), with more of the server configured (`setup`).
+    async fn start_with(
+        provider: &Provider,
+        configure: impl FnOnce(OAuth) -> OAuth,
+        setup: Setup,
+    ) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         // The limit on forged tokens per client is off unless a test turns it on: every test
         // sends from 127.0.0.1, and most send many forged tokens on purpose.
         let oauth = configure(
-            OAuth::new(&base)
+            OAuth::new(format!("{base}{}", setup.path))
                 .issuer(provider.issuer())
                 .scopes(["tools"])
                 .forged_tokens_per_client(0, 0),
         );
-        let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
+        let auth = (setup.auth)(ServerAuth::default().api_key(API_KEY).oauth(oauth));
         auth.ready().await.expect("the provider is up");
-        let registry = Registry::builder()
+        let registry = (setup.registry)(Registry::builder())
             .tool(write::TOOL)
             .tool(read::TOOL)
             .tool(whoami::TOOL)
@@ -430,10 +439,12 @@ impl Oxp {
             .build()
             .unwrap();
         let pipeline = Pipeline::new(registry);
-        let server = Server::from_pipeline(pipeline.clone())
-            .auth(auth)
-            .playground(true)
-            .nest("/mcp", McpServer::new(pipeline).into_router());
+        let server = (setup.server)(
+            Server::from_pipeline(pipeline.clone())
+                .auth(auth)
+                .playground(true)
+                .nest("/mcp", McpServer::new(pipeline).into_router()),
+        );
         let task = tokio::spawn(async move {
             server
                 .serve(listener, std::future::pending(), Duration::from_secs(1))
@@ -498,6 +509,26 @@ impl Oxp {
                 .json(&body),
         )
         .await
+    }
+}
+
+/// What [`Oxp::start_with`] configures besides OAuth.
+struct Setup {
+    /// The resource's path after the server's address (`OXP_PUBLIC_URL`'s).
+    path: &'static str,
+    auth: Box<dyn FnOnce(ServerAuth) -> ServerAuth>,
+    registry: Box<dyn FnOnce(oxp_runtime::RegistryBuilder) -> oxp_runtime::RegistryBuilder>,
+    server: Box<dyn FnOnce(Server) -> Server>,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            path: "",
+            auth: Box::new(|auth| auth),
+            registry: Box::new(|registry| registry),
+            server: Box::new(|server| server),
+        }
     }
 }
 
@@ -610,6 +641,75 @@ async fn an_mcp_callers_user_is_its_tokens_subject() {
         reply.body["result"]["content"][0]["text"], "bob",
         "{reply:?}"
     );
+}
+
+/// The user is the token's on OXP as on MCP: a call is told the token's `sub` (an OAuth token's
+/// and an HS256 token's alike), names it or no one, and one naming another user is a 403 saying
+/// so, unless the server trusts its callers to assert users (`OXP_TRUST_USER_ID`). An API key
+/// names no one, so its caller names the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oxp_callers_user_is_its_tokens_subject_unless_users_are_trusted() {
+    const SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let whoami = |credential: reqwest::RequestBuilder, user: Option<&str>| {
+        let mut call = json!({"tool_id": "Files.Whoami", "input": {}});
+        if let Some(user) = user {
+            call["context"] = json!({"user_id": user});
+        }
+        credential.header("oxp-version", "1.0").json(&call)
+    };
+    let setup = Setup {
+        auth: Box::new(|auth| auth.jwt_secret(SECRET)),
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let post = || oxp.client.post(format!("{}/tools/call", oxp.base));
+    let oauth = key.token(&with(claims(&provider, &oxp, "tools"), "sub", json!("bob")));
+    let hs256 = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &json!({"sub": "bob", "exp": now() + 300}),
+        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    for token in [&oauth, &hs256] {
+        for user in [None, Some("bob")] {
+            let reply = oxp.send(whoami(post().bearer_auth(token), user)).await;
+            assert_eq!(reply.status, 200, "{reply:?}");
+            assert_eq!(reply.body["value"], "bob", "{reply:?}");
+        }
+        let foreign = oxp
+            .send(whoami(post().bearer_auth(token), Some("alice")))
+            .await;
+        assert_eq!(foreign.status, 403, "{foreign:?}");
+        let message = foreign.body["message"].as_str().unwrap();
+        assert!(message.contains("token's subject"), "{message}");
+        assert!(message.contains("OXP_TRUST_USER_ID"), "{message}");
+    }
+    // An API key names no user: its caller does.
+    let by_key = oxp
+        .send(whoami(post().header("x-api-key", API_KEY), Some("alice")))
+        .await;
+    assert_eq!(by_key.body["value"], "alice", "{by_key:?}");
+    // A gateway the operator trusts asserts its users.
+    let setup = Setup {
+        server: Box::new(|server| server.trust_user_id(true)),
+        ..Setup::default()
+    };
+    let trusting = Oxp::start_with(&provider, |o| o, setup).await;
+    let oauth = key.token(&with(
+        claims(&provider, &trusting, "tools"),
+        "sub",
+        json!("gateway"),
+    ));
+    let post = trusting
+        .client
+        .post(format!("{}/tools/call", trusting.base));
+    let reply = trusting
+        .send(whoami(post.bearer_auth(&oauth), Some("alice")))
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["value"], "alice", "{reply:?}");
 }
 
 /// Each refusal of the item 2 and the notes' pitfalls: a 401 whose challenge says

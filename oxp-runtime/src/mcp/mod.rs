@@ -919,7 +919,9 @@ impl McpServer {
             .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let mut call_context = (*self.context).clone();
         if per_caller {
-            call_context.user_id = principal.and_then(Principal::user_id).map(str::to_owned);
+            // MCP carries no user of the caller's own: the user is the token's subject, by the
+            // rule every front shares.
+            call_context.user_id = principal.and_then(|p| p.call_user(None, false).ok().flatten());
             call_context.authorization.clear();
         }
         // What the tool does if this caller cannot answer it; a relayed confirmation comes as
@@ -1147,7 +1149,7 @@ impl McpServer {
         let http = context.extensions.get::<axum::http::request::Parts>();
         let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
         let user = if http.is_some() && !self.single_tenant {
-            principal.and_then(Principal::user_id).map(str::to_owned)
+            principal.and_then(|p| p.call_user(None, false).ok().flatten())
         } else {
             self.context.user_id.clone()
         };

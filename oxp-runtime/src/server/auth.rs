@@ -13,7 +13,7 @@ use ctutils::CtEq;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-pub use crate::principal::{Grant, Principal};
+pub use crate::principal::{ForeignUser, Grant, Principal};
 
 /// The headers an API key may come in: the current name first, then the OTC and RFC ones.
 const API_KEY_HEADERS: [&str; 3] = ["oxp-api-key", "otc-api-key", "x-api-key"];

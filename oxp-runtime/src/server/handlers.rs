@@ -221,7 +221,7 @@ pub(super) fn call_tool(
             Ok(body) => body,
             Err(error) => return body_failure(&error, state.max_body_bytes),
         };
-        let (dialect, request) =
+        let (dialect, mut request) =
             match dialect::read_call(&parts.headers, &body, state.langchain_compat) {
                 Ok(read) => read,
                 Err(error) => {
@@ -235,6 +235,22 @@ pub(super) fn call_tool(
                 missing_scope(&state, grant, tool.descriptor().scopes, parts.uri.path())
         {
             return refused;
+        }
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            let asserted = request.context.as_mut().and_then(|c| c.user_id.take());
+            match principal.call_user(asserted, state.trust_user_id) {
+                Ok(None) => {}
+                Ok(user) => request.context.get_or_insert_default().user_id = user,
+                Err(foreign) => {
+                    tracing::debug!(reason = %foreign, status = 403, "refused a call");
+                    let body = json!({
+                        "message": foreign.to_string(),
+                        "developer_message": "context.user_id names a user other than the \
+                                              bearer token's subject (sub)",
+                    });
+                    return answer(&dialect, StatusCode::FORBIDDEN, &body, false);
+                }
+            }
         }
         let meta = call_meta(&state, &parts);
         let outcome = state.pipeline.call_with(request, &meta).await;
