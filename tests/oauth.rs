@@ -2019,6 +2019,125 @@ async fn opaque_tokens_are_introspected_and_only_active_answers_kept() {
     assert_eq!(asked(), before);
 }
 
+/// With `OXP_PUBLIC_URL` carrying a path, every challenge points at metadata the server
+/// serves (RFC 9728 §3.1: the well-known segment before the resource's path), for the server
+/// and for its `/mcp`, and the metadata names that resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_url_with_a_path_has_its_metadata_where_the_challenge_points() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let setup = Setup {
+        path: "/oxp",
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let resource = format!("{}/oxp", oxp.base);
+    for (path, named) in [
+        ("/tools", resource.clone()),
+        ("/mcp", format!("{resource}/mcp")),
+    ] {
+        let refused = oxp
+            .send(oxp.client.get(format!("{}{path}", oxp.base)))
+            .await;
+        assert_eq!(refused.status, 401, "{refused:?}");
+        let challenge = refused.challenge.unwrap();
+        let url = challenge
+            .split("resource_metadata=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_owned();
+        assert!(
+            url.starts_with(&format!(
+                "{}/.well-known/oauth-protected-resource/oxp",
+                oxp.base
+            )),
+            "{url}"
+        );
+        let metadata = oxp.send(oxp.client.get(&url)).await;
+        assert_eq!(metadata.status, 200, "{url}: {metadata:?}");
+        assert_eq!(metadata.body["resource"], named, "{url}");
+    }
+    let token = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(resource),
+    ));
+    assert_eq!(oxp.list(&token).await.status, 200);
+}
+
+/// Two versions of a tool: the older one needs a scope, the latest none.
+mod versions {
+    use oxp_runtime::tool;
+
+    /// Stat a file (the old way, which could read anything).
+    #[tool(toolkit = "Files", name = "Stat", version = "1.0.0", scopes = ["files:admin"])]
+    pub fn stat_v1() -> String {
+        "v1".into()
+    }
+
+    /// Stat a file.
+    #[tool(toolkit = "Files", name = "Stat", version = "2.0.0")]
+    pub fn stat_v2() -> String {
+        "v2".into()
+    }
+}
+
+/// MCP checks the scopes of the version a name resolves to: the latest version, listed to a
+/// caller without the older one's scope, is called by that caller; the older version stays
+/// refused (403), and hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_checks_the_scopes_of_the_version_a_name_names() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let setup = Setup {
+        registry: Box::new(|registry| {
+            registry
+                .tool(versions::stat_v1::TOOL)
+                .tool(versions::stat_v2::TOOL)
+        }),
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let token = key.token(&claims(&provider, &oxp, "tools"));
+    let list = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    let names: Vec<&str> = list.body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list:?}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"Files_Stat"), "{names:?}");
+    assert!(!names.contains(&"Files_Stat__v1_0_0"), "{names:?}");
+    let call = |name: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": name, "arguments": {}}})
+    };
+    let latest = oxp.mcp(&token, call("Files_Stat")).await;
+    assert_eq!(latest.status, 200, "{latest:?}");
+    assert_eq!(
+        latest.body["result"]["content"][0]["text"], "v2",
+        "{latest:?}"
+    );
+    let older = oxp.mcp(&token, call("Files_Stat__v1_0_0")).await;
+    assert_eq!(older.status, 403, "{older:?}");
+    assert!(
+        older.challenge.as_deref().unwrap().contains("files:admin"),
+        "{older:?}"
+    );
+    let admin = key.token(&claims(&provider, &oxp, "tools files:admin"));
+    let older = oxp.mcp(&admin, call("Files_Stat__v1_0_0")).await;
+    assert_eq!(
+        older.body["result"]["content"][0]["text"], "v1",
+        "{older:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // A real provider: node-oidc-provider
 

@@ -73,7 +73,6 @@ use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
 use crate::signals::{CallSignals, Cancellation};
-use crate::version::ToolVersion;
 
 /// How long a client may keep a `tools/list` answer, by default.
 ///
@@ -409,23 +408,9 @@ impl McpServer {
         Ok(())
     }
 
-    /// The tool an MCP name names: a wire name's latest version, or an older version under the
-    /// name `tools/list` shows it by. No other spelling resolves (not the latest version's
-    /// versioned name, not `__v01_0_0`), so a rule written against a listed name — a gateway's
-    /// deny list, the header checks — covers every call that reaches the tool.
+    /// The tool an MCP name names ([`Registry::resolve_mcp_name`]).
     fn resolve(&self, name: &str) -> Option<&RegisteredTool> {
-        let registry = self.pipeline.registry();
-        if let Some(tool) = registry.resolve_wire_name(name) {
-            return Some(tool);
-        }
-        let (wire_name, version) = name.rsplit_once(crate::registry::VERSION_MARK)?;
-        let latest = registry.resolve_wire_name(wire_name)?;
-        let version: ToolVersion = version.replace('_', ".").parse().ok()?;
-        let descriptor = latest.descriptor();
-        let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
-        let tool = registry.resolve(&id).ok()?;
-        (tool.id() != latest.id() && crate::registry::listed_name(tool, false) == name)
-            .then_some(tool)
+        self.pipeline.registry().resolve_mcp_name(name)
     }
 }
 

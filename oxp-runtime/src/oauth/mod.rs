@@ -414,6 +414,26 @@ impl OAuth {
                 ),
             );
         }
+        // The metadata is served under the resource's path (RFC 9728 §3.1): a path of plain
+        // URL characters, which a route can name.
+        let path = self
+            .resource
+            .split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+            .unwrap_or_default();
+        if !path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/%!$&'()+,;=".contains(&b))
+            || path.contains("//")
+        {
+            return bad(
+                Setting::Resource,
+                format!(
+                    "`{}` has a path the metadata cannot be served under: only letters, digits and `-._~/%!$&'()+,;=`, no empty segment, no query or fragment",
+                    self.resource
+                ),
+            );
+        }
         if self.issuers.is_empty() {
             return bad(Setting::Issuer, "names no issuer".into());
         }
@@ -1024,6 +1044,17 @@ impl Verifier {
     pub(crate) fn metadata_url(&self, path: &str) -> String {
         let resource = format!("{}{path}", self.config.resource);
         insert_well_known(&resource, "oauth-protected-resource")
+    }
+
+    /// The path of this server's own URL where the metadata of the resource at `path` is
+    /// served: [`metadata_url`](Self::metadata_url)'s, so a challenge never points at a 404,
+    /// whatever path the resource URL has.
+    pub(crate) fn metadata_path(&self, path: &str) -> String {
+        let url = self.metadata_url(path);
+        let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+        after_scheme
+            .find('/')
+            .map_or_else(|| "/".to_owned(), |i| after_scheme[i..].to_owned())
     }
 }
 

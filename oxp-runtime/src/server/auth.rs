@@ -234,6 +234,29 @@ impl ServerAuth {
         None
     }
 
+    /// The paths RFC 9728 metadata is served at, each with whether it is `/mcp`'s: where
+    /// [`metadata_url`](Self::metadata_url) points (under the resource's own path, when
+    /// `OXP_PUBLIC_URL` has one), and the host-level locations besides. Empty without OAuth.
+    pub(crate) fn metadata_paths(&self) -> Vec<(String, bool)> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            let mut paths: Vec<(String, bool)> = Vec::new();
+            let candidates = [
+                (oauth.metadata_path(""), false),
+                (oauth.metadata_path("/mcp"), true),
+                ("/.well-known/oauth-protected-resource".to_owned(), false),
+                ("/.well-known/oauth-protected-resource/mcp".to_owned(), true),
+            ];
+            for (path, mcp) in candidates {
+                if !paths.iter().any(|(p, _)| *p == path) {
+                    paths.push((path, mcp));
+                }
+            }
+            return paths;
+        }
+        Vec::new()
+    }
+
     /// Checks a request's headers. With authentication off, every request is
     /// [`Principal::Anonymous`] and the `Authorization` header is ignored (MUST, §1 A.59).
     ///

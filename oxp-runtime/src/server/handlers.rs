@@ -391,16 +391,10 @@ fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Optio
                 let Some(name) = param("/params/name") else {
                     continue;
                 };
-                // MCP names the latest version by its wire name and older ones
-                // `<wire name>__v1_0_0`; every version under the name counts, so no version is
-                // reached with fewer scopes.
-                for tool in registry.tools() {
-                    let named = name.strip_prefix(tool.name()).is_some_and(|rest| {
-                        rest.is_empty() || rest.starts_with(crate::registry::VERSION_MARK)
-                    });
-                    if named {
-                        needed.extend(tool.descriptor().scopes.iter().copied());
-                    }
+                // The version the name resolves to, as MCP will run it (and as `tools/list`
+                // shows it): each version is listed, and called, with its own scopes.
+                if let Some(tool) = registry.resolve_mcp_name(name) {
+                    needed.extend(tool.descriptor().scopes.iter().copied());
                 }
             }
             Some("resources/read") => {

@@ -680,14 +680,17 @@ impl Server {
         let open = Router::new().route("/health", get(health));
         // RFC 9728: public, so a client that was refused can learn where to get a token.
         let open = if state.oauth_metadata.is_some() {
-            open.route(
-                "/.well-known/oauth-protected-resource",
-                get(handlers::resource_metadata),
-            )
-            .route(
-                "/.well-known/oauth-protected-resource/mcp",
-                get(handlers::resource_metadata_mcp),
-            )
+            state
+                .auth
+                .metadata_paths()
+                .into_iter()
+                .fold(open, |open, (path, mcp)| {
+                    if mcp {
+                        open.route(&path, get(handlers::resource_metadata_mcp))
+                    } else {
+                        open.route(&path, get(handlers::resource_metadata))
+                    }
+                })
         } else {
             open
         };
