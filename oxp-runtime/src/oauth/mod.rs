@@ -108,6 +108,10 @@ const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
 /// The most introspection answers kept.
 const INTROSPECTION_CACHE_ENTRIES: usize = 10_000;
 
+/// The longest the server waits before asking a provider that failed again (shorter when the
+/// refetch interval is): a provider that comes back is used again within seconds.
+pub(crate) const FAILURE_RETRY: Duration = Duration::from_secs(5);
+
 #[derive(Clone, Debug)]
 pub(crate) struct Tuning {
     pub(crate) refetch_interval: Duration,
@@ -116,6 +120,13 @@ pub(crate) struct Tuning {
     pub(crate) max_ttl: Duration,
     fetch_timeout: Duration,
     leeway: Duration,
+}
+
+impl Tuning {
+    /// How long after a failed fetch (of keys or of metadata) the provider is asked again.
+    pub(crate) fn failure_retry(&self) -> Duration {
+        self.refetch_interval.min(FAILURE_RETRY)
+    }
 }
 
 impl OAuth {
@@ -144,7 +155,7 @@ impl OAuth {
             ca_certificates_invalid: false,
             scope_hierarchy: Vec::new(),
             tuning: Tuning {
-                refetch_interval: Duration::from_secs(60),
+                refetch_interval: Duration::from_secs(5),
                 default_ttl: Duration::from_secs(600),
                 min_ttl: Duration::from_secs(60),
                 max_ttl: Duration::from_secs(24 * 3600),
@@ -277,9 +288,11 @@ impl OAuth {
     /// How many forged tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
     /// then `per_second` (default 30, then 1 a second). Forged is what no trusted issuer made:
     /// malformed, a refused header, an unknown key, a bad signature, inactive at introspection.
-    /// Beyond that, its requests with a token are answered `429` with `Retry-After` before the
-    /// token is even parsed, so no one makes the server verify forgeries as fast as it can send
-    /// them. Good tokens, and genuine ones that fail a claim (expired), cost nothing.
+    /// Beyond that, its tokens that do not parse, name a key the server does not have, or would
+    /// have to be introspected are answered `429` with `Retry-After` before any work (no fetch,
+    /// no introspection), while a token signed by a key the server has is still verified: many
+    /// users share an address, and a forger among them must not lock the others out. Good
+    /// tokens, and genuine ones that fail a claim (expired), cost nothing.
     /// A burst of 0 turns the limit off. Clients are told apart by the connection's address
     /// (`Server::serve`, or axum's `ConnectInfo`); behind a proxy, that is the proxy's.
     ///
@@ -336,8 +349,12 @@ impl OAuth {
     }
 
     /// The least time between two fetches of a key set made because a token named a `kid`
-    /// the set lacks (default 60 s), and between retries after a failed fetch. However many
-    /// such tokens arrive, and at once, the provider is asked at most once per interval.
+    /// the set lacks (default 5 s), in each of two slots: one for `kid`s seen for the first
+    /// time, one for `kid`s seen again (a key rotated in is named by every token it signs, a
+    /// forger's random `kid`s each once), so a flood of random `kid`s cannot keep a rotated
+    /// key out. However many such tokens arrive, and at once, the provider is asked at most
+    /// twice per interval. After a failed fetch, it is asked again after this interval or
+    /// 5 s, whichever is shorter.
     ///
     /// ```
     /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
@@ -590,6 +607,20 @@ impl Refusal {
 pub(crate) struct Verified {
     pub(crate) principal: Principal,
     pub(crate) scopes: Vec<String>,
+    /// The token's `exp`, in seconds since the epoch.
+    exp: u64,
+}
+
+/// A JWS as it reads before any key is looked at.
+struct Parsed {
+    alg: Algorithm,
+    claims: Map<String, Value>,
+    /// The issuer's place in the configuration.
+    place: usize,
+    kid: Option<String>,
+    /// How many bytes of the token are signed (`header.payload`).
+    signed: usize,
+    signature: Vec<u8>,
 }
 
 /// The configuration in use: discovered key sets, the client that fetches them, metrics.
@@ -708,7 +739,7 @@ impl Verifier {
             .discovery_failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            && at.elapsed() < self.config.tuning.refetch_interval
+            && at.elapsed() < self.config.tuning.failure_retry()
         {
             return Err(why.clone());
         }
@@ -773,19 +804,18 @@ impl Verifier {
         ))
     }
 
-    /// Checks an access token from `client` (when known), within the client's allowance of
-    /// forged tokens.
+    /// Checks an access token from `client` (when known). A client that has spent its
+    /// allowance of forged tokens is held back (`429`) only for tokens that do not parse, name
+    /// a key the server does not have, or would have to be introspected: a token signed by a
+    /// key at hand is verified whoever sent it, so one forger behind a shared address (NAT, a
+    /// proxy, a host's relay) does not lock out the users beside it.
     pub(crate) async fn verify_from(
         &self,
         token: &str,
         client: Option<std::net::IpAddr>,
     ) -> Result<Verified, Refusal> {
-        if let Some(client) = client
-            && let Some(wait) = self.limit.held_back(client)
-        {
-            return Err(Refusal::HeldBack(wait));
-        }
-        let result = self.verify(token).await;
+        let held = client.and_then(|client| self.limit.held_back(client));
+        let result = self.verify(token, held).await;
         // Only what no genuine token does counts: a host that relays many users' tokens from one
         // address sends expired ones all day, and must not be held back for them.
         if let (Some(client), Err(Refusal::Forged(_))) = (client, &result) {
@@ -794,8 +824,48 @@ impl Verifier {
         result
     }
 
-    /// Checks an access token.
-    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, Refusal> {
+    /// Checks an access token; `held` is how long its client is held back for, if it is.
+    async fn verify(&self, token: &str, held: Option<Duration>) -> Result<Verified, Refusal> {
+        let parsed = match self.parse(token) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return self.introspect(token, held).await,
+            Err(refusal) => return Err(held.map_or(refusal, Refusal::HeldBack)),
+        };
+        let Parsed {
+            alg,
+            claims,
+            place,
+            kid,
+            signed,
+            signature,
+        } = parsed;
+        let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
+        let found = sets[place]
+            .find(
+                kid.as_deref(),
+                &self.fetcher,
+                &self.config.tuning,
+                held.is_none(),
+            )
+            .await;
+        let key = match (found, held) {
+            (jwks::Found::Unknown { .. }, Some(wait)) => return Err(Refusal::HeldBack(wait)),
+            (found, _) => found.into_key()?,
+        };
+        if !key.fits(alg) {
+            return Err(Refusal::forged(
+                "The token's algorithm does not match its key.",
+            ));
+        }
+        if !key.verify(alg, &token.as_bytes()[..signed], &signature) {
+            return Err(Refusal::forged("The token's signature is not valid."));
+        }
+        self.check_claims(&claims, &self.config.issuers[place])
+    }
+
+    /// What a JWS says of itself before any key is looked at; `None` for a token that is not
+    /// one, when opaque tokens are introspected.
+    fn parse(&self, token: &str) -> Result<Option<Parsed>, Refusal> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Refusal::forged("The token is too large."));
         }
@@ -803,18 +873,17 @@ impl Verifier {
         let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some(header), Some(payload), Some(signature), None) => decode_object(header)
                 .ok()
-                .map(|header| (header, payload, signature)),
+                .map(|decoded| (decoded, header, payload, signature)),
             _ => None,
         };
-        let Some((header, payload_part, signature)) = jws else {
+        let Some((header, header_part, payload_part, signature)) = jws else {
             if self.config.introspection.is_some() {
-                return self.introspect(token).await;
+                return Ok(None);
             }
             return Err(Refusal::forged(
                 "The token is not a signed JWT (three base64url parts).",
             ));
         };
-        let header_part = token.split('.').next().unwrap_or_default();
         let alg = check_header(&header, self.config.strict_typ)?;
         let claims = decode_object(payload_part)?;
         // The issuer picks the key set; it is trusted only once the signature is.
@@ -823,49 +892,77 @@ impl Verifier {
             _ => None,
         }
         .ok_or(Refusal::forged("The token's issuer is not trusted here."))?;
-        let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
         let kid = match header.get("kid") {
             None => None,
-            Some(Value::String(kid)) => Some(kid.as_str()),
+            Some(Value::String(kid)) => Some(kid.clone()),
             Some(_) => return Err(Refusal::forged("The token's `kid` is not a string.")),
         };
-        let key = sets[place]
-            .find(kid, &self.fetcher, &self.config.tuning)
-            .await
-            .into_key()?;
-        if !key.fits(alg) {
-            return Err(Refusal::forged(
-                "The token's algorithm does not match its key.",
-            ));
-        }
         let signature = URL_SAFE_NO_PAD
             .decode(signature)
             .map_err(|_| Refusal::forged("The token's signature is not base64url."))?;
-        let signed = &token.as_bytes()[..header_part.len() + 1 + payload_part.len()];
-        if !key.verify(alg, signed, &signature) {
-            return Err(Refusal::forged("The token's signature is not valid."));
-        }
-        self.check_claims(&claims, &self.config.issuers[place])
+        Ok(Some(Parsed {
+            alg,
+            claims,
+            place,
+            kid,
+            signed: header_part.len() + 1 + payload_part.len(),
+            signature,
+        }))
     }
 
     /// Checks an opaque token at the introspection endpoint, or in the answers kept.
-    async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
+    async fn introspect(&self, token: &str, held: Option<Duration>) -> Result<Verified, Refusal> {
         use sha2::{Digest, Sha256};
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(verified) = self.kept_answer(&digest) {
+            return Ok(verified);
+        }
+        if let Some(wait) = held {
+            return Err(Refusal::HeldBack(wait));
+        }
+        let answer = self.ask_provider(token).await;
+        if let Ok(verified) = &answer {
+            self.keep_answer(digest, verified);
+        }
+        answer
+    }
+
+    /// An active answer kept for the token of `digest`, if one still may be used.
+    fn kept_answer(&self, digest: &[u8; 32]) -> Option<Verified> {
+        let now = std::time::Instant::now();
+        let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        match kept.get(digest) {
+            Some((verified, until)) if *until > now => Some(verified.clone()),
+            Some(_) => {
+                kept.remove(digest);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps an active answer for at most [`INTROSPECTION_CACHE_TTL`], never past its `exp`.
+    fn keep_answer(&self, digest: [u8; 32], verified: &Verified) {
+        let now = std::time::Instant::now();
+        let left = verified.exp.saturating_sub(unix_now());
+        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
+        if keep.is_zero() {
+            return;
+        }
+        let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
+            kept.retain(|_, (_, until)| *until > now);
+        }
+        if kept.len() < INTROSPECTION_CACHE_ENTRIES {
+            kept.insert(digest, (verified.clone(), now + keep));
+        }
+    }
+
+    /// One introspection (RFC 7662) of `token`, its answer checked.
+    async fn ask_provider(&self, token: &str) -> Result<Verified, Refusal> {
         let Some(introspection) = &self.config.introspection else {
             return Err(Refusal::forged("The token is not a JWT."));
         };
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let now = std::time::Instant::now();
-        {
-            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-            match kept.get(&digest) {
-                Some((verified, until)) if *until > now => return Ok(verified.clone()),
-                Some(_) => {
-                    kept.remove(&digest);
-                }
-                None => {}
-            }
-        }
         let answer = self
             .fetcher
             .post_form_json(
@@ -903,23 +1000,7 @@ impl Verifier {
                 .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?,
             Some(_) => return Err(Refusal::invalid("The token's issuer is not trusted here.")),
         };
-        let verified = self.check_claims(&claims, issuer)?;
-        let exp = claims
-            .get("exp")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
-        let left = exp.saturating_sub(unix_now());
-        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
-        if !keep.is_zero() {
-            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
-                kept.retain(|_, (_, until)| *until > now);
-            }
-            if kept.len() < INTROSPECTION_CACHE_ENTRIES {
-                kept.insert(digest, (verified.clone(), now + keep));
-            }
-        }
-        Ok(verified)
+        self.check_claims(&claims, issuer)
     }
 
     fn check_claims(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
@@ -1026,6 +1107,7 @@ impl Verifier {
                 subject,
             },
             scopes,
+            exp,
         })
     }
 

@@ -466,9 +466,9 @@ enum Kind {
     Missing,
     /// A credential that is not valid.
     Invalid,
-    /// The identity provider's keys cannot be had.
+    /// The identity provider cannot be asked now: try again after this many seconds.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
-    Unavailable,
+    Unavailable(u64),
     /// Valid, but short of these scopes (all the request needs).
     InsufficientScope(Vec<String>),
     /// Too many forged tokens from this client: try again after this many seconds.
@@ -527,7 +527,7 @@ impl AuthError {
                 }
             }
             Refusal::Unavailable(_) => AuthError {
-                kind: Kind::Unavailable,
+                kind: Kind::Unavailable(crate::oauth::FAILURE_RETRY.as_secs().max(1)),
                 message: Cow::Borrowed(
                     "The identity provider's signing keys cannot be fetched now, so this token \
                      cannot be checked; try again shortly.",
@@ -563,7 +563,7 @@ impl AuthError {
     pub fn status(&self) -> StatusCode {
         match self.kind {
             Kind::Missing | Kind::Invalid => StatusCode::UNAUTHORIZED,
-            Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Kind::InsufficientScope(_) => StatusCode::FORBIDDEN,
             Kind::HeldBack(_) => StatusCode::TOO_MANY_REQUESTS,
         }
@@ -574,7 +574,7 @@ impl AuthError {
         use crate::metrics::Refusal;
         match (&self.kind, &self.metadata) {
             (Kind::InsufficientScope(_), _) => Refusal::InsufficientScope,
-            (Kind::Unavailable, _) => Refusal::KeysUnavailable,
+            (Kind::Unavailable(_), _) => Refusal::KeysUnavailable,
             (Kind::HeldBack(_), _) => Refusal::InvalidTokensHeldBack,
             (Kind::Invalid, Some(_)) => Refusal::InvalidToken,
             _ => Refusal::Auth,
@@ -591,7 +591,7 @@ impl AuthError {
                 params.push(("error_description", self.message.to_string()));
             }
             Kind::Invalid => {}
-            Kind::Unavailable | Kind::HeldBack(_) => return None,
+            Kind::Unavailable(_) | Kind::HeldBack(_) => return None,
             Kind::InsufficientScope(needed) => {
                 params.push(("error", "insufficient_scope".into()));
                 params.push(("scope", needed.join(" ")));
@@ -655,10 +655,7 @@ impl IntoResponse for AuthError {
             headers.insert(WWW_AUTHENTICATE, value);
         }
         match self.kind {
-            Kind::Unavailable => {
-                headers.insert(RETRY_AFTER, HeaderValue::from_static("30"));
-            }
-            Kind::HeldBack(seconds) => {
+            Kind::Unavailable(seconds) | Kind::HeldBack(seconds) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
             }
             _ => {}
