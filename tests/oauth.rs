@@ -246,6 +246,25 @@ struct Provider {
     /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
     introspection: Mutex<std::collections::HashMap<String, Value>>,
     introspections: AtomicUsize,
+    /// Told of each introspection asked for.
+    introspected: tokio::sync::Notify,
+    /// While set, introspections wait for a permit of it before they are answered.
+    introspection_gate: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Provider {
+    /// Waits until `n` introspections have been asked for.
+    async fn introspections_reach(&self, n: usize) {
+        loop {
+            let told = self.introspected.notified();
+            tokio::pin!(told);
+            told.as_mut().enable();
+            if self.introspections.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            told.await;
+        }
+    }
 }
 
 /// The client the server introspects as.
@@ -257,6 +276,11 @@ async fn introspect(
     body: String,
 ) -> axum::response::Response {
     provider.introspections.fetch_add(1, Ordering::SeqCst);
+    provider.introspected.notify_waiters();
+    let gate = provider.introspection_gate.lock().unwrap().clone();
+    if let Some(gate) = gate {
+        gate.acquire().await.unwrap().forget();
+    }
     let basic = format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", CLIENT.0, CLIENT.1))
@@ -268,6 +292,9 @@ async fn introspect(
         .split('&')
         .find_map(|pair| pair.strip_prefix("token="))
         .unwrap_or_default();
+    if token == "introspection-fails" {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
     let answer = provider
         .introspection
         .lock()
@@ -456,6 +483,12 @@ impl Oxp {
             client: reqwest::Client::new(),
             task,
         }
+    }
+
+    /// A prefix for the opaque tokens of this server's test, which the provider is asked about
+    /// as they are (letters, digits and `-`: nothing form encoding changes).
+    fn tag(&self) -> String {
+        self.base.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
@@ -2237,6 +2270,204 @@ async fn new_keys_are_fetched_within_seconds_of_the_provider_coming_back() {
     tokio::time::sleep(Duration::from_secs(retry)).await;
     let back = oxp.list(&token).await;
     assert_eq!(back.status, 200, "{back:?}");
+}
+
+/// An introspection answer is refused when it names no issuer and more than one is trusted
+/// (whose user would it be?), and when it is for a token that is not an access token: RFC
+/// 7662's `token_type`, ORY Hydra's `token_use`, Keycloak's `typ` of `Refresh` or `ID`. With
+/// one issuer, an answer without `iss` is that issuer's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_answers_without_an_issuer_or_for_another_kind_of_token_are_refused() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let other = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let one = Oxp::start(&provider, |o| {
+        o.introspection(endpoint.clone(), CLIENT.0, CLIENT.1)
+    })
+    .await;
+    let two = Oxp::start(&provider, |o| {
+        o.issuer(other.issuer())
+            .introspection(endpoint, CLIENT.0, CLIENT.1)
+    })
+    .await;
+    for oxp in [&one, &two] {
+        let active = |extra: Value| {
+            let mut answer = json!({"active": true, "sub": "alice", "aud": oxp.base,
+                                    "exp": now() + 300, "scope": "tools"});
+            answer
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            answer
+        };
+        let iss = provider.issuer();
+        let answers = [
+            ("no-iss", active(json!({}))),
+            (
+                "bearer",
+                active(json!({"iss": iss, "token_type": "Bearer", "typ": "Bearer"})),
+            ),
+            (
+                "refresh",
+                active(json!({"iss": iss, "token_type": "refresh_token"})),
+            ),
+            (
+                "hydra-refresh",
+                active(json!({"iss": iss, "token_use": "refresh_token"})),
+            ),
+            (
+                "keycloak-refresh",
+                active(json!({"iss": iss, "typ": "Refresh"})),
+            ),
+            ("keycloak-id", active(json!({"iss": iss, "typ": "ID"}))),
+        ];
+        provider.introspection.lock().unwrap().extend(
+            answers
+                .into_iter()
+                .map(|(token, answer)| (format!("{}-{token}", oxp.tag()), answer)),
+        );
+        let list = |token: &str| {
+            let token = format!("{}-{token}", oxp.tag());
+            async move { oxp.list(&token).await }
+        };
+        assert_eq!(list("bearer").await.status, 200);
+        for token in [
+            "refresh",
+            "hydra-refresh",
+            "keycloak-refresh",
+            "keycloak-id",
+        ] {
+            let reply = list(token).await;
+            assert_eq!(reply.status, 401, "{token}: {reply:?}");
+            assert!(
+                reply.body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not an access token"),
+                "{token}: {reply:?}"
+            );
+        }
+        let no_iss = list("no-iss").await;
+        if std::ptr::eq(oxp, &one) {
+            assert_eq!(no_iss.status, 200, "{no_iss:?}");
+        } else {
+            assert_eq!(no_iss.status, 401, "{no_iss:?}");
+            assert!(
+                no_iss.body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("names no issuer"),
+                "{no_iss:?}"
+            );
+        }
+    }
+}
+
+/// Requests with one opaque token share one introspection; introspections under way are capped
+/// per client (another token of a client at its cap is a 429, unasked) and in all (503); an
+/// endpoint that fails is a 503; each result is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspections_are_shared_per_token_capped_and_counted() {
+    let log = harness::Log::captured();
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let oxp = Oxp::start(&provider, |o| o.introspection(endpoint, CLIENT.0, CLIENT.1)).await;
+    let active = json!({"active": true, "iss": provider.issuer(), "sub": "alice",
+                        "aud": oxp.base, "exp": now() + 300, "scope": "tools"});
+    // Tokens of this test only (other tests' servers share the log).
+    let token = |name: &str| format!("{}-{name}", oxp.tag());
+    {
+        let mut answers = provider.introspection.lock().unwrap();
+        for i in 0..40 {
+            answers.insert(token(&format!("held-{i}")), active.clone());
+        }
+    }
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    *provider.introspection_gate.lock().unwrap() = Some(gate.clone());
+    let asked = || provider.introspections.load(Ordering::SeqCst);
+    let start = asked();
+    // Loopback clients besides 127.0.0.1, one address each.
+    let clients: Vec<reqwest::Client> = (2..10)
+        .map(|i| {
+            reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from([127, 0, 0, i]))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let list_from = |client: &reqwest::Client, name: &str| {
+        oxp.send(
+            client
+                .get(format!("{}/tools", oxp.base))
+                .bearer_auth(token(name)),
+        )
+    };
+    // 127.0.0.1 at its cap of four, and five more requests for its first token.
+    let held = futures_util::future::join_all(
+        (0..4).map(|i| list_from(&oxp.client, &format!("held-{i}"))),
+    );
+    let shared = futures_util::future::join_all((0..5).map(|_| list_from(&oxp.client, "held-0")));
+    let meanwhile = async {
+        harness::bounded(
+            "four introspections asked",
+            provider.introspections_reach(start + 4),
+        )
+        .await;
+        assert!(
+            log.wait_for_times(
+                "a request waits for its token's introspection under way".into(),
+                5
+            )
+            .await,
+            "the five requests wait for the introspection under way"
+        );
+        let over = list_from(&oxp.client, "held-4").await;
+        assert_eq!(over.status, 429, "{over:?}");
+        assert!(over.headers.contains_key("retry-after"));
+        // Other clients, four each, up to the cap of all.
+        let others = futures_util::future::join_all(
+            (0..28).map(|i| list_from(&clients[i / 4], &format!("held-{}", 5 + i))),
+        );
+        let busy = async {
+            harness::bounded(
+                "all introspections asked",
+                provider.introspections_reach(start + 32),
+            )
+            .await;
+            let busy = list_from(&clients[7], "held-39").await;
+            assert_eq!(busy.status, 503, "{busy:?}");
+            gate.add_permits(1000);
+        };
+        let (others, ()) = tokio::join!(others, busy);
+        assert!(others.iter().all(|r| r.status == 200), "{others:?}");
+    };
+    let (held, shared, ()) = tokio::join!(held, shared, meanwhile);
+    assert!(
+        held.iter().chain(&shared).all(|r| r.status == 200),
+        "{held:?} {shared:?}"
+    );
+    assert_eq!(asked() - start, 32, "one introspection per token");
+    let failing = oxp.list("introspection-fails").await;
+    assert_eq!(failing.status, 503, "{failing:?}");
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "oxp_oauth_introspections_total{result=\"active\"} 32",
+        "oxp_oauth_introspections_total{result=\"busy\"} 2",
+        "oxp_oauth_introspections_total{result=\"error\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

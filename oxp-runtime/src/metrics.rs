@@ -262,6 +262,9 @@ struct Table {
     fallbacks: [Striped; 4],
     /// Fetches of an identity provider's key set: `[ok, error]`.
     key_set_fetches: [Striped; 2],
+    /// Introspections of opaque tokens, by `oauth::Introspected`'s order.
+    #[cfg(feature = "oauth")]
+    introspections: [Striped; crate::oauth::Introspected::ALL.len()],
     /// Tasks that came to each status, by [`TASK_STATUSES`]' order.
     tasks: [Striped; TASK_STATUSES.len()],
     /// Task runs stopped because their lease was lost.
@@ -420,6 +423,23 @@ impl Collector for Table {
                 ("error", &self.key_set_fetches[1]),
             ],
         )?;
+        #[cfg(feature = "oauth")]
+        counters(
+            &mut encoder,
+            (
+                "oxp_oauth_introspections",
+                "Introspections of opaque tokens at the identity provider, by result: active, \
+                 inactive, refused (active, but its answer failed a check), error (the endpoint \
+                 failed), busy (not asked: too many under way)",
+            ),
+            "result",
+            std::array::from_fn::<_, { crate::oauth::Introspected::ALL.len() }, _>(|at| {
+                (
+                    crate::oauth::Introspected::ALL[at].label(),
+                    &self.introspections[at],
+                )
+            }),
+        )?;
         counters(
             &mut encoder,
             (
@@ -536,6 +556,8 @@ impl Metrics {
             refused_states: Default::default(),
             fallbacks: Default::default(),
             key_set_fetches: Default::default(),
+            #[cfg(feature = "oauth")]
+            introspections: Default::default(),
             tasks: Default::default(),
             leases_lost: Striped::default(),
         });
@@ -645,6 +667,12 @@ impl Metrics {
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn key_set_fetched(&self, ok: bool) {
         self.inner.table.key_set_fetches[usize::from(!ok)].add(1);
+    }
+
+    /// An introspection of an opaque token, and what came of it.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn introspected(&self, result: crate::oauth::Introspected) {
+        self.inner.table.introspections[result as usize].add(1);
     }
 
     /// A task that came to `status` (one of `TASK_STATUSES`).

@@ -262,7 +262,11 @@ impl OAuth {
     /// authenticated as this client with HTTP Basic. The answer is checked as a JWT's claims are
     /// (`iss` if it names one, `aud`, `exp`, `nbf`, `sub`, the scopes); an active token's answer is
     /// kept for at most a minute and never past its `exp`, keyed by a digest of the token; an
-    /// inactive one is never kept. JWTs are still checked against the key set.
+    /// inactive one is never kept. An answer without `iss` is refused when several issuers are
+    /// trusted, and one for a token that is not an access token (`token_type`, Hydra's
+    /// `token_use`, Keycloak's `typ`) is refused. Requests with one token share its
+    /// introspection under way; at most 32 are under way at once, 4 per client. JWTs are still
+    /// checked against the key set.
     ///
     /// ```
     /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
@@ -590,6 +594,8 @@ pub(crate) enum Refusal {
     InsufficientScope(Vec<String>),
     /// `429`: the client sent too many forged tokens; it may try again after this.
     HeldBack(Duration),
+    /// Too many introspections under way: the client's own (`429`), or all (`503`).
+    Busy { per_client: bool },
 }
 
 impl Refusal {
@@ -623,6 +629,101 @@ struct Parsed {
     signature: Vec<u8>,
 }
 
+/// Introspections under way at once, across every client: past it, a token no kept answer
+/// covers is answered `503`, so a slow or failing endpoint cannot gather requests without end.
+const INTROSPECTIONS_AT_ONCE: usize = 32;
+/// Introspections under way at once for one client (an address): past it, `429`.
+const INTROSPECTIONS_PER_CLIENT: usize = 4;
+
+/// The introspections under way: how many in all, and per client.
+#[derive(Default)]
+struct Introspections {
+    under_way: Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// A place among the introspections under way, given back when dropped.
+struct Slot<'a> {
+    of: &'a Introspections,
+    client: Option<std::net::IpAddr>,
+}
+
+impl Introspections {
+    fn under_way(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (usize, std::collections::HashMap<std::net::IpAddr, usize>)>
+    {
+        self.under_way.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A place for one more introspection for `client`, if the caps leave one.
+    fn enter(&self, client: Option<std::net::IpAddr>) -> Result<Slot<'_>, Refusal> {
+        let client = client.map(limit::key);
+        let mut under_way = self.under_way();
+        if under_way.0 >= INTROSPECTIONS_AT_ONCE {
+            return Err(Refusal::Busy { per_client: false });
+        }
+        if let Some(client) = client {
+            let mine = under_way.1.get(&client).copied().unwrap_or_default();
+            if mine >= INTROSPECTIONS_PER_CLIENT {
+                return Err(Refusal::Busy { per_client: true });
+            }
+            under_way.1.insert(client, mine + 1);
+        }
+        under_way.0 += 1;
+        Ok(Slot { of: self, client })
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut under_way = self.of.under_way();
+        under_way.0 -= 1;
+        if let Some(client) = self.client
+            && let Some(mine) = under_way.1.get_mut(&client)
+        {
+            *mine -= 1;
+            if *mine == 0 {
+                under_way.1.remove(&client);
+            }
+        }
+    }
+}
+
+/// What came of an introspection, as `/metrics` counts it.
+#[derive(Clone, Copy)]
+pub(crate) enum Introspected {
+    /// The token is active and its answer passed every check.
+    Active,
+    /// The token is not active.
+    Inactive,
+    /// Active, but its answer failed a check (`aud`, `exp`, the type, the issuer).
+    Refused,
+    /// The endpoint could not be reached, or answered something unusable.
+    Failed,
+    /// Not asked: too many introspections were under way.
+    Busy,
+}
+
+impl Introspected {
+    pub(crate) const ALL: [Introspected; 5] = [
+        Introspected::Active,
+        Introspected::Inactive,
+        Introspected::Refused,
+        Introspected::Failed,
+        Introspected::Busy,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Introspected::Active => "active",
+            Introspected::Inactive => "inactive",
+            Introspected::Refused => "refused",
+            Introspected::Failed => "error",
+            Introspected::Busy => "busy",
+        }
+    }
+}
+
 /// The configuration in use: discovered key sets, the client that fetches them, metrics.
 pub(crate) struct Verifier {
     config: OAuth,
@@ -638,15 +739,26 @@ pub(crate) struct Verifier {
     limit: limit::FailureLimit,
     /// Active introspection answers by a digest of their token, until when each may be used.
     introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
+    /// The introspection under way for each token (by digest), which other requests with the
+    /// same token wait for instead of asking again.
+    flights: Mutex<std::collections::HashMap<[u8; 32], Arc<Flight>>>,
+    /// The introspections under way, capped.
+    introspections: Introspections,
     /// Where key-set fetches are counted: the server's metrics once it has attached them, and
     /// until then here (start-up fetches come before the server exists).
     fetch_counts: Arc<Mutex<FetchCounts>>,
 }
 
+/// One token's introspection, shared by the requests that wait for it.
+type Flight = tokio::sync::OnceCell<Result<Verified, Refusal>>;
+
+/// Where key-set fetches and introspections are counted, and until metrics are attached, how
+/// many of each there were.
 #[derive(Default)]
 struct FetchCounts {
     metrics: Option<crate::metrics::Metrics>,
     before: [u64; 2],
+    introspections_before: [u64; Introspected::ALL.len()],
 }
 
 impl std::fmt::Debug for Verifier {
@@ -675,6 +787,8 @@ impl Verifier {
             discovery_failure: Mutex::new(None),
             fetch_counts: Arc::default(),
             introspected: Mutex::default(),
+            flights: Mutex::default(),
+            introspections: Introspections::default(),
         }
     }
 
@@ -711,7 +825,21 @@ impl Verifier {
                 metrics.key_set_fetched(ok);
             }
         }
+        for (i, result) in Introspected::ALL.into_iter().enumerate() {
+            for _ in 0..counts.introspections_before[i] {
+                metrics.introspected(result);
+            }
+        }
         counts.metrics = Some(metrics.clone());
+    }
+
+    /// Counts an introspection in the metrics (or until they are attached, here).
+    fn introspected(&self, result: Introspected) {
+        let mut counts = self.fetch_counts.lock().unwrap_or_else(|e| e.into_inner());
+        match &counts.metrics {
+            Some(metrics) => metrics.introspected(result),
+            None => counts.introspections_before[result as usize] += 1,
+        }
     }
 
     fn on_fetch(&self) -> Arc<dyn Fn(bool) + Send + Sync> {
@@ -815,7 +943,7 @@ impl Verifier {
         client: Option<std::net::IpAddr>,
     ) -> Result<Verified, Refusal> {
         let held = client.and_then(|client| self.limit.held_back(client));
-        let result = self.verify(token, held).await;
+        let result = self.verify(token, client, held).await;
         // Only what no genuine token does counts: a host that relays many users' tokens from one
         // address sends expired ones all day, and must not be held back for them.
         if let (Some(client), Err(Refusal::Forged(_))) = (client, &result) {
@@ -825,10 +953,15 @@ impl Verifier {
     }
 
     /// Checks an access token; `held` is how long its client is held back for, if it is.
-    async fn verify(&self, token: &str, held: Option<Duration>) -> Result<Verified, Refusal> {
+    async fn verify(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+        held: Option<Duration>,
+    ) -> Result<Verified, Refusal> {
         let parsed = match self.parse(token) {
             Ok(Some(parsed)) => parsed,
-            Ok(None) => return self.introspect(token, held).await,
+            Ok(None) => return self.introspect(token, client, held).await,
             Err(refusal) => return Err(held.map_or(refusal, Refusal::HeldBack)),
         };
         let Parsed {
@@ -910,8 +1043,15 @@ impl Verifier {
         }))
     }
 
-    /// Checks an opaque token at the introspection endpoint, or in the answers kept.
-    async fn introspect(&self, token: &str, held: Option<Duration>) -> Result<Verified, Refusal> {
+    /// Checks an opaque token at the introspection endpoint, or in the answers kept. Tokens
+    /// asked about at once share one introspection; introspections under way are capped in
+    /// all and per client (past the first, `503`; past the second, `429`).
+    async fn introspect(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+        held: Option<Duration>,
+    ) -> Result<Verified, Refusal> {
         use sha2::{Digest, Sha256};
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(verified) = self.kept_answer(&digest) {
@@ -920,11 +1060,39 @@ impl Verifier {
         if let Some(wait) = held {
             return Err(Refusal::HeldBack(wait));
         }
-        let answer = self.ask_provider(token).await;
-        if let Ok(verified) = &answer {
-            self.keep_answer(digest, verified);
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(flight) = flights.get(&digest) {
+                tracing::trace!("a request waits for its token's introspection under way");
+                flight.clone()
+            } else {
+                flights.entry(digest).or_default().clone()
+            }
+        };
+        let answer = flight
+            .get_or_try_init(|| async {
+                let _slot = self.introspections.enter(client).inspect_err(|_| {
+                    self.introspected(Introspected::Busy);
+                })?;
+                let answer = self.ask_provider(token).await;
+                self.count_introspection(&answer);
+                if let Ok(verified) = &answer {
+                    self.keep_answer(digest, verified);
+                }
+                Ok::<_, Refusal>(answer)
+            })
+            .await
+            .cloned();
+        {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if flights
+                .get(&digest)
+                .is_some_and(|kept| Arc::ptr_eq(kept, &flight))
+            {
+                flights.remove(&digest);
+            }
         }
-        answer
+        answer?
     }
 
     /// An active answer kept for the token of `digest`, if one still may be used.
@@ -958,6 +1126,16 @@ impl Verifier {
         }
     }
 
+    fn count_introspection(&self, answer: &Result<Verified, Refusal>) {
+        let result = match answer {
+            Ok(_) => Introspected::Active,
+            Err(Refusal::Forged(_)) => Introspected::Inactive,
+            Err(Refusal::Unavailable(_)) => Introspected::Failed,
+            Err(_) => Introspected::Refused,
+        };
+        self.introspected(result);
+    }
+
     /// One introspection (RFC 7662) of `token`, its answer checked.
     async fn ask_provider(&self, token: &str) -> Result<Verified, Refusal> {
         let Some(introspection) = &self.config.introspection else {
@@ -989,16 +1167,25 @@ impl Verifier {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(Refusal::forged("The token is not active."));
         }
-        // The endpoint is the issuer's; an answer that names another issuer is not trusted.
-        let issuer = match claims.get("iss") {
-            None => self.config.issuers[0].as_str(),
-            Some(Value::String(iss)) => self
-                .config
-                .issuers
+        check_introspected_type(&claims)?;
+        // The endpoint is the issuer's; an answer that names another issuer is not trusted, and
+        // one that names none is the only issuer's: with several, a subject could be filed
+        // under another issuer's user of the same `sub`.
+        let issuer = match (claims.get("iss"), self.config.issuers.as_slice()) {
+            (None, [only]) => only.as_str(),
+            (None, _) => {
+                return Err(Refusal::invalid(
+                    "The introspection answer names no issuer (`iss`), and this server trusts \
+                     several: it cannot tell whose user the token is.",
+                ));
+            }
+            (Some(Value::String(iss)), issuers) => issuers
                 .iter()
                 .find(|i| *i == iss)
                 .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?,
-            Some(_) => return Err(Refusal::invalid("The token's issuer is not trusted here.")),
+            (Some(_), _) => {
+                return Err(Refusal::invalid("The token's issuer is not trusted here."));
+            }
         };
         self.check_claims(&claims, issuer)
     }
@@ -1152,6 +1339,37 @@ fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
         .map_err(|_| Refusal::forged("The token is not a JWT (base64url parts)."))?;
     serde_json::from_slice(&bytes)
         .map_err(|_| Refusal::forged("The token is not a JWT (JSON objects)."))
+}
+
+/// Refuses an introspection answer for a token that is not an access token: RFC 7662's
+/// `token_type` (`Bearer`, or a provider's `access_token`), ORY Hydra's `token_use`, Keycloak's
+/// `typ` (`Bearer`; `Refresh`, `Offline` and `ID` are other tokens). A refresh or ID token of
+/// the user is genuine, and still no credential for this server.
+fn check_introspected_type(claims: &Map<String, Value>) -> Result<(), Refusal> {
+    const NOT_ACCESS: Refusal =
+        Refusal::Invalid("The token is not an access token (the introspection answer says so).");
+    let field = |name: &str| match claims.get(name) {
+        None => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.to_ascii_lowercase())),
+        Some(_) => Err(NOT_ACCESS),
+    };
+    let access = |value: Option<String>, accepted: &[&str]| match value {
+        Some(value) if !accepted.contains(&value.as_str()) => Err(NOT_ACCESS),
+        _ => Ok(()),
+    };
+    access(
+        field("token_type")?,
+        &[
+            "bearer",
+            "access_token",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ],
+    )?;
+    access(field("token_use")?, &["access_token"])?;
+    access(
+        field("typ")?,
+        &["bearer", "at+jwt", "application/at+jwt", "jwt"],
+    )
 }
 
 /// The header's algorithm, if the header may be accepted at all.

@@ -535,6 +535,22 @@ impl AuthError {
                 metadata: None,
                 scopes: Vec::new(),
             },
+            Refusal::Busy { per_client } => AuthError {
+                kind: if per_client {
+                    Kind::HeldBack(1)
+                } else {
+                    Kind::Unavailable(1)
+                },
+                message: Cow::Borrowed(if per_client {
+                    "Too many of this client's tokens are being checked at the identity \
+                     provider at once: wait for them before sending another."
+                } else {
+                    "Too many tokens are being checked at the identity provider at once; \
+                     try again shortly."
+                }),
+                metadata: None,
+                scopes: Vec::new(),
+            },
         }
     }
 
