@@ -435,18 +435,7 @@ impl OAuth {
                 ),
             );
         }
-        // The metadata is served under the resource's path (RFC 9728 §3.1): a path of plain
-        // URL characters, which a route can name.
-        let path = self
-            .resource
-            .split_once("://")
-            .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-            .unwrap_or_default();
-        if !path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~/%!$&'()+,;=".contains(&b))
-            || path.contains("//")
-        {
+        if !routable(resource_path(&self.resource)) {
             return bad(
                 Setting::Resource,
                 format!(
@@ -1318,13 +1307,27 @@ impl Verifier {
     /// The path of this server's own URL where the metadata of the resource at `path` is
     /// served: [`metadata_url`](Self::metadata_url)'s, so a challenge never points at a 404,
     /// whatever path the resource URL has.
-    pub(crate) fn metadata_path(&self, path: &str) -> String {
+    /// `None` when the resource's path is not [`routable`] (a configuration `ready` refuses).
+    pub(crate) fn metadata_path(&self, path: &str) -> Option<String> {
         let url = self.metadata_url(path);
-        let after_scheme = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-        after_scheme
-            .find('/')
-            .map_or_else(|| "/".to_owned(), |i| after_scheme[i..].to_owned())
+        let path = resource_path(&url);
+        routable(path).then(|| path.to_owned())
     }
+}
+
+/// The path of a URL (`""` for a host-only one).
+fn resource_path(url: &str) -> &str {
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or_default()
+}
+
+/// Whether the resource's metadata can be served under `path` (RFC 9728 §3.1): plain URL
+/// characters a route can name as they are, and no empty segment.
+fn routable(path: &str) -> bool {
+    path.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~/%!$&'()+,;=".contains(&b))
+        && !path.contains("//")
 }
 
 fn unix_now() -> u64 {
@@ -1493,6 +1496,19 @@ mod tests {
             insert_well_known("https://h", "oauth-protected-resource"),
             "https://h/.well-known/oauth-protected-resource"
         );
+    }
+
+    #[test]
+    fn only_a_routable_resource_path_is_served() {
+        assert!(routable(""));
+        assert!(routable("/oxp/v1"));
+        for path in ["/{id}", "/a//b", "/:x", "/a b", "/a?b"] {
+            assert!(!routable(path), "{path}");
+        }
+        let error = OAuth::new("https://h/{tenant}")
+            .issuer("https://id")
+            .check();
+        assert_eq!(error.unwrap_err().setting, Setting::Resource);
     }
 
     #[test]

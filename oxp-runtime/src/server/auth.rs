@@ -244,10 +244,20 @@ impl ServerAuth {
             let candidates = [
                 (oauth.metadata_path(""), false),
                 (oauth.metadata_path("/mcp"), true),
-                ("/.well-known/oauth-protected-resource".to_owned(), false),
-                ("/.well-known/oauth-protected-resource/mcp".to_owned(), true),
+                (
+                    Some("/.well-known/oauth-protected-resource".to_owned()),
+                    false,
+                ),
+                (
+                    Some("/.well-known/oauth-protected-resource/mcp".to_owned()),
+                    true,
+                ),
             ];
+            // A path no route can name is refused at start-up (`ready`); never a route here.
             for (path, mcp) in candidates {
+                let Some(path) = path else {
+                    continue;
+                };
                 if !paths.iter().any(|(p, _)| *p == path) {
                     paths.push((path, mcp));
                 }
