@@ -719,6 +719,20 @@ async fn an_oxp_callers_user_is_its_tokens_subject_unless_users_are_trusted() {
         assert!(message.contains("token's subject"), "{message}");
         assert!(message.contains("OXP_TRUST_USER_ID"), "{message}");
     }
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("oxp_refusals_total{reason=\"foreign_user\"} 2"),
+        "{metrics}"
+    );
     // An API key names no user: its caller does.
     let by_key = oxp
         .send(whoami(post().header("x-api-key", API_KEY), Some("alice")))
@@ -2465,6 +2479,7 @@ async fn introspections_are_shared_per_token_capped_and_counted() {
         "oxp_oauth_introspections_total{result=\"active\"} 32",
         "oxp_oauth_introspections_total{result=\"busy\"} 2",
         "oxp_oauth_introspections_total{result=\"error\"} 1",
+        "oxp_refusals_total{reason=\"introspections_busy\"} 2",
     ] {
         assert!(metrics.contains(line), "{line} in:\n{metrics}");
     }

@@ -128,10 +128,14 @@ pub(crate) enum Refusal {
     KeysUnavailable,
     /// A client held back for sending too many forged tokens (`429`), its token not looked at.
     InvalidTokensHeldBack,
+    /// An opaque token not introspected: too many introspections under way (`429`, `503`).
+    IntrospectionsBusy,
+    /// A call naming a user other than its token's subject (`403`).
+    ForeignUser,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 11] = [
+    const ALL: [Refusal; 13] = [
         Refusal::ConcurrencyLimit,
         Refusal::Draining,
         Refusal::Auth,
@@ -143,6 +147,8 @@ impl Refusal {
         Refusal::InsufficientScope,
         Refusal::KeysUnavailable,
         Refusal::InvalidTokensHeldBack,
+        Refusal::IntrospectionsBusy,
+        Refusal::ForeignUser,
     ];
 
     fn as_str(self) -> &'static str {
@@ -158,6 +164,8 @@ impl Refusal {
             Refusal::InsufficientScope => "insufficient_scope",
             Refusal::KeysUnavailable => "jwks_unavailable",
             Refusal::InvalidTokensHeldBack => "invalid_tokens_held_back",
+            Refusal::IntrospectionsBusy => "introspections_busy",
+            Refusal::ForeignUser => "foreign_user",
         }
     }
 }

@@ -484,6 +484,9 @@ enum Kind {
     /// Too many forged tokens from this client: try again after this many seconds.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     HeldBack(u64),
+    /// Too many introspections under way: the client's own (`429`), or all (`503`).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    Busy { per_client: bool },
 }
 
 impl AuthError {
@@ -546,11 +549,7 @@ impl AuthError {
                 scopes: Vec::new(),
             },
             Refusal::Busy { per_client } => AuthError {
-                kind: if per_client {
-                    Kind::HeldBack(1)
-                } else {
-                    Kind::Unavailable(1)
-                },
+                kind: Kind::Busy { per_client },
                 message: Cow::Borrowed(if per_client {
                     "Too many of this client's tokens are being checked at the identity \
                      provider at once: wait for them before sending another."
@@ -591,7 +590,8 @@ impl AuthError {
             Kind::Missing | Kind::Invalid => StatusCode::UNAUTHORIZED,
             Kind::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Kind::InsufficientScope(_) => StatusCode::FORBIDDEN,
-            Kind::HeldBack(_) => StatusCode::TOO_MANY_REQUESTS,
+            Kind::HeldBack(_) | Kind::Busy { per_client: true } => StatusCode::TOO_MANY_REQUESTS,
+            Kind::Busy { per_client: false } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -602,6 +602,7 @@ impl AuthError {
             (Kind::InsufficientScope(_), _) => Refusal::InsufficientScope,
             (Kind::Unavailable(_), _) => Refusal::KeysUnavailable,
             (Kind::HeldBack(_), _) => Refusal::InvalidTokensHeldBack,
+            (Kind::Busy { .. }, _) => Refusal::IntrospectionsBusy,
             (Kind::Invalid, Some(_)) => Refusal::InvalidToken,
             _ => Refusal::Auth,
         }
@@ -617,7 +618,7 @@ impl AuthError {
                 params.push(("error_description", self.message.to_string()));
             }
             Kind::Invalid => {}
-            Kind::Unavailable(_) | Kind::HeldBack(_) => return None,
+            Kind::Unavailable(_) | Kind::HeldBack(_) | Kind::Busy { .. } => return None,
             Kind::InsufficientScope(needed) => {
                 params.push(("error", "insufficient_scope".into()));
                 params.push(("scope", needed.join(" ")));
@@ -683,6 +684,10 @@ impl IntoResponse for AuthError {
         match self.kind {
             Kind::Unavailable(seconds) | Kind::HeldBack(seconds) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            // An introspection under way ends within the fetch timeout; a second is a fair try.
+            Kind::Busy { .. } => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(1));
             }
             _ => {}
         }

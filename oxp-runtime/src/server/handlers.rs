@@ -248,7 +248,11 @@ pub(super) fn call_tool(
                         "developer_message": "context.user_id names a user other than the \
                                               bearer token's subject (sub)",
                     });
-                    return answer(&dialect, StatusCode::FORBIDDEN, &body, false);
+                    let mut refused = answer(&dialect, StatusCode::FORBIDDEN, &body, false);
+                    refused
+                        .extensions_mut()
+                        .insert(crate::metrics::Refusal::ForeignUser);
+                    return refused;
                 }
             }
         }
