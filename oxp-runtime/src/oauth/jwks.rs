@@ -6,12 +6,12 @@
 //!
 //! The budget for unknown `kid`s, per issuer, is two slots of one fetch per interval each
 //! (a few seconds by default). A `kid` seen for the first time may take the first slot; a `kid`
-//! already refused unfetched (kept in a short list) may take the second. A flood of random
-//! `kid`s, each seen once, only ever spends the first slot, so a key the provider rotates in is
-//! fetched for the second of its tokens whatever the flood; a forger who repeats `kid`s to
-//! spend the second slot too delays a rotation by one interval at most. Either way the
-//! provider is asked at most twice an interval, and any fetch refreshes the whole set, so one
-//! made for a forged `kid` also brings a key published before it.
+//! already refused unfetched (kept in a short list) may take the second. Random `kid`s, each
+//! seen once, only ever spend the first slot, so a key the provider rotates in just after a
+//! forger's fetch is fetched for the second of its tokens. Whatever a forger sends (repeated
+//! `kid`s for the second slot, or enough new ones to push the rotated `kid` out of the list),
+//! a rotation waits one interval at most: any fetch refreshes the whole set, and the first slot
+//! is free again by then. The provider is asked at most twice an interval.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
