@@ -246,6 +246,25 @@ struct Provider {
     /// RFC 7662 answers by token (unknown tokens: inactive), and how many were asked for.
     introspection: Mutex<std::collections::HashMap<String, Value>>,
     introspections: AtomicUsize,
+    /// Told of each introspection asked for.
+    introspected: tokio::sync::Notify,
+    /// While set, introspections wait for a permit of it before they are answered.
+    introspection_gate: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Provider {
+    /// Waits until `n` introspections have been asked for.
+    async fn introspections_reach(&self, n: usize) {
+        loop {
+            let told = self.introspected.notified();
+            tokio::pin!(told);
+            told.as_mut().enable();
+            if self.introspections.load(Ordering::SeqCst) >= n {
+                return;
+            }
+            told.await;
+        }
+    }
 }
 
 /// The client the server introspects as.
@@ -257,6 +276,11 @@ async fn introspect(
     body: String,
 ) -> axum::response::Response {
     provider.introspections.fetch_add(1, Ordering::SeqCst);
+    provider.introspected.notify_waiters();
+    let gate = provider.introspection_gate.lock().unwrap().clone();
+    if let Some(gate) = gate {
+        gate.acquire().await.unwrap().forget();
+    }
     let basic = format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", CLIENT.0, CLIENT.1))
@@ -268,6 +292,9 @@ async fn introspect(
         .split('&')
         .find_map(|pair| pair.strip_prefix("token="))
         .unwrap_or_default();
+    if token == "introspection-fails" {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
     let answer = provider
         .introspection
         .lock()
@@ -406,19 +433,28 @@ impl Oxp {
     /// own URL; every request needs the `tools` scope) beside an API key, after the start-up
     /// check.
     async fn start(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Oxp {
+        Oxp::start_with(provider, configure, Setup::default()).await
+    }
+
+    /// [`start`](Self::start), with more of the server configured (`setup`).
+    async fn start_with(
+        provider: &Provider,
+        configure: impl FnOnce(OAuth) -> OAuth,
+        setup: Setup,
+    ) -> Oxp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         // The limit on forged tokens per client is off unless a test turns it on: every test
         // sends from 127.0.0.1, and most send many forged tokens on purpose.
         let oauth = configure(
-            OAuth::new(&base)
+            OAuth::new(format!("{base}{}", setup.path))
                 .issuer(provider.issuer())
                 .scopes(["tools"])
                 .forged_tokens_per_client(0, 0),
         );
-        let auth = ServerAuth::default().api_key(API_KEY).oauth(oauth);
+        let auth = (setup.auth)(ServerAuth::default().api_key(API_KEY).oauth(oauth));
         auth.ready().await.expect("the provider is up");
-        let registry = Registry::builder()
+        let registry = (setup.registry)(Registry::builder())
             .tool(write::TOOL)
             .tool(read::TOOL)
             .tool(whoami::TOOL)
@@ -430,10 +466,12 @@ impl Oxp {
             .build()
             .unwrap();
         let pipeline = Pipeline::new(registry);
-        let server = Server::from_pipeline(pipeline.clone())
-            .auth(auth)
-            .playground(true)
-            .nest("/mcp", McpServer::new(pipeline).into_router());
+        let server = (setup.server)(
+            Server::from_pipeline(pipeline.clone())
+                .auth(auth)
+                .playground(true)
+                .nest("/mcp", McpServer::new(pipeline).into_router()),
+        );
         let task = tokio::spawn(async move {
             server
                 .serve(listener, std::future::pending(), Duration::from_secs(1))
@@ -445,6 +483,12 @@ impl Oxp {
             client: reqwest::Client::new(),
             task,
         }
+    }
+
+    /// A prefix for the opaque tokens of this server's test, which the provider is asked about
+    /// as they are (letters, digits and `-`: nothing form encoding changes).
+    fn tag(&self) -> String {
+        self.base.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
@@ -498,6 +542,26 @@ impl Oxp {
                 .json(&body),
         )
         .await
+    }
+}
+
+/// What [`Oxp::start_with`] configures besides OAuth.
+struct Setup {
+    /// The resource's path after the server's address (`OXP_PUBLIC_URL`'s).
+    path: &'static str,
+    auth: Box<dyn FnOnce(ServerAuth) -> ServerAuth>,
+    registry: Box<dyn FnOnce(oxp_runtime::RegistryBuilder) -> oxp_runtime::RegistryBuilder>,
+    server: Box<dyn FnOnce(Server) -> Server>,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            path: "",
+            auth: Box::new(|auth| auth),
+            registry: Box::new(|registry| registry),
+            server: Box::new(|server| server),
+        }
     }
 }
 
@@ -610,6 +674,89 @@ async fn an_mcp_callers_user_is_its_tokens_subject() {
         reply.body["result"]["content"][0]["text"], "bob",
         "{reply:?}"
     );
+}
+
+/// The user is the token's on OXP as on MCP: a call is told the token's `sub` (an OAuth token's
+/// and an HS256 token's alike), names it or no one, and one naming another user is a 403 saying
+/// so, unless the server trusts its callers to assert users (`OXP_TRUST_USER_ID`). An API key
+/// names no one, so its caller names the user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oxp_callers_user_is_its_tokens_subject_unless_users_are_trusted() {
+    const SECRET: &str = "a-test-secret-of-at-least-32-bytes!";
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let whoami = |credential: reqwest::RequestBuilder, user: Option<&str>| {
+        let mut call = json!({"tool_id": "Files.Whoami", "input": {}});
+        if let Some(user) = user {
+            call["context"] = json!({"user_id": user});
+        }
+        credential.header("oxp-version", "1.0").json(&call)
+    };
+    let setup = Setup {
+        auth: Box::new(|auth| auth.jwt_secret(SECRET)),
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let post = || oxp.client.post(format!("{}/tools/call", oxp.base));
+    let oauth = key.token(&with(claims(&provider, &oxp, "tools"), "sub", json!("bob")));
+    let hs256 = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &json!({"sub": "bob", "exp": now() + 300}),
+        &jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    for token in [&oauth, &hs256] {
+        for user in [None, Some("bob")] {
+            let reply = oxp.send(whoami(post().bearer_auth(token), user)).await;
+            assert_eq!(reply.status, 200, "{reply:?}");
+            assert_eq!(reply.body["value"], "bob", "{reply:?}");
+        }
+        let foreign = oxp
+            .send(whoami(post().bearer_auth(token), Some("alice")))
+            .await;
+        assert_eq!(foreign.status, 403, "{foreign:?}");
+        let message = foreign.body["message"].as_str().unwrap();
+        assert!(message.contains("token's subject"), "{message}");
+        assert!(message.contains("OXP_TRUST_USER_ID"), "{message}");
+    }
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("oxp_refusals_total{reason=\"foreign_user\"} 2"),
+        "{metrics}"
+    );
+    // An API key names no user: its caller does.
+    let by_key = oxp
+        .send(whoami(post().header("x-api-key", API_KEY), Some("alice")))
+        .await;
+    assert_eq!(by_key.body["value"], "alice", "{by_key:?}");
+    // A gateway the operator trusts asserts its users.
+    let setup = Setup {
+        server: Box::new(|server| server.trust_user_id(true)),
+        ..Setup::default()
+    };
+    let trusting = Oxp::start_with(&provider, |o| o, setup).await;
+    let oauth = key.token(&with(
+        claims(&provider, &trusting, "tools"),
+        "sub",
+        json!("gateway"),
+    ));
+    let post = trusting
+        .client
+        .post(format!("{}/tools/call", trusting.base));
+    let reply = trusting
+        .send(whoami(post.bearer_auth(&oauth), Some("alice")))
+        .await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.body["value"], "alice", "{reply:?}");
 }
 
 /// Each refusal of the issue's item 2 and the notes' pitfalls: a 401 whose challenge says
@@ -1403,7 +1550,7 @@ async fn a_provider_down_fails_closed_and_recovers() {
             .contains("keys cannot be fetched"),
         "{unknown:?}"
     );
-    assert_eq!(unknown.headers["retry-after"], "30");
+    assert_eq!(unknown.headers["retry-after"], "5");
     provider.down.store(false, Ordering::SeqCst);
     assert_eq!(
         oxp.list(&rotated.token(&claims(&provider, &oxp, "tools")))
@@ -1778,11 +1925,14 @@ async fn refusals_and_fetches_are_counted() {
     assert!(!metrics.contains("alice"));
 }
 
-/// A client that has sent its allowance of forged tokens is answered 429 before its next token
-/// is looked at (a good one too, until its allowance grows back); genuine tokens that fail a
-/// claim, other credentials and other clients are not held back.
+/// A client that has sent its allowance of forged tokens is answered 429 for the tokens that
+/// cost the most or tell the least — one that does not parse, one naming a key the server does
+/// not have (before any fetch) — while a token signed by a key the server has is still
+/// verified: many users share an address, and one forger among them must not lock the others
+/// out. Genuine tokens that fail a claim, other credentials and other clients are not held
+/// back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
+async fn a_client_sending_bad_tokens_is_held_back_for_unknown_keys_only() {
     let key = Key::es256("ec");
     let forger = Key::es256("ec");
     let provider = Provider::start(&[&key]).await;
@@ -1809,14 +1959,29 @@ async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
     for _ in 0..3 {
         assert_eq!(oxp.list(&forged).await.status, 401);
     }
-    let held = oxp.list(&forged).await;
+    // Held back now: a token that does not parse, and one naming an unknown key, are 429s,
+    // and the unknown key is not fetched for.
+    let fetches = provider.fetches();
+    let held = oxp.list("not-a-jwt").await;
     assert_eq!(held.status, 429, "{held:?}");
     assert!(held.headers.contains_key("retry-after"));
+    let unknown = key.token_with(json!({"kid": "random"}), &claims(&provider, &oxp, "tools"));
+    assert_eq!(oxp.list(&unknown).await.status, 429);
     assert_eq!(
-        oxp.list(&good).await.status,
-        429,
-        "held back before its token is read"
+        provider.fetches(),
+        fetches,
+        "no fetch for a held-back client"
     );
+    // A token of a key the server has is verified whoever sent it: the good one passes, the
+    // forged one is refused for what it is.
+    for _ in 0..3 {
+        assert_eq!(
+            oxp.list(&good).await.status,
+            200,
+            "a good token beside a forger"
+        );
+        assert_eq!(oxp.list(&forged).await.status, 401);
+    }
     let by_key = oxp
         .send(
             oxp.client
@@ -1832,11 +1997,11 @@ async fn a_client_sending_bad_tokens_is_held_back_before_any_signature_work() {
         .unwrap();
     let reply = other
         .get(format!("{}/tools", oxp.base))
-        .bearer_auth(&good)
+        .bearer_auth("not-a-jwt")
         .send()
         .await
         .unwrap();
-    assert_eq!(reply.status(), 200);
+    assert_eq!(reply.status(), 401);
     let metrics = oxp
         .client
         .get(format!("{}/metrics", oxp.base))
@@ -1922,6 +2087,407 @@ async fn opaque_tokens_are_introspected_and_only_active_answers_kept() {
         200
     );
     assert_eq!(asked(), before);
+}
+
+/// With `OXP_PUBLIC_URL` carrying a path, every challenge points at metadata the server
+/// serves (RFC 9728 §3.1: the well-known segment before the resource's path), for the server
+/// and for its `/mcp`, and the metadata names that resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_url_with_a_path_has_its_metadata_where_the_challenge_points() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let setup = Setup {
+        path: "/oxp",
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let resource = format!("{}/oxp", oxp.base);
+    for (path, named) in [
+        ("/tools", resource.clone()),
+        ("/mcp", format!("{resource}/mcp")),
+    ] {
+        let refused = oxp
+            .send(oxp.client.get(format!("{}{path}", oxp.base)))
+            .await;
+        assert_eq!(refused.status, 401, "{refused:?}");
+        let challenge = refused.challenge.unwrap();
+        let url = challenge
+            .split("resource_metadata=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap()
+            .to_owned();
+        assert!(
+            url.starts_with(&format!(
+                "{}/.well-known/oauth-protected-resource/oxp",
+                oxp.base
+            )),
+            "{url}"
+        );
+        let metadata = oxp.send(oxp.client.get(&url)).await;
+        assert_eq!(metadata.status, 200, "{url}: {metadata:?}");
+        assert_eq!(metadata.body["resource"], named, "{url}");
+    }
+    let token = key.token(&with(
+        claims(&provider, &oxp, "tools"),
+        "aud",
+        json!(resource),
+    ));
+    assert_eq!(oxp.list(&token).await.status, 200);
+}
+
+/// Two versions of a tool: the older one needs a scope, the latest none.
+mod versions {
+    use oxp_runtime::tool;
+
+    /// Stat a file (the old way, which could read anything).
+    #[tool(toolkit = "Files", name = "Stat", version = "1.0.0", scopes = ["files:admin"])]
+    pub fn stat_v1() -> String {
+        "v1".into()
+    }
+
+    /// Stat a file.
+    #[tool(toolkit = "Files", name = "Stat", version = "2.0.0")]
+    pub fn stat_v2() -> String {
+        "v2".into()
+    }
+}
+
+/// MCP checks the scopes of the version a name resolves to: the latest version, listed to a
+/// caller without the older one's scope, is called by that caller; the older version stays
+/// refused (403), and hidden.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_checks_the_scopes_of_the_version_a_name_names() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let setup = Setup {
+        registry: Box::new(|registry| {
+            registry
+                .tool(versions::stat_v1::TOOL)
+                .tool(versions::stat_v2::TOOL)
+        }),
+        ..Setup::default()
+    };
+    let oxp = Oxp::start_with(&provider, |o| o, setup).await;
+    let token = key.token(&claims(&provider, &oxp, "tools"));
+    let list = oxp
+        .mcp(
+            &token,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+    let names: Vec<&str> = list.body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list:?}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"Files_Stat"), "{names:?}");
+    assert!(!names.contains(&"Files_Stat__v1_0_0"), "{names:?}");
+    let call = |name: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": name, "arguments": {}}})
+    };
+    let latest = oxp.mcp(&token, call("Files_Stat")).await;
+    assert_eq!(latest.status, 200, "{latest:?}");
+    assert_eq!(
+        latest.body["result"]["content"][0]["text"], "v2",
+        "{latest:?}"
+    );
+    let older = oxp.mcp(&token, call("Files_Stat__v1_0_0")).await;
+    assert_eq!(older.status, 403, "{older:?}");
+    assert!(
+        older.challenge.as_deref().unwrap().contains("files:admin"),
+        "{older:?}"
+    );
+    let admin = key.token(&claims(&provider, &oxp, "tools files:admin"));
+    let older = oxp.mcp(&admin, call("Files_Stat__v1_0_0")).await;
+    assert_eq!(
+        older.body["result"]["content"][0]["text"], "v1",
+        "{older:?}"
+    );
+}
+
+/// A random `kid` that the budget allowed no fetch for costs its client nothing, and a key the
+/// provider rotated in after a forger spent the fetch for new `kid`s is fetched for the second
+/// of its tokens, though the interval between refetches is an hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kids_fetched_for_nothing_cost_nothing_and_cannot_keep_a_rotated_key_out() {
+    let old = Key::es256("2026-old");
+    let new = Key::es256("2026-new");
+    let provider = Provider::start(&[&old]).await;
+    let oxp = Oxp::start(&provider, |o| {
+        o.key_refetch_interval(Duration::from_secs(3600))
+            .forged_tokens_per_client(2, 0)
+    })
+    .await;
+    let start = provider.fetches();
+    let good = claims(&provider, &oxp, "tools");
+    let forged = |kid: &str| old.token_with(json!({"kid": kid}), &good);
+    // The forger's first random kid is fetched for, and counted: one of its two forgeries.
+    assert_eq!(oxp.list(&forged("random-1")).await.status, 401);
+    assert_eq!(provider.fetches() - start, 1);
+    // The provider rotates a key in just after.
+    provider.publish(&[&old, &new]);
+    let first = oxp.list(&new.token(&good)).await;
+    assert_eq!(first.status, 401, "{first:?}");
+    assert!(
+        first.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not know yet"),
+        "{first:?}"
+    );
+    assert_eq!(
+        provider.fetches() - start,
+        1,
+        "no fetch for a kid seen once"
+    );
+    let second = oxp.list(&new.token(&good)).await;
+    assert_eq!(second.status, 200, "the rotated key is fetched: {second:?}");
+    assert_eq!(provider.fetches() - start, 2);
+    // More random kids: no fetch is allowed for them, and none counts against the client,
+    // whose one forgery left is still there (held back, these would be 429s).
+    for i in 2..10 {
+        let reply = oxp.list(&forged(&format!("random-{i}"))).await;
+        assert_eq!(reply.status, 401, "{reply:?}");
+    }
+    assert_eq!(provider.fetches() - start, 2);
+    assert_eq!(oxp.list(&new.token(&good)).await.status, 200);
+}
+
+/// The provider down: an unknown key's token is a 503 whose `Retry-After` is a few seconds,
+/// and once the provider is back, the token is accepted when the client comes back as told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_keys_are_fetched_within_seconds_of_the_provider_coming_back() {
+    let known = Key::es256("known");
+    let rotated = Key::es256("rotated");
+    let provider = Provider::start(&[&known]).await;
+    // The default interval between refetches.
+    let oxp = Oxp::start(&provider, |o| o).await;
+    provider.down.store(true, Ordering::SeqCst);
+    provider.publish(&[&known, &rotated]);
+    let token = rotated.token(&claims(&provider, &oxp, "tools"));
+    let down = oxp.list(&token).await;
+    assert_eq!(down.status, 503, "{down:?}");
+    let retry: u64 = down.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=5).contains(&retry), "{retry}");
+    assert_eq!(
+        oxp.list(&known.token(&claims(&provider, &oxp, "tools")))
+            .await
+            .status,
+        200,
+        "known keys keep working"
+    );
+    provider.down.store(false, Ordering::SeqCst);
+    // The behaviour under test is the server's back-off itself: the client waits what the
+    // 503 said, as a client does, and is then let in.
+    tokio::time::sleep(Duration::from_secs(retry)).await;
+    let back = oxp.list(&token).await;
+    assert_eq!(back.status, 200, "{back:?}");
+}
+
+/// An introspection answer is refused when it names no issuer and more than one is trusted
+/// (whose user would it be?), and when it is for a token that is not an access token: RFC
+/// 7662's `token_type`, ORY Hydra's `token_use`, Keycloak's `typ` of `Refresh` or `ID`. With
+/// one issuer, an answer without `iss` is that issuer's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_answers_without_an_issuer_or_for_another_kind_of_token_are_refused() {
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let other = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let one = Oxp::start(&provider, |o| {
+        o.introspection(endpoint.clone(), CLIENT.0, CLIENT.1)
+    })
+    .await;
+    let two = Oxp::start(&provider, |o| {
+        o.issuer(other.issuer())
+            .introspection(endpoint, CLIENT.0, CLIENT.1)
+    })
+    .await;
+    for oxp in [&one, &two] {
+        let active = |extra: Value| {
+            let mut answer = json!({"active": true, "sub": "alice", "aud": oxp.base,
+                                    "exp": now() + 300, "scope": "tools"});
+            answer
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            answer
+        };
+        let iss = provider.issuer();
+        let answers = [
+            ("no-iss", active(json!({}))),
+            (
+                "bearer",
+                active(json!({"iss": iss, "token_type": "Bearer", "typ": "Bearer"})),
+            ),
+            (
+                "refresh",
+                active(json!({"iss": iss, "token_type": "refresh_token"})),
+            ),
+            (
+                "hydra-refresh",
+                active(json!({"iss": iss, "token_use": "refresh_token"})),
+            ),
+            (
+                "keycloak-refresh",
+                active(json!({"iss": iss, "typ": "Refresh"})),
+            ),
+            ("keycloak-id", active(json!({"iss": iss, "typ": "ID"}))),
+        ];
+        provider.introspection.lock().unwrap().extend(
+            answers
+                .into_iter()
+                .map(|(token, answer)| (format!("{}-{token}", oxp.tag()), answer)),
+        );
+        let list = |token: &str| {
+            let token = format!("{}-{token}", oxp.tag());
+            async move { oxp.list(&token).await }
+        };
+        assert_eq!(list("bearer").await.status, 200);
+        for token in [
+            "refresh",
+            "hydra-refresh",
+            "keycloak-refresh",
+            "keycloak-id",
+        ] {
+            let reply = list(token).await;
+            assert_eq!(reply.status, 401, "{token}: {reply:?}");
+            assert!(
+                reply.body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not an access token"),
+                "{token}: {reply:?}"
+            );
+        }
+        let no_iss = list("no-iss").await;
+        if std::ptr::eq(oxp, &one) {
+            assert_eq!(no_iss.status, 200, "{no_iss:?}");
+        } else {
+            assert_eq!(no_iss.status, 401, "{no_iss:?}");
+            assert!(
+                no_iss.body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("names no issuer"),
+                "{no_iss:?}"
+            );
+        }
+    }
+}
+
+/// Requests with one opaque token share one introspection; introspections under way are capped
+/// per client (another token of a client at its cap is a 429, unasked) and in all (503); an
+/// endpoint that fails is a 503; each result is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspections_are_shared_per_token_capped_and_counted() {
+    let log = harness::Log::captured();
+    let key = Key::es256("ec");
+    let provider = Provider::start(&[&key]).await;
+    let endpoint = format!("{}/introspect", provider.issuer());
+    let oxp = Oxp::start(&provider, |o| o.introspection(endpoint, CLIENT.0, CLIENT.1)).await;
+    let active = json!({"active": true, "iss": provider.issuer(), "sub": "alice",
+                        "aud": oxp.base, "exp": now() + 300, "scope": "tools"});
+    // Tokens of this test only (other tests' servers share the log).
+    let token = |name: &str| format!("{}-{name}", oxp.tag());
+    {
+        let mut answers = provider.introspection.lock().unwrap();
+        for i in 0..40 {
+            answers.insert(token(&format!("held-{i}")), active.clone());
+        }
+    }
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    *provider.introspection_gate.lock().unwrap() = Some(gate.clone());
+    let asked = || provider.introspections.load(Ordering::SeqCst);
+    let start = asked();
+    // Loopback clients besides 127.0.0.1, one address each.
+    let clients: Vec<reqwest::Client> = (2..10)
+        .map(|i| {
+            reqwest::Client::builder()
+                .local_address(std::net::IpAddr::from([127, 0, 0, i]))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let list_from = |client: &reqwest::Client, name: &str| {
+        oxp.send(
+            client
+                .get(format!("{}/tools", oxp.base))
+                .bearer_auth(token(name)),
+        )
+    };
+    // 127.0.0.1 at its cap of four, and five more requests for its first token.
+    let held = futures_util::future::join_all(
+        (0..4).map(|i| list_from(&oxp.client, &format!("held-{i}"))),
+    );
+    let shared = futures_util::future::join_all((0..5).map(|_| list_from(&oxp.client, "held-0")));
+    let meanwhile = async {
+        harness::bounded(
+            "four introspections asked",
+            provider.introspections_reach(start + 4),
+        )
+        .await;
+        assert!(
+            log.wait_for_times(
+                "a request waits for its token's introspection under way".into(),
+                5
+            )
+            .await,
+            "the five requests wait for the introspection under way"
+        );
+        let over = list_from(&oxp.client, "held-4").await;
+        assert_eq!(over.status, 429, "{over:?}");
+        assert!(over.headers.contains_key("retry-after"));
+        // Other clients, four each, up to the cap of all.
+        let others = futures_util::future::join_all(
+            (0..28).map(|i| list_from(&clients[i / 4], &format!("held-{}", 5 + i))),
+        );
+        let busy = async {
+            harness::bounded(
+                "all introspections asked",
+                provider.introspections_reach(start + 32),
+            )
+            .await;
+            let busy = list_from(&clients[7], "held-39").await;
+            assert_eq!(busy.status, 503, "{busy:?}");
+            gate.add_permits(1000);
+        };
+        let (others, ()) = tokio::join!(others, busy);
+        assert!(others.iter().all(|r| r.status == 200), "{others:?}");
+    };
+    let (held, shared, ()) = tokio::join!(held, shared, meanwhile);
+    assert!(
+        held.iter().chain(&shared).all(|r| r.status == 200),
+        "{held:?} {shared:?}"
+    );
+    assert_eq!(asked() - start, 32, "one introspection per token");
+    let failing = oxp.list("introspection-fails").await;
+    assert_eq!(failing.status, 503, "{failing:?}");
+    let metrics = oxp
+        .client
+        .get(format!("{}/metrics", oxp.base))
+        .header("x-api-key", API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "oxp_oauth_introspections_total{result=\"active\"} 32",
+        "oxp_oauth_introspections_total{result=\"busy\"} 2",
+        "oxp_oauth_introspections_total{result=\"error\"} 1",
+        "oxp_refusals_total{reason=\"introspections_busy\"} 2",
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ async fn no_secret_reaches_a_log_line_or_a_response() {
         .as_secs();
     let jwt = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
-        &json!({"sub": "agent", "exp": now + 300}),
+        &json!({"sub": "u1", "exp": now + 300}),
         &jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes()),
     )
     .unwrap();

@@ -128,10 +128,14 @@ pub(crate) enum Refusal {
     KeysUnavailable,
     /// A client held back for sending too many forged tokens (`429`), its token not looked at.
     InvalidTokensHeldBack,
+    /// An opaque token not introspected: too many introspections under way (`429`, `503`).
+    IntrospectionsBusy,
+    /// A call naming a user other than its token's subject (`403`).
+    ForeignUser,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 11] = [
+    const ALL: [Refusal; 13] = [
         Refusal::ConcurrencyLimit,
         Refusal::Draining,
         Refusal::Auth,
@@ -143,6 +147,8 @@ impl Refusal {
         Refusal::InsufficientScope,
         Refusal::KeysUnavailable,
         Refusal::InvalidTokensHeldBack,
+        Refusal::IntrospectionsBusy,
+        Refusal::ForeignUser,
     ];
 
     fn as_str(self) -> &'static str {
@@ -158,6 +164,8 @@ impl Refusal {
             Refusal::InsufficientScope => "insufficient_scope",
             Refusal::KeysUnavailable => "jwks_unavailable",
             Refusal::InvalidTokensHeldBack => "invalid_tokens_held_back",
+            Refusal::IntrospectionsBusy => "introspections_busy",
+            Refusal::ForeignUser => "foreign_user",
         }
     }
 }
@@ -262,6 +270,9 @@ struct Table {
     fallbacks: [Striped; 4],
     /// Fetches of an identity provider's key set: `[ok, error]`.
     key_set_fetches: [Striped; 2],
+    /// Introspections of opaque tokens, by `oauth::Introspected`'s order.
+    #[cfg(feature = "oauth")]
+    introspections: [Striped; crate::oauth::Introspected::ALL.len()],
     /// Tasks that came to each status, by [`TASK_STATUSES`]' order.
     tasks: [Striped; TASK_STATUSES.len()],
     /// Task runs stopped because their lease was lost.
@@ -420,6 +431,23 @@ impl Collector for Table {
                 ("error", &self.key_set_fetches[1]),
             ],
         )?;
+        #[cfg(feature = "oauth")]
+        counters(
+            &mut encoder,
+            (
+                "oxp_oauth_introspections",
+                "Introspections of opaque tokens at the identity provider, by result: active, \
+                 inactive, refused (active, but its answer failed a check), error (the endpoint \
+                 failed), busy (not asked: too many under way)",
+            ),
+            "result",
+            std::array::from_fn::<_, { crate::oauth::Introspected::ALL.len() }, _>(|at| {
+                (
+                    crate::oauth::Introspected::ALL[at].label(),
+                    &self.introspections[at],
+                )
+            }),
+        )?;
         counters(
             &mut encoder,
             (
@@ -536,6 +564,8 @@ impl Metrics {
             refused_states: Default::default(),
             fallbacks: Default::default(),
             key_set_fetches: Default::default(),
+            #[cfg(feature = "oauth")]
+            introspections: Default::default(),
             tasks: Default::default(),
             leases_lost: Striped::default(),
         });
@@ -645,6 +675,12 @@ impl Metrics {
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn key_set_fetched(&self, ok: bool) {
         self.inner.table.key_set_fetches[usize::from(!ok)].add(1);
+    }
+
+    /// An introspection of an opaque token, and what came of it.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn introspected(&self, result: crate::oauth::Introspected) {
+        self.inner.table.introspections[result as usize].add(1);
     }
 
     /// A task that came to `status` (one of `TASK_STATUSES`).

@@ -75,6 +75,39 @@ impl Principal {
         }
     }
 
+    /// The user a call is made for, on every front: the one place that decides it.
+    ///
+    /// Under a principal with a subject (an HS256 or OAuth token), the user is the token's:
+    /// `asserted` (what the caller named, OXP's `context.user_id`) may be absent or the
+    /// subject itself, and anything else is refused with [`ForeignUser`], unless the operator
+    /// trusts the caller to assert users (`trust_asserted`, `OXP_TRUST_USER_ID`: a gateway that
+    /// signs in its own users and calls as itself). Without a subject (an API key, no
+    /// authentication) the caller is the operator's own credential and names the user itself.
+    ///
+    /// ```
+    /// use oxp_runtime::server::{ForeignUser, Principal};
+    /// let alice = Principal::OAuth { issuer: "https://id.example".into(), subject: "alice".into() };
+    /// assert_eq!(alice.call_user(None, false), Ok(Some("alice".into())));
+    /// assert_eq!(alice.call_user(Some("alice".into()), false), Ok(Some("alice".into())));
+    /// assert_eq!(alice.call_user(Some("bob".into()), false), Err(ForeignUser));
+    /// assert_eq!(alice.call_user(Some("bob".into()), true), Ok(Some("bob".into())));
+    /// let key = Principal::api_key("k_0123456789abcdef0123456789abcdef");
+    /// assert_eq!(key.call_user(Some("bob".into()), false), Ok(Some("bob".into())));
+    /// ```
+    pub fn call_user(
+        &self,
+        asserted: Option<String>,
+        trust_asserted: bool,
+    ) -> Result<Option<String>, ForeignUser> {
+        match (self.user_id(), asserted) {
+            (None, asserted) => Ok(asserted),
+            (Some(_), Some(asserted)) if trust_asserted => Ok(Some(asserted)),
+            (Some(subject), None) => Ok(Some(subject.to_owned())),
+            (Some(subject), Some(asserted)) if asserted == subject => Ok(Some(asserted)),
+            (Some(_), Some(_)) => Err(ForeignUser),
+        }
+    }
+
     /// The subject's digest, for logs: who it is stays out of them, which caller it was can
     /// still be followed. `None` for [`Principal::Anonymous`].
     ///
@@ -98,6 +131,28 @@ impl Principal {
         }
     }
 }
+
+/// A call that names a user other than its token's subject, refused by
+/// [`Principal::call_user`]: a caller with a token for one user cannot act as another.
+///
+/// ```
+/// let refused = oxp_runtime::server::ForeignUser;
+/// assert!(refused.to_string().contains("OXP_TRUST_USER_ID"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForeignUser;
+
+impl fmt::Display for ForeignUser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "The call's user is its token's subject: `context.user_id` may only name that \
+             subject. A gateway that asserts its own users' ids needs the server's \
+             OXP_TRUST_USER_ID=1.",
+        )
+    }
+}
+
+impl std::error::Error for ForeignUser {}
 
 /// Lowercase hex of the first 16 bytes of SHA-256 over `parts`, each preceded by its length so
 /// that no two lists of parts hash alike.

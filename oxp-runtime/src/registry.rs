@@ -358,6 +358,24 @@ impl Registry {
         })
     }
 
+    /// The tool an MCP name names: a wire name's latest version, or an older version under the
+    /// name [`listed_names`](Self::listed_names) gives it. No other spelling resolves (not the
+    /// latest version's versioned name, not `__v01_0_0`), so a rule written against a listed
+    /// name — a gateway's deny list, the scope check, the header checks — covers every call
+    /// that reaches the tool, and reaches the version the call runs.
+    pub(crate) fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
+        if let Some(tool) = self.resolve_wire_name(name) {
+            return Some(tool);
+        }
+        let (wire_name, version) = name.rsplit_once(VERSION_MARK)?;
+        let latest = self.resolve_wire_name(wire_name)?;
+        let version: ToolVersion = version.replace('_', ".").parse().ok()?;
+        let descriptor = latest.descriptor();
+        let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
+        let tool = self.resolve(&id).ok()?;
+        (tool.id() != latest.id() && listed_name(tool, false) == name).then_some(tool)
+    }
+
     /// Every resource: fixed URIs first, then templates, each by URI.
     ///
     /// ```

@@ -372,17 +372,26 @@ impl Log {
     /// fails instead of hanging.
     #[allow(dead_code)] // not every test binary waits on its log
     pub async fn wait_for(&'static self, marker: String) -> bool {
+        self.wait_for_times(marker, 1).await
+    }
+
+    /// [`wait_for`](Self::wait_for) until the log holds `marker` `times` times.
+    #[allow(dead_code)] // not every test binary waits on its log
+    pub async fn wait_for_times(&'static self, marker: String, times: usize) -> bool {
         tokio::task::spawn_blocking(move || {
             let (text, written) = &*self.0;
             let mut searched = 0usize;
+            let mut found = 0usize;
             let mut guard = text.lock().unwrap();
             loop {
-                // Only what came since the last look (and a marker's length before it).
-                let from = searched.saturating_sub(marker.len());
-                if guard[from..]
+                // Only what came since the last look (and a marker's length before it, which
+                // holds no whole marker already counted).
+                let from = searched.saturating_sub(marker.len() - 1);
+                found += guard[from..]
                     .windows(marker.len())
-                    .any(|window| window == marker.as_bytes())
-                {
+                    .filter(|window| *window == marker.as_bytes())
+                    .count();
+                if found >= times {
                     return true;
                 }
                 searched = guard.len();

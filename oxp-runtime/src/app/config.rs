@@ -76,6 +76,7 @@ pub enum LogFormat {
 /// | `OXP_TASKS_PER_CALLER` | a tenth of `OXP_IDEMPOTENCY_CAPACITY` | one caller's (principal and user's) share of the store: that many MCP task records, and the same fraction of `OXP_IDEMPOTENCY_MAX_BYTES` for their bytes |
 /// | `OXP_LEASE_MS` | `30000` (at least `100`) | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
 /// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
+/// | `OXP_TRUST_USER_ID` | `false` | callers with a token (OAuth, HS256) may name another user in `context.user_id` (a trusted gateway); off: the user is the token's `sub` |
 /// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
 /// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
 /// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
@@ -143,6 +144,8 @@ pub struct ServerConfig {
     pub tools: Option<String>,
     /// `OXP_LANGCHAIN_COMPAT`.
     pub langchain_compat: bool,
+    /// `OXP_TRUST_USER_ID`.
+    pub trust_user_id: bool,
     /// `OXP_MAX_CONCURRENT_CALLS` (`None`: no limit, from `0`; unset:
     /// [`default_max_calls`](crate::call::default_max_calls)).
     pub max_concurrent_calls: Option<usize>,
@@ -597,6 +600,7 @@ impl ServerConfig {
             task_ttl,
             lease: millis("OXP_LEASE_MS", 100)?.unwrap_or(crate::tasks::DEFAULT_LEASE),
             langchain_compat,
+            trust_user_id: switch("OXP_TRUST_USER_ID", false)?,
             playground,
             metrics,
             metrics_addr,
@@ -682,6 +686,7 @@ impl ServerConfig {
             .auth(self.auth.clone())
             .max_body_bytes(self.max_body_bytes)
             .langchain_compat(self.langchain_compat)
+            .trust_user_id(self.trust_user_id)
             .playground(self.playground)
             .body_timeout(self.body_timeout)
             .allowed_origins(&self.allowed_origins)

@@ -74,7 +74,6 @@ use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
 use crate::signals::{CallSignals, Cancellation};
-use crate::version::ToolVersion;
 
 /// How long a client may keep a `tools/list` answer, by default.
 ///
@@ -413,23 +412,9 @@ impl McpServer {
         Ok(())
     }
 
-    /// The tool an MCP name names: a wire name's latest version, or an older version under the
-    /// name `tools/list` shows it by. No other spelling resolves (not the latest version's
-    /// versioned name, not `__v01_0_0`), so a rule written against a listed name — a gateway's
-    /// deny list, the header checks — covers every call that reaches the tool.
+    /// The tool an MCP name names ([`Registry::resolve_mcp_name`]).
     fn resolve(&self, name: &str) -> Option<&RegisteredTool> {
-        let registry = self.pipeline.registry();
-        if let Some(tool) = registry.resolve_wire_name(name) {
-            return Some(tool);
-        }
-        let (wire_name, version) = name.rsplit_once(crate::registry::VERSION_MARK)?;
-        let latest = registry.resolve_wire_name(wire_name)?;
-        let version: ToolVersion = version.replace('_', ".").parse().ok()?;
-        let descriptor = latest.descriptor();
-        let id = format!("{}.{}@{version}", descriptor.toolkit, descriptor.name);
-        let tool = registry.resolve(&id).ok()?;
-        (tool.id() != latest.id() && crate::registry::listed_name(tool, false) == name)
-            .then_some(tool)
+        self.pipeline.registry().resolve_mcp_name(name)
     }
 }
 
@@ -960,7 +945,9 @@ impl McpServer {
             .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let mut call_context = (*self.context).clone();
         if per_caller {
-            call_context.user_id = principal.and_then(Principal::user_id).map(str::to_owned);
+            // MCP carries no user of the caller's own: the user is the token's subject, by the
+            // rule every front shares.
+            call_context.user_id = principal.and_then(|p| p.call_user(None, false).ok().flatten());
             call_context.authorization.clear();
         }
         // What the tool does if this caller cannot answer it; a relayed confirmation comes as
@@ -1188,7 +1175,7 @@ impl McpServer {
         let http = context.extensions.get::<axum::http::request::Parts>();
         let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
         let user = if http.is_some() && !self.single_tenant {
-            principal.and_then(Principal::user_id).map(str::to_owned)
+            principal.and_then(|p| p.call_user(None, false).ok().flatten())
         } else {
             self.context.user_id.clone()
         };

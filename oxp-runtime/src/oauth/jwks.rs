@@ -1,8 +1,19 @@
 //! One issuer's key set, cached: fetched once at a time, kept for what `Cache-Control` says
 //! within bounds (and refreshed in the background once stale, a known key answering at once
-//! meanwhile), refetched for an unknown `kid` at most once per interval, and kept when a
-//! refetch fails (known keys keep working while the provider is down; unknown ones fail closed).
+//! meanwhile), refetched for an unknown `kid` within a budget, and kept when a refetch fails
+//! (known keys keep working while the provider is down; unknown ones fail closed, and the
+//! provider is asked again a few seconds later).
+//!
+//! The budget for unknown `kid`s, per issuer, is two slots of one fetch per interval each
+//! (a few seconds by default). A `kid` seen for the first time may take the first slot; a `kid`
+//! already refused unfetched (kept in a short list) may take the second. Random `kid`s, each
+//! seen once, only ever spend the first slot, so a key the provider rotates in just after a
+//! forger's fetch is fetched for the second of its tokens. Whatever a forger sends (repeated
+//! `kid`s for the second slot, or enough new ones to push the rotated `kid` out of the list),
+//! a rotation waits one interval at most: any fetch refreshes the whole set, and the first slot
+//! is free again by then. The provider is asked at most twice an interval.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,11 +22,21 @@ use super::fetch::Fetcher;
 use super::keys::{Key, parse_set};
 use super::{Refusal, Tuning};
 
+/// How many `kid`s refused without a fetch are remembered, to tell a repeated `kid` (a key
+/// rotated in, named by every token it signs) from a new one.
+const MISSED_KIDS: usize = 32;
+/// The longest `kid` remembered: real ones are short; a longer one is never "repeated".
+const MAX_KID_BYTES: usize = 256;
+
 /// What a lookup found.
 pub(crate) enum Found {
     Key(Arc<Key>),
-    /// No key has this `kid` (or, without one, the set has no single usable key).
-    Unknown,
+    /// No key has this `kid` (or, without one, the set has no single usable key), in a set
+    /// fetched since the lookup began (`fetched`), or in the cached set when the budget allowed
+    /// no fetch: only the first says the token's key does not exist.
+    Unknown {
+        fetched: bool,
+    },
     /// No key could be had: the set was never fetched, or the refetch an unknown `kid` needed
     /// failed.
     Unavailable(String),
@@ -28,8 +49,12 @@ struct Cached {
     fetched: Option<Instant>,
     /// How long the keys are fresh, from `fetched`.
     ttl: Duration,
-    /// When a fetch for an unknown `kid` was last made (the interval between such fetches).
-    last_miss_fetch: Option<Instant>,
+    /// When a fetch for a `kid` seen for the first time was last made (the first slot).
+    last_new_kid_fetch: Option<Instant>,
+    /// When a fetch for a repeated `kid` was last made (the second slot).
+    last_repeated_kid_fetch: Option<Instant>,
+    /// `kid`s lately refused without a fetch, oldest first.
+    missed: VecDeque<String>,
     /// Why the last fetch failed, until one succeeds.
     failure: Option<String>,
     /// After a failed fetch, no other before this: a provider that is down is not asked again
@@ -38,6 +63,34 @@ struct Cached {
     /// Bumped by every fetch, succeeded or not: a lookup that waited for another's fetch sees
     /// it was made, and does not make one more.
     generation: u64,
+}
+
+impl Cached {
+    /// Whether a miss for `kid` may fetch now, taking the slot it may use.
+    fn take_miss_slot(&mut self, kid: Option<&str>, now: Instant, interval: Duration) -> bool {
+        let free = |at: Option<Instant>| at.is_none_or(|at| now.duration_since(at) >= interval);
+        let repeated = kid.and_then(|kid| self.missed.iter().position(|m| m == kid));
+        if free(self.last_new_kid_fetch) {
+            self.last_new_kid_fetch = Some(now);
+            return true;
+        }
+        if let Some(place) = repeated
+            && free(self.last_repeated_kid_fetch)
+        {
+            self.last_repeated_kid_fetch = Some(now);
+            self.missed.remove(place);
+            return true;
+        }
+        if repeated.is_none()
+            && let Some(kid) = kid.filter(|kid| kid.len() <= MAX_KID_BYTES)
+        {
+            if self.missed.len() == MISSED_KIDS {
+                self.missed.pop_front();
+            }
+            self.missed.push_back(kid.to_owned());
+        }
+        false
+    }
 }
 
 pub(crate) struct KeySet {
@@ -69,50 +122,50 @@ impl KeySet {
     /// Fetches now (start-up), reporting the failure.
     pub(crate) async fn load(&self, fetcher: &Fetcher, tuning: &Tuning) -> Result<(), String> {
         let generation = self.cached().generation;
-        self.refresh(fetcher, tuning, generation, false).await;
+        self.refresh(fetcher, tuning, generation).await;
         match &self.cached().failure {
             Some(failure) => Err(failure.clone()),
             None => Ok(()),
         }
     }
 
-    /// The key for a token's `kid` (or, without one, the set's only usable key).
+    /// The key for a token's `kid` (or, without one, the set's only usable key). With
+    /// `may_fetch` false (a client held back for forged tokens), only the keys at hand answer.
     pub(crate) async fn find(
         self: &Arc<Self>,
         kid: Option<&str>,
         fetcher: &Fetcher,
         tuning: &Tuning,
+        may_fetch: bool,
     ) -> Found {
-        let (found, stale, may_fetch_for_miss, generation) = {
+        let (found, stale, waiting, generation) = {
             let cached = self.cached();
             let now = Instant::now();
             let stale = cached
                 .fetched
                 .is_none_or(|at| now.duration_since(at) >= cached.ttl);
             let waiting = cached.retry_at.is_some_and(|at| now < at);
-            let may = !waiting
-                && cached
-                    .last_miss_fetch
-                    .is_none_or(|at| now.duration_since(at) >= tuning.refetch_interval);
-            (
-                pick(&cached.keys, kid),
-                stale && !waiting,
-                may,
-                cached.generation,
-            )
+            (pick(&cached.keys, kid), stale, waiting, cached.generation)
         };
         if let Some(key) = found {
             // A known key answers now, stale or not: no request waits on the provider for a key
             // it has; a stale set is refreshed beside it.
-            if stale {
+            if stale && !waiting {
                 self.refresh_in_background(fetcher, tuning, generation);
             }
             return Found::Key(key);
         }
-        // An unknown kid refetches (a stale set at once, a fresh one once per interval,
-        // however many tokens name one).
-        if stale || may_fetch_for_miss {
-            self.refresh(fetcher, tuning, generation, !stale).await;
+        if !may_fetch {
+            return Found::Unknown { fetched: false };
+        }
+        // An unknown kid refetches: a stale set at once, a fresh one within the budget.
+        let fetch = !waiting
+            && (stale
+                || self
+                    .cached()
+                    .take_miss_slot(kid, Instant::now(), tuning.refetch_interval));
+        if fetch {
+            self.refresh(fetcher, tuning, generation).await;
         } else {
             // A fetch under way (another token's miss) may bring this key, as when a provider
             // has just rotated: wait for it rather than refuse a genuine token.
@@ -122,7 +175,9 @@ impl KeySet {
         match (pick(&cached.keys, kid), &cached.failure) {
             (Some(key), _) => Found::Key(key),
             (None, Some(failure)) => Found::Unavailable(failure.clone()),
-            _ => Found::Unknown,
+            (None, None) => Found::Unknown {
+                fetched: cached.generation != generation,
+            },
         }
     }
 
@@ -133,19 +188,16 @@ impl KeySet {
         }
         let (set, fetcher, tuning) = (self.clone(), fetcher.clone(), tuning.clone());
         tokio::spawn(async move {
-            set.refresh(&fetcher, &tuning, seen, false).await;
+            set.refresh(&fetcher, &tuning, seen).await;
             set.refreshing.store(false, Ordering::Release);
         });
     }
 
     /// Fetches the set, unless another fetch ended since `seen` (this caller waited for it).
-    async fn refresh(&self, fetcher: &Fetcher, tuning: &Tuning, seen: u64, for_miss: bool) {
+    async fn refresh(&self, fetcher: &Fetcher, tuning: &Tuning, seen: u64) {
         let _one_at_a_time = self.fetching.lock().await;
         if self.cached().generation != seen {
             return;
-        }
-        if for_miss {
-            self.cached().last_miss_fetch = Some(Instant::now());
         }
         let result = fetcher.get_json(&self.url).await.and_then(|fetched| {
             let (keys, skipped) = parse_set(&fetched.json)?;
@@ -170,12 +222,14 @@ impl KeySet {
                     .clamp(tuning.min_ttl, tuning.max_ttl);
                 cached.failure = None;
                 cached.retry_at = None;
+                cached.missed.clear();
             }
             Err(why) => {
                 tracing::warn!(url = %self.url, error = %why, "the identity provider's key set could not be fetched");
                 cached.failure = Some(why);
-                // Known keys stay usable meanwhile.
-                cached.retry_at = Some(now + tuning.refetch_interval);
+                // Known keys stay usable meanwhile; the provider is asked again soon, so a
+                // provider that comes back is used again within seconds.
+                cached.retry_at = Some(now + tuning.failure_retry());
             }
         }
     }
@@ -194,8 +248,13 @@ impl Found {
     pub(crate) fn into_key(self) -> Result<Arc<Key>, Refusal> {
         match self {
             Found::Key(key) => Ok(key),
-            Found::Unknown => Err(Refusal::forged(
+            Found::Unknown { fetched: true } => Err(Refusal::forged(
                 "The token is signed with a key the identity provider does not publish.",
+            )),
+            // Not counted against the client: the key may be one just rotated in, which a
+            // later token of it will fetch.
+            Found::Unknown { fetched: false } => Err(Refusal::invalid(
+                "The token is signed with a key this server does not know yet; try again shortly.",
             )),
             Found::Unavailable(why) => Err(Refusal::Unavailable(why)),
         }
@@ -231,12 +290,12 @@ mod tests {
         let set = Arc::new(KeySet::new(url, Arc::new(|_| {})));
         // Polled together on one task: the first lookup is waiting on the network when the
         // others start, so each of them finds the fetch under way and waits for it.
-        let lookups = (0..100).map(|_| set.find(Some("unknown"), &fetcher, &tuning));
+        let lookups = (0..100).map(|_| set.find(Some("unknown"), &fetcher, &tuning, true));
         let found = futures_util::future::join_all(lookups).await;
-        assert!(found.iter().all(|f| matches!(f, Found::Unknown)));
+        assert!(found.iter().all(|f| matches!(f, Found::Unknown { .. })));
         assert_eq!(FETCHES.load(Ordering::SeqCst), 1);
         assert!(matches!(
-            set.find(Some("k"), &fetcher, &tuning).await,
+            set.find(Some("k"), &fetcher, &tuning, true).await,
             Found::Key(_)
         ));
     }
@@ -275,7 +334,7 @@ mod tests {
         set.load(&fetcher, &tuning).await.unwrap();
         // Polled together on one task: the first lookup starts the fetch and waits on the
         // network; each later one finds it under way, its own fetch not allowed.
-        let lookups = (0..10).map(|_| set.find(Some("new"), &fetcher, &tuning));
+        let lookups = (0..10).map(|_| set.find(Some("new"), &fetcher, &tuning, true));
         let found = futures_util::future::join_all(lookups).await;
         assert!(
             found.iter().all(|f| matches!(f, Found::Key(_))),
@@ -315,7 +374,7 @@ mod tests {
             // Bounded only so that a lookup held up by the refresh fails rather than hangs.
             let found = tokio::time::timeout(
                 Duration::from_secs(10),
-                set.find(Some("k"), &fetcher, &tuning),
+                set.find(Some("k"), &fetcher, &tuning, true),
             )
             .await
             .expect("a known key is not held up by the refresh");

@@ -108,6 +108,10 @@ const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
 /// The most introspection answers kept.
 const INTROSPECTION_CACHE_ENTRIES: usize = 10_000;
 
+/// The longest the server waits before asking a provider that failed again (shorter when the
+/// refetch interval is): a provider that comes back is used again within seconds.
+pub(crate) const FAILURE_RETRY: Duration = Duration::from_secs(5);
+
 #[derive(Clone, Debug)]
 pub(crate) struct Tuning {
     pub(crate) refetch_interval: Duration,
@@ -116,6 +120,13 @@ pub(crate) struct Tuning {
     pub(crate) max_ttl: Duration,
     fetch_timeout: Duration,
     leeway: Duration,
+}
+
+impl Tuning {
+    /// How long after a failed fetch (of keys or of metadata) the provider is asked again.
+    pub(crate) fn failure_retry(&self) -> Duration {
+        self.refetch_interval.min(FAILURE_RETRY)
+    }
 }
 
 impl OAuth {
@@ -144,7 +155,7 @@ impl OAuth {
             ca_certificates_invalid: false,
             scope_hierarchy: Vec::new(),
             tuning: Tuning {
-                refetch_interval: Duration::from_secs(60),
+                refetch_interval: Duration::from_secs(5),
                 default_ttl: Duration::from_secs(600),
                 min_ttl: Duration::from_secs(60),
                 max_ttl: Duration::from_secs(24 * 3600),
@@ -251,7 +262,11 @@ impl OAuth {
     /// authenticated as this client with HTTP Basic. The answer is checked as a JWT's claims are
     /// (`iss` if it names one, `aud`, `exp`, `nbf`, `sub`, the scopes); an active token's answer is
     /// kept for at most a minute and never past its `exp`, keyed by a digest of the token; an
-    /// inactive one is never kept. JWTs are still checked against the key set.
+    /// inactive one is never kept. An answer without `iss` is refused when several issuers are
+    /// trusted, and one for a token that is not an access token (`token_type`, Hydra's
+    /// `token_use`, Keycloak's `typ`) is refused. Requests with one token share its
+    /// introspection under way; at most 32 are under way at once, 4 per client. JWTs are still
+    /// checked against the key set.
     ///
     /// ```
     /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
@@ -277,9 +292,11 @@ impl OAuth {
     /// How many forged tokens a client (an IP address; an IPv6 /64) may send: `burst` at once,
     /// then `per_second` (default 30, then 1 a second). Forged is what no trusted issuer made:
     /// malformed, a refused header, an unknown key, a bad signature, inactive at introspection.
-    /// Beyond that, its requests with a token are answered `429` with `Retry-After` before the
-    /// token is even parsed, so no one makes the server verify forgeries as fast as it can send
-    /// them. Good tokens, and genuine ones that fail a claim (expired), cost nothing.
+    /// Beyond that, its tokens that do not parse, name a key the server does not have, or would
+    /// have to be introspected are answered `429` with `Retry-After` before any work (no fetch,
+    /// no introspection), while a token signed by a key the server has is still verified: many
+    /// users share an address, and a forger among them must not lock the others out. Good
+    /// tokens, and genuine ones that fail a claim (expired), cost nothing.
     /// A burst of 0 turns the limit off. Clients are told apart by the connection's address
     /// (`Server::serve`, or axum's `ConnectInfo`); behind a proxy, that is the proxy's.
     ///
@@ -336,8 +353,12 @@ impl OAuth {
     }
 
     /// The least time between two fetches of a key set made because a token named a `kid`
-    /// the set lacks (default 60 s), and between retries after a failed fetch. However many
-    /// such tokens arrive, and at once, the provider is asked at most once per interval.
+    /// the set lacks (default 5 s), in each of two slots: one for `kid`s seen for the first
+    /// time, one for `kid`s seen again (a key rotated in is named by every token it signs, a
+    /// forger's random `kid`s each once), so a flood of random `kid`s cannot keep a rotated
+    /// key out. However many such tokens arrive, and at once, the provider is asked at most
+    /// twice per interval. After a failed fetch, it is asked again after this interval or
+    /// 5 s, whichever is shorter.
     ///
     /// ```
     /// let oauth = oxp_runtime::oauth::OAuth::new("https://tools.example.com")
@@ -410,6 +431,15 @@ impl OAuth {
                 Setting::Resource,
                 format!(
                     "`{}` is not an https:// URL (plain http only on localhost)",
+                    self.resource
+                ),
+            );
+        }
+        if !routable(resource_path(&self.resource)) {
+            return bad(
+                Setting::Resource,
+                format!(
+                    "`{}` has a path the metadata cannot be served under: only letters, digits and `-._~/%!$&'()+,;=`, no empty segment, no query or fragment",
                     self.resource
                 ),
             );
@@ -553,6 +583,8 @@ pub(crate) enum Refusal {
     InsufficientScope(Vec<String>),
     /// `429`: the client sent too many forged tokens; it may try again after this.
     HeldBack(Duration),
+    /// Too many introspections under way: the client's own (`429`), or all (`503`).
+    Busy { per_client: bool },
 }
 
 impl Refusal {
@@ -570,6 +602,115 @@ impl Refusal {
 pub(crate) struct Verified {
     pub(crate) principal: Principal,
     pub(crate) scopes: Vec<String>,
+    /// The token's `exp`, in seconds since the epoch.
+    exp: u64,
+}
+
+/// A JWS as it reads before any key is looked at.
+struct Parsed {
+    alg: Algorithm,
+    claims: Map<String, Value>,
+    /// The issuer's place in the configuration.
+    place: usize,
+    kid: Option<String>,
+    /// How many bytes of the token are signed (`header.payload`).
+    signed: usize,
+    signature: Vec<u8>,
+}
+
+/// Introspections under way at once, across every client: past it, a token no kept answer
+/// covers is answered `503`, so a slow or failing endpoint cannot gather requests without end.
+const INTROSPECTIONS_AT_ONCE: usize = 32;
+/// Introspections under way at once for one client (an address): past it, `429`.
+const INTROSPECTIONS_PER_CLIENT: usize = 4;
+
+/// The introspections under way: how many in all, and per client.
+#[derive(Default)]
+struct Introspections {
+    under_way: Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// A place among the introspections under way, given back when dropped.
+struct Slot<'a> {
+    of: &'a Introspections,
+    client: Option<std::net::IpAddr>,
+}
+
+impl Introspections {
+    fn under_way(
+        &self,
+    ) -> std::sync::MutexGuard<'_, (usize, std::collections::HashMap<std::net::IpAddr, usize>)>
+    {
+        self.under_way.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A place for one more introspection for `client`, if the caps leave one.
+    fn enter(&self, client: Option<std::net::IpAddr>) -> Result<Slot<'_>, Refusal> {
+        let client = client.map(limit::key);
+        let mut under_way = self.under_way();
+        if under_way.0 >= INTROSPECTIONS_AT_ONCE {
+            return Err(Refusal::Busy { per_client: false });
+        }
+        if let Some(client) = client {
+            let mine = under_way.1.get(&client).copied().unwrap_or_default();
+            if mine >= INTROSPECTIONS_PER_CLIENT {
+                return Err(Refusal::Busy { per_client: true });
+            }
+            under_way.1.insert(client, mine + 1);
+        }
+        under_way.0 += 1;
+        Ok(Slot { of: self, client })
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut under_way = self.of.under_way();
+        under_way.0 -= 1;
+        if let Some(client) = self.client
+            && let Some(mine) = under_way.1.get_mut(&client)
+        {
+            *mine -= 1;
+            if *mine == 0 {
+                under_way.1.remove(&client);
+            }
+        }
+    }
+}
+
+/// What came of an introspection, as `/metrics` counts it.
+#[derive(Clone, Copy)]
+pub(crate) enum Introspected {
+    /// The token is active and its answer passed every check.
+    Active,
+    /// The token is not active.
+    Inactive,
+    /// Active, but its answer failed a check (`aud`, `exp`, the type, the issuer).
+    Refused,
+    /// The endpoint could not be reached, or answered something unusable.
+    Failed,
+    /// Not asked: too many introspections were under way.
+    Busy,
+}
+
+impl Introspected {
+    pub(crate) const ALL: [Introspected; 5] = [
+        Introspected::Active,
+        Introspected::Inactive,
+        Introspected::Refused,
+        Introspected::Failed,
+        Introspected::Busy,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Introspected::Active => "active",
+            Introspected::Inactive => "inactive",
+            Introspected::Refused => "refused",
+            Introspected::Failed => "error",
+            Introspected::Busy => "busy",
+        }
+    }
 }
 
 /// The configuration in use: discovered key sets, the client that fetches them, metrics.
@@ -587,15 +728,26 @@ pub(crate) struct Verifier {
     limit: limit::FailureLimit,
     /// Active introspection answers by a digest of their token, until when each may be used.
     introspected: Mutex<std::collections::HashMap<[u8; 32], (Verified, std::time::Instant)>>,
+    /// The introspection under way for each token (by digest), which other requests with the
+    /// same token wait for instead of asking again.
+    flights: Mutex<std::collections::HashMap<[u8; 32], Arc<Flight>>>,
+    /// The introspections under way, capped.
+    introspections: Introspections,
     /// Where key-set fetches are counted: the server's metrics once it has attached them, and
     /// until then here (start-up fetches come before the server exists).
     fetch_counts: Arc<Mutex<FetchCounts>>,
 }
 
+/// One token's introspection, shared by the requests that wait for it.
+type Flight = tokio::sync::OnceCell<Result<Verified, Refusal>>;
+
+/// Where key-set fetches and introspections are counted, and until metrics are attached, how
+/// many of each there were.
 #[derive(Default)]
 struct FetchCounts {
     metrics: Option<crate::metrics::Metrics>,
     before: [u64; 2],
+    introspections_before: [u64; Introspected::ALL.len()],
 }
 
 impl std::fmt::Debug for Verifier {
@@ -624,6 +776,8 @@ impl Verifier {
             discovery_failure: Mutex::new(None),
             fetch_counts: Arc::default(),
             introspected: Mutex::default(),
+            flights: Mutex::default(),
+            introspections: Introspections::default(),
         }
     }
 
@@ -660,7 +814,21 @@ impl Verifier {
                 metrics.key_set_fetched(ok);
             }
         }
+        for (i, result) in Introspected::ALL.into_iter().enumerate() {
+            for _ in 0..counts.introspections_before[i] {
+                metrics.introspected(result);
+            }
+        }
         counts.metrics = Some(metrics.clone());
+    }
+
+    /// Counts an introspection in the metrics (or until they are attached, here).
+    fn introspected(&self, result: Introspected) {
+        let mut counts = self.fetch_counts.lock().unwrap_or_else(|e| e.into_inner());
+        match &counts.metrics {
+            Some(metrics) => metrics.introspected(result),
+            None => counts.introspections_before[result as usize] += 1,
+        }
     }
 
     fn on_fetch(&self) -> Arc<dyn Fn(bool) + Send + Sync> {
@@ -688,7 +856,7 @@ impl Verifier {
             .discovery_failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            && at.elapsed() < self.config.tuning.refetch_interval
+            && at.elapsed() < self.config.tuning.failure_retry()
         {
             return Err(why.clone());
         }
@@ -753,19 +921,18 @@ impl Verifier {
         ))
     }
 
-    /// Checks an access token from `client` (when known), within the client's allowance of
-    /// forged tokens.
+    /// Checks an access token from `client` (when known). A client that has spent its
+    /// allowance of forged tokens is held back (`429`) only for tokens that do not parse, name
+    /// a key the server does not have, or would have to be introspected: a token signed by a
+    /// key at hand is verified whoever sent it, so one forger behind a shared address (NAT, a
+    /// proxy, a host's relay) does not lock out the users beside it.
     pub(crate) async fn verify_from(
         &self,
         token: &str,
         client: Option<std::net::IpAddr>,
     ) -> Result<Verified, Refusal> {
-        if let Some(client) = client
-            && let Some(wait) = self.limit.held_back(client)
-        {
-            return Err(Refusal::HeldBack(wait));
-        }
-        let result = self.verify(token).await;
+        let held = client.and_then(|client| self.limit.held_back(client));
+        let result = self.verify(token, client, held).await;
         // Only what no genuine token does counts: a host that relays many users' tokens from one
         // address sends expired ones all day, and must not be held back for them.
         if let (Some(client), Err(Refusal::Forged(_))) = (client, &result) {
@@ -774,8 +941,53 @@ impl Verifier {
         result
     }
 
-    /// Checks an access token.
-    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, Refusal> {
+    /// Checks an access token; `held` is how long its client is held back for, if it is.
+    async fn verify(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+        held: Option<Duration>,
+    ) -> Result<Verified, Refusal> {
+        let parsed = match self.parse(token) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return self.introspect(token, client, held).await,
+            Err(refusal) => return Err(held.map_or(refusal, Refusal::HeldBack)),
+        };
+        let Parsed {
+            alg,
+            claims,
+            place,
+            kid,
+            signed,
+            signature,
+        } = parsed;
+        let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
+        let found = sets[place]
+            .find(
+                kid.as_deref(),
+                &self.fetcher,
+                &self.config.tuning,
+                held.is_none(),
+            )
+            .await;
+        let key = match (found, held) {
+            (jwks::Found::Unknown { .. }, Some(wait)) => return Err(Refusal::HeldBack(wait)),
+            (found, _) => found.into_key()?,
+        };
+        if !key.fits(alg) {
+            return Err(Refusal::forged(
+                "The token's algorithm does not match its key.",
+            ));
+        }
+        if !key.verify(alg, &token.as_bytes()[..signed], &signature) {
+            return Err(Refusal::forged("The token's signature is not valid."));
+        }
+        self.check_claims(&claims, &self.config.issuers[place])
+    }
+
+    /// What a JWS says of itself before any key is looked at; `None` for a token that is not
+    /// one, when opaque tokens are introspected.
+    fn parse(&self, token: &str) -> Result<Option<Parsed>, Refusal> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Refusal::forged("The token is too large."));
         }
@@ -783,18 +995,17 @@ impl Verifier {
         let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
             (Some(header), Some(payload), Some(signature), None) => decode_object(header)
                 .ok()
-                .map(|header| (header, payload, signature)),
+                .map(|decoded| (decoded, header, payload, signature)),
             _ => None,
         };
-        let Some((header, payload_part, signature)) = jws else {
+        let Some((header, header_part, payload_part, signature)) = jws else {
             if self.config.introspection.is_some() {
-                return self.introspect(token).await;
+                return Ok(None);
             }
             return Err(Refusal::forged(
                 "The token is not a signed JWT (three base64url parts).",
             ));
         };
-        let header_part = token.split('.').next().unwrap_or_default();
         let alg = check_header(&header, self.config.strict_typ)?;
         let claims = decode_object(payload_part)?;
         // The issuer picks the key set; it is trusted only once the signature is.
@@ -803,49 +1014,122 @@ impl Verifier {
             _ => None,
         }
         .ok_or(Refusal::forged("The token's issuer is not trusted here."))?;
-        let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
         let kid = match header.get("kid") {
             None => None,
-            Some(Value::String(kid)) => Some(kid.as_str()),
+            Some(Value::String(kid)) => Some(kid.clone()),
             Some(_) => return Err(Refusal::forged("The token's `kid` is not a string.")),
         };
-        let key = sets[place]
-            .find(kid, &self.fetcher, &self.config.tuning)
-            .await
-            .into_key()?;
-        if !key.fits(alg) {
-            return Err(Refusal::forged(
-                "The token's algorithm does not match its key.",
-            ));
-        }
         let signature = URL_SAFE_NO_PAD
             .decode(signature)
             .map_err(|_| Refusal::forged("The token's signature is not base64url."))?;
-        let signed = &token.as_bytes()[..header_part.len() + 1 + payload_part.len()];
-        if !key.verify(alg, signed, &signature) {
-            return Err(Refusal::forged("The token's signature is not valid."));
-        }
-        self.check_claims(&claims, &self.config.issuers[place])
+        Ok(Some(Parsed {
+            alg,
+            claims,
+            place,
+            kid,
+            signed: header_part.len() + 1 + payload_part.len(),
+            signature,
+        }))
     }
 
-    /// Checks an opaque token at the introspection endpoint, or in the answers kept.
-    async fn introspect(&self, token: &str) -> Result<Verified, Refusal> {
+    /// Checks an opaque token at the introspection endpoint, or in the answers kept. Tokens
+    /// asked about at once share one introspection; introspections under way are capped in
+    /// all and per client (past the first, `503`; past the second, `429`).
+    async fn introspect(
+        &self,
+        token: &str,
+        client: Option<std::net::IpAddr>,
+        held: Option<Duration>,
+    ) -> Result<Verified, Refusal> {
         use sha2::{Digest, Sha256};
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(verified) = self.kept_answer(&digest) {
+            return Ok(verified);
+        }
+        if let Some(wait) = held {
+            return Err(Refusal::HeldBack(wait));
+        }
+        let flight = {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(flight) = flights.get(&digest) {
+                tracing::trace!("a request waits for its token's introspection under way");
+                flight.clone()
+            } else {
+                flights.entry(digest).or_default().clone()
+            }
+        };
+        let answer = flight
+            .get_or_try_init(|| async {
+                let _slot = self.introspections.enter(client).inspect_err(|_| {
+                    self.introspected(Introspected::Busy);
+                })?;
+                let answer = self.ask_provider(token).await;
+                self.count_introspection(&answer);
+                if let Ok(verified) = &answer {
+                    self.keep_answer(digest, verified);
+                }
+                Ok::<_, Refusal>(answer)
+            })
+            .await
+            .cloned();
+        {
+            let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
+            if flights
+                .get(&digest)
+                .is_some_and(|kept| Arc::ptr_eq(kept, &flight))
+            {
+                flights.remove(&digest);
+            }
+        }
+        answer?
+    }
+
+    /// An active answer kept for the token of `digest`, if one still may be used.
+    fn kept_answer(&self, digest: &[u8; 32]) -> Option<Verified> {
+        let now = std::time::Instant::now();
+        let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        match kept.get(digest) {
+            Some((verified, until)) if *until > now => Some(verified.clone()),
+            Some(_) => {
+                kept.remove(digest);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Keeps an active answer for at most [`INTROSPECTION_CACHE_TTL`], never past its `exp`.
+    fn keep_answer(&self, digest: [u8; 32], verified: &Verified) {
+        let now = std::time::Instant::now();
+        let left = verified.exp.saturating_sub(unix_now());
+        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
+        if keep.is_zero() {
+            return;
+        }
+        let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
+            kept.retain(|_, (_, until)| *until > now);
+        }
+        if kept.len() < INTROSPECTION_CACHE_ENTRIES {
+            kept.insert(digest, (verified.clone(), now + keep));
+        }
+    }
+
+    fn count_introspection(&self, answer: &Result<Verified, Refusal>) {
+        let result = match answer {
+            Ok(_) => Introspected::Active,
+            Err(Refusal::Forged(_)) => Introspected::Inactive,
+            Err(Refusal::Unavailable(_)) => Introspected::Failed,
+            Err(_) => Introspected::Refused,
+        };
+        self.introspected(result);
+    }
+
+    /// One introspection (RFC 7662) of `token`, its answer checked.
+    async fn ask_provider(&self, token: &str) -> Result<Verified, Refusal> {
         let Some(introspection) = &self.config.introspection else {
             return Err(Refusal::forged("The token is not a JWT."));
         };
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let now = std::time::Instant::now();
-        {
-            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-            match kept.get(&digest) {
-                Some((verified, until)) if *until > now => return Ok(verified.clone()),
-                Some(_) => {
-                    kept.remove(&digest);
-                }
-                None => {}
-            }
-        }
         let answer = self
             .fetcher
             .post_form_json(
@@ -872,34 +1156,27 @@ impl Verifier {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(Refusal::forged("The token is not active."));
         }
-        // The endpoint is the issuer's; an answer that names another issuer is not trusted.
-        let issuer = match claims.get("iss") {
-            None => self.config.issuers[0].as_str(),
-            Some(Value::String(iss)) => self
-                .config
-                .issuers
+        check_introspected_type(&claims)?;
+        // The endpoint is the issuer's; an answer that names another issuer is not trusted, and
+        // one that names none is the only issuer's: with several, a subject could be filed
+        // under another issuer's user of the same `sub`.
+        let issuer = match (claims.get("iss"), self.config.issuers.as_slice()) {
+            (None, [only]) => only.as_str(),
+            (None, _) => {
+                return Err(Refusal::invalid(
+                    "The introspection answer names no issuer (`iss`), and this server trusts \
+                     several: it cannot tell whose user the token is.",
+                ));
+            }
+            (Some(Value::String(iss)), issuers) => issuers
                 .iter()
                 .find(|i| *i == iss)
                 .ok_or(Refusal::invalid("The token's issuer is not trusted here."))?,
-            Some(_) => return Err(Refusal::invalid("The token's issuer is not trusted here.")),
+            (Some(_), _) => {
+                return Err(Refusal::invalid("The token's issuer is not trusted here."));
+            }
         };
-        let verified = self.check_claims(&claims, issuer)?;
-        let exp = claims
-            .get("exp")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
-        let left = exp.saturating_sub(unix_now());
-        let keep = INTROSPECTION_CACHE_TTL.min(Duration::from_secs(left));
-        if !keep.is_zero() {
-            let mut kept = self.introspected.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.len() >= INTROSPECTION_CACHE_ENTRIES {
-                kept.retain(|_, (_, until)| *until > now);
-            }
-            if kept.len() < INTROSPECTION_CACHE_ENTRIES {
-                kept.insert(digest, (verified.clone(), now + keep));
-            }
-        }
-        Ok(verified)
+        self.check_claims(&claims, issuer)
     }
 
     fn check_claims(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
@@ -1006,6 +1283,7 @@ impl Verifier {
                 subject,
             },
             scopes,
+            exp,
         })
     }
 
@@ -1025,6 +1303,31 @@ impl Verifier {
         let resource = format!("{}{path}", self.config.resource);
         insert_well_known(&resource, "oauth-protected-resource")
     }
+
+    /// The path of this server's own URL where the metadata of the resource at `path` is
+    /// served: [`metadata_url`](Self::metadata_url)'s, so a challenge never points at a 404,
+    /// whatever path the resource URL has.
+    /// `None` when the resource's path is not [`routable`] (a configuration `ready` refuses).
+    pub(crate) fn metadata_path(&self, path: &str) -> Option<String> {
+        let url = self.metadata_url(path);
+        let path = resource_path(&url);
+        routable(path).then(|| path.to_owned())
+    }
+}
+
+/// The path of a URL (`""` for a host-only one).
+fn resource_path(url: &str) -> &str {
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or_default()
+}
+
+/// Whether the resource's metadata can be served under `path` (RFC 9728 §3.1): plain URL
+/// characters a route can name as they are, and no empty segment.
+fn routable(path: &str) -> bool {
+    path.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~/%!$&'()+,;=".contains(&b))
+        && !path.contains("//")
 }
 
 fn unix_now() -> u64 {
@@ -1039,6 +1342,37 @@ fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
         .map_err(|_| Refusal::forged("The token is not a JWT (base64url parts)."))?;
     serde_json::from_slice(&bytes)
         .map_err(|_| Refusal::forged("The token is not a JWT (JSON objects)."))
+}
+
+/// Refuses an introspection answer for a token that is not an access token: RFC 7662's
+/// `token_type` (`Bearer`, or a provider's `access_token`), ORY Hydra's `token_use`, Keycloak's
+/// `typ` (`Bearer`; `Refresh`, `Offline` and `ID` are other tokens). A refresh or ID token of
+/// the user is genuine, and still no credential for this server.
+fn check_introspected_type(claims: &Map<String, Value>) -> Result<(), Refusal> {
+    const NOT_ACCESS: Refusal =
+        Refusal::Invalid("The token is not an access token (the introspection answer says so).");
+    let field = |name: &str| match claims.get(name) {
+        None => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.to_ascii_lowercase())),
+        Some(_) => Err(NOT_ACCESS),
+    };
+    let access = |value: Option<String>, accepted: &[&str]| match value {
+        Some(value) if !accepted.contains(&value.as_str()) => Err(NOT_ACCESS),
+        _ => Ok(()),
+    };
+    access(
+        field("token_type")?,
+        &[
+            "bearer",
+            "access_token",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ],
+    )?;
+    access(field("token_use")?, &["access_token"])?;
+    access(
+        field("typ")?,
+        &["bearer", "at+jwt", "application/at+jwt", "jwt"],
+    )
 }
 
 /// The header's algorithm, if the header may be accepted at all.
@@ -1162,6 +1496,19 @@ mod tests {
             insert_well_known("https://h", "oauth-protected-resource"),
             "https://h/.well-known/oauth-protected-resource"
         );
+    }
+
+    #[test]
+    fn only_a_routable_resource_path_is_served() {
+        assert!(routable(""));
+        assert!(routable("/oxp/v1"));
+        for path in ["/{id}", "/a//b", "/:x", "/a b", "/a?b"] {
+            assert!(!routable(path), "{path}");
+        }
+        let error = OAuth::new("https://h/{tenant}")
+            .issuer("https://id")
+            .check();
+        assert_eq!(error.unwrap_err().setting, Setting::Resource);
     }
 
     #[test]

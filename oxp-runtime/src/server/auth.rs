@@ -13,7 +13,7 @@ use ctutils::CtEq;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-pub use crate::principal::{Grant, Principal};
+pub use crate::principal::{ForeignUser, Grant, Principal};
 
 /// The headers an API key may come in: the current name first, then the OTC and RFC ones.
 const API_KEY_HEADERS: [&str; 3] = ["oxp-api-key", "otc-api-key", "x-api-key"];
@@ -234,6 +234,39 @@ impl ServerAuth {
         None
     }
 
+    /// The paths RFC 9728 metadata is served at, each with whether it is `/mcp`'s: where
+    /// [`metadata_url`](Self::metadata_url) points (under the resource's own path, when
+    /// `OXP_PUBLIC_URL` has one), and the host-level locations besides. Empty without OAuth.
+    pub(crate) fn metadata_paths(&self) -> Vec<(String, bool)> {
+        #[cfg(feature = "oauth")]
+        if let Some(oauth) = &self.oauth {
+            let mut paths: Vec<(String, bool)> = Vec::new();
+            let candidates = [
+                (oauth.metadata_path(""), false),
+                (oauth.metadata_path("/mcp"), true),
+                (
+                    Some("/.well-known/oauth-protected-resource".to_owned()),
+                    false,
+                ),
+                (
+                    Some("/.well-known/oauth-protected-resource/mcp".to_owned()),
+                    true,
+                ),
+            ];
+            // A path no route can name is refused at start-up (`ready`); never a route here.
+            for (path, mcp) in candidates {
+                let Some(path) = path else {
+                    continue;
+                };
+                if !paths.iter().any(|(p, _)| *p == path) {
+                    paths.push((path, mcp));
+                }
+            }
+            return paths;
+        }
+        Vec::new()
+    }
+
     /// Checks a request's headers. With authentication off, every request is
     /// [`Principal::Anonymous`] and the `Authorization` header is ignored (MUST, §1 A.59).
     ///
@@ -443,14 +476,17 @@ enum Kind {
     Missing,
     /// A credential that is not valid.
     Invalid,
-    /// The identity provider's keys cannot be had.
+    /// The identity provider cannot be asked now: try again after this many seconds.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
-    Unavailable,
+    Unavailable(u64),
     /// Valid, but short of these scopes (all the request needs).
     InsufficientScope(Vec<String>),
     /// Too many forged tokens from this client: try again after this many seconds.
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     HeldBack(u64),
+    /// Too many introspections under way: the client's own (`429`), or all (`503`).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    Busy { per_client: bool },
 }
 
 impl AuthError {
@@ -504,11 +540,23 @@ impl AuthError {
                 }
             }
             Refusal::Unavailable(_) => AuthError {
-                kind: Kind::Unavailable,
+                kind: Kind::Unavailable(crate::oauth::FAILURE_RETRY.as_secs().max(1)),
                 message: Cow::Borrowed(
                     "The identity provider's signing keys cannot be fetched now, so this token \
                      cannot be checked; try again shortly.",
                 ),
+                metadata: None,
+                scopes: Vec::new(),
+            },
+            Refusal::Busy { per_client } => AuthError {
+                kind: Kind::Busy { per_client },
+                message: Cow::Borrowed(if per_client {
+                    "Too many of this client's tokens are being checked at the identity \
+                     provider at once: wait for them before sending another."
+                } else {
+                    "Too many tokens are being checked at the identity provider at once; \
+                     try again shortly."
+                }),
                 metadata: None,
                 scopes: Vec::new(),
             },
@@ -540,9 +588,10 @@ impl AuthError {
     pub fn status(&self) -> StatusCode {
         match self.kind {
             Kind::Missing | Kind::Invalid => StatusCode::UNAUTHORIZED,
-            Kind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Kind::InsufficientScope(_) => StatusCode::FORBIDDEN,
-            Kind::HeldBack(_) => StatusCode::TOO_MANY_REQUESTS,
+            Kind::HeldBack(_) | Kind::Busy { per_client: true } => StatusCode::TOO_MANY_REQUESTS,
+            Kind::Busy { per_client: false } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -551,8 +600,9 @@ impl AuthError {
         use crate::metrics::Refusal;
         match (&self.kind, &self.metadata) {
             (Kind::InsufficientScope(_), _) => Refusal::InsufficientScope,
-            (Kind::Unavailable, _) => Refusal::KeysUnavailable,
+            (Kind::Unavailable(_), _) => Refusal::KeysUnavailable,
             (Kind::HeldBack(_), _) => Refusal::InvalidTokensHeldBack,
+            (Kind::Busy { .. }, _) => Refusal::IntrospectionsBusy,
             (Kind::Invalid, Some(_)) => Refusal::InvalidToken,
             _ => Refusal::Auth,
         }
@@ -568,7 +618,7 @@ impl AuthError {
                 params.push(("error_description", self.message.to_string()));
             }
             Kind::Invalid => {}
-            Kind::Unavailable | Kind::HeldBack(_) => return None,
+            Kind::Unavailable(_) | Kind::HeldBack(_) | Kind::Busy { .. } => return None,
             Kind::InsufficientScope(needed) => {
                 params.push(("error", "insufficient_scope".into()));
                 params.push(("scope", needed.join(" ")));
@@ -632,11 +682,12 @@ impl IntoResponse for AuthError {
             headers.insert(WWW_AUTHENTICATE, value);
         }
         match self.kind {
-            Kind::Unavailable => {
-                headers.insert(RETRY_AFTER, HeaderValue::from_static("30"));
-            }
-            Kind::HeldBack(seconds) => {
+            Kind::Unavailable(seconds) | Kind::HeldBack(seconds) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            // An introspection under way ends within the fetch timeout; a second is a fair try.
+            Kind::Busy { .. } => {
+                headers.insert(RETRY_AFTER, HeaderValue::from(1));
             }
             _ => {}
         }

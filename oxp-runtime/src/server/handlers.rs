@@ -221,7 +221,7 @@ pub(super) fn call_tool(
             Ok(body) => body,
             Err(error) => return body_failure(&error, state.max_body_bytes),
         };
-        let (dialect, request) =
+        let (dialect, mut request) =
             match dialect::read_call(&parts.headers, &body, state.langchain_compat) {
                 Ok(read) => read,
                 Err(error) => {
@@ -235,6 +235,26 @@ pub(super) fn call_tool(
                 missing_scope(&state, grant, tool.descriptor().scopes, parts.uri.path())
         {
             return refused;
+        }
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            let asserted = request.context.as_mut().and_then(|c| c.user_id.take());
+            match principal.call_user(asserted, state.trust_user_id) {
+                Ok(None) => {}
+                Ok(user) => request.context.get_or_insert_default().user_id = user,
+                Err(foreign) => {
+                    tracing::debug!(reason = %foreign, status = 403, "refused a call");
+                    let body = json!({
+                        "message": foreign.to_string(),
+                        "developer_message": "context.user_id names a user other than the \
+                                              bearer token's subject (sub)",
+                    });
+                    let mut refused = answer(&dialect, StatusCode::FORBIDDEN, &body, false);
+                    refused
+                        .extensions_mut()
+                        .insert(crate::metrics::Refusal::ForeignUser);
+                    return refused;
+                }
+            }
         }
         let meta = call_meta(&state, &parts);
         let outcome = state.pipeline.call_with(request, &meta).await;
@@ -375,16 +395,10 @@ fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Optio
                 let Some(name) = param("/params/name") else {
                     continue;
                 };
-                // MCP names the latest version by its wire name and older ones
-                // `<wire name>__v1_0_0`; every version under the name counts, so no version is
-                // reached with fewer scopes.
-                for tool in registry.tools() {
-                    let named = name.strip_prefix(tool.name()).is_some_and(|rest| {
-                        rest.is_empty() || rest.starts_with(crate::registry::VERSION_MARK)
-                    });
-                    if named {
-                        needed.extend(tool.descriptor().scopes.iter().copied());
-                    }
+                // The version the name resolves to, as MCP will run it (and as `tools/list`
+                // shows it): each version is listed, and called, with its own scopes.
+                if let Some(tool) = registry.resolve_mcp_name(name) {
+                    needed.extend(tool.descriptor().scopes.iter().copied());
                 }
             }
             // Subscribing is reading later: the same scopes.

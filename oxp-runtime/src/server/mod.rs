@@ -35,7 +35,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-pub use auth::{AuthError, Caller, Grant, Principal, ServerAuth};
+pub use auth::{AuthError, Caller, ForeignUser, Grant, Principal, ServerAuth};
 pub use listen::ConnectionLimits;
 
 use crate::call::Pipeline;
@@ -103,6 +103,7 @@ pub struct Server {
     auth: ServerAuth,
     max_body_bytes: usize,
     langchain_compat: bool,
+    trust_user_id: bool,
     public_url: Option<String>,
     playground: bool,
     browsers: Browsers,
@@ -157,6 +158,7 @@ impl Server {
             auth: ServerAuth::default(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             langchain_compat: false,
+            trust_user_id: false,
             public_url: None,
             playground: false,
             browsers: Browsers::default(),
@@ -514,6 +516,22 @@ impl Server {
         self
     }
 
+    /// Trusts callers with a token to name the user a call is made for (`OXP_TRUST_USER_ID`):
+    /// for a gateway that signs in its own users and calls as itself. Off by default: under a
+    /// token with a subject (OAuth, HS256), a tool is told the token's subject on every front,
+    /// and an OXP call whose `context.user_id` names someone else is a `403` (see
+    /// [`Principal::call_user`]). Callers with an API key name the user either way.
+    ///
+    /// ```
+    /// use oxp_runtime::{server::Server, Registry};
+    /// let server = Server::new(Registry::builder().build().unwrap()).trust_user_id(true);
+    /// ```
+    #[must_use]
+    pub fn trust_user_id(mut self, on: bool) -> Self {
+        self.trust_user_id = on;
+        self
+    }
+
     /// Reconfigures the pipeline calls run through (crate-internal: `ServerConfig::apply` sets
     /// the pipeline's parts from the environment on a server it is handed).
     pub(crate) fn map_pipeline(mut self, configure: impl FnOnce(Pipeline) -> Pipeline) -> Self {
@@ -662,14 +680,17 @@ impl Server {
         let open = Router::new().route("/health", get(health));
         // RFC 9728: public, so a client that was refused can learn where to get a token.
         let open = if state.oauth_metadata.is_some() {
-            open.route(
-                "/.well-known/oauth-protected-resource",
-                get(handlers::resource_metadata),
-            )
-            .route(
-                "/.well-known/oauth-protected-resource/mcp",
-                get(handlers::resource_metadata_mcp),
-            )
+            state
+                .auth
+                .metadata_paths()
+                .into_iter()
+                .fold(open, |open, (path, mcp)| {
+                    if mcp {
+                        open.route(&path, get(handlers::resource_metadata_mcp))
+                    } else {
+                        open.route(&path, get(handlers::resource_metadata))
+                    }
+                })
         } else {
             open
         };
@@ -725,6 +746,7 @@ impl Server {
             max_body_bytes: self.max_body_bytes,
             body_timeout: self.body_timeout,
             langchain_compat: self.langchain_compat,
+            trust_user_id: self.trust_user_id,
             public_check_url: self.public_url.map(|url| format!("{url}/authorization/")),
             browsers,
         })
@@ -763,6 +785,8 @@ struct AppState {
     body_timeout: Duration,
     browsers: Browsers,
     langchain_compat: bool,
+    /// Whether a caller with a token may name another user ([`Server::trust_user_id`]).
+    trust_user_id: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
     /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
