@@ -817,6 +817,70 @@ fn redis_has(url: &str, key: &str) -> bool {
     &reply[..read] == b":1\r\n"
 }
 
+/// Sends `parts` to Redis at `url` as one command; its reply's first line.
+fn redis_command(url: &str, parts: &[&[u8]]) -> String {
+    use std::io::{BufRead, Write};
+    let address = url.trim_start_matches("redis://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let mut command = format!("*{}\r\n", parts.len()).into_bytes();
+    for part in parts {
+        command.extend_from_slice(format!("${}\r\n", part.len()).as_bytes());
+        command.extend_from_slice(part);
+        command.extend_from_slice(b"\r\n");
+    }
+    stream.write_all(&command).unwrap();
+    let mut reply = String::new();
+    std::io::BufReader::new(stream)
+        .read_line(&mut reply)
+        .unwrap();
+    reply.trim_end().to_owned()
+}
+
+/// In Redis, the store's gauges count the task records all replicas keep; and a Redis at its
+/// `maxmemory` (with `noeviction`) refuses a task's record as it refuses a `call_id`'s claim:
+/// the task is refused, saying so, and its tool does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_the_gauges_count_records_and_a_full_redis_refuses_them() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let server = harness::start_server(&binary, &[("OXP_REDIS_URL", redis.1.as_str())]);
+    let base = &server.base;
+    let id = task_id(&call(base, "Jobs_Count", json!({"steps": 1, "step_ms": 1})).await);
+    poll_until(base, &id, 500, status_is("completed")).await;
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let entries: u64 = (metrics.lines())
+        .find_map(|line| line.strip_prefix("oxp_idempotency_store_entries "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(entries >= 1, "{metrics}");
+    // Past maxmemory: a megabyte kept, a limit of a hundred kilobytes.
+    let filler = vec![b'x'; 1 << 20];
+    assert_eq!(
+        redis_command(&redis.1, &[b"SET", b"filler", &filler]),
+        "+OK"
+    );
+    let limit: [&[u8]; 4] = [b"CONFIG", b"SET", b"maxmemory", b"100kb"];
+    assert_eq!(redis_command(&redis.1, &limit), "+OK");
+    let refused = call(base, "Jobs_Count", json!({"steps": 1, "step_ms": 1})).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not run") && message.contains("OOM"),
+        "{refused}"
+    );
+    let body = json!({"tool_id": "Jobs.Count", "call_id": "full-1",
+                      "input": {"steps": 0, "step_ms": 0}});
+    let answer = oxp_call(base, &body).await;
+    assert!(answer.contains("unreachable"), "{answer}");
+}
+
 /// A replica stopped (SIGTERM) while a task runs past its grace period: the task is marked
 /// `failed` as it exits, seen at once on the other replica, not a lease later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
