@@ -817,6 +817,57 @@ fn redis_has(url: &str, key: &str) -> bool {
     &reply[..read] == b":1\r\n"
 }
 
+/// A task's input is kept beside its record, once, not in it: the record, which every renewal
+/// and status change writes, stays small however large the input; the input is there for each
+/// round that runs on it, and its bytes are let go when the task ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_s_input_is_kept_once_beside_its_record() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let binary = harness::test_example_binary("task_server");
+    let server = harness::start_server(&binary, &[("OXP_REDIS_URL", redis.1.as_str())]);
+    let base = &server.base;
+    // A hundred kilobytes of items; each question names one.
+    let items: Vec<String> = (0..4000).map(|i| format!("item-{i:05}-of-many")).collect();
+    let id = task_id(&call(base, "Jobs_Ship", json!({"items": items})).await);
+    let record = format!("oxp:call:record:9:anonymous:-:{id}");
+    let length = |field: &str| {
+        let reply = redis_command(&redis.1, &[b"HSTRLEN", record.as_bytes(), field.as_bytes()]);
+        reply.trim_start_matches(':').parse::<usize>().unwrap()
+    };
+    for round in 0..3 {
+        let asked = poll_until(base, &id, 500, status_is("input_required")).await;
+        assert!(
+            length("body") < 5_000,
+            "round {round}: the record holds {}",
+            length("body")
+        );
+        assert!(
+            length("att") > 80_000,
+            "round {round}: the input is kept beside it"
+        );
+        let key = asked["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let yes = json!({key: {"action": "accept"}});
+        rpc(
+            base,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": yes}),
+        )
+        .await;
+    }
+    poll_until(base, &id, 500, status_is("input_required")).await;
+    rpc(base, "tasks/cancel", json!({"taskId": id})).await;
+    poll_until(base, &id, 500, status_is("cancelled")).await;
+    assert_eq!(length("att"), 0, "the ended task's input is let go");
+}
+
 /// Sends `parts` to Redis at `url` as one command; its reply's first line.
 fn redis_command(url: &str, parts: &[&[u8]]) -> String {
     use std::io::{BufRead, Write};

@@ -97,6 +97,8 @@ struct Record {
     base: usize,
     /// When its time to live is up, by this process's monotonic clock.
     expires: Instant,
+    /// What [`IdempotencyStore::attach`] keeps beside it, counted in its bytes.
+    attachment: Option<String>,
 }
 
 /// A line of [`State::finished`]: which entry it is, by its hash and its generation, without its
@@ -628,7 +630,7 @@ impl Drop for Leader {
 impl Record {
     /// The bytes it counts for against the budget.
     fn counted(&self) -> usize {
-        counted(self.body.len(), self.base)
+        counted(self.body.len(), self.base) + self.attachment.as_ref().map_or(0, String::len)
     }
 }
 
@@ -723,6 +725,7 @@ impl IdempotencyStore for InMemoryIdempotency {
                         version: 1,
                         body,
                         expires: now + ttl,
+                        attachment: None,
                     };
                     state.records.insert(bytes, record);
                     true
@@ -762,7 +765,8 @@ impl IdempotencyStore for InMemoryIdempotency {
             Some(record) if record.version == version && record.expires > now => (
                 record.owner,
                 record.counted(),
-                counted(body.len(), record.base),
+                counted(body.len(), record.base) + record.counted()
+                    - counted(record.body.len(), record.base),
             ),
             _ => return future::ready(Ok(false)).boxed(),
         };
@@ -795,6 +799,69 @@ impl IdempotencyStore for InMemoryIdempotency {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         let inner = &*self.inner;
         inner.lock().drop_record(inner, key_bytes(key).as_slice());
+        future::ready(Ok(())).boxed()
+    }
+
+    fn attach<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        blob: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let now = Instant::now();
+        let bytes = key_bytes(key);
+        let inner = &*self.inner;
+        let mut guard = inner.lock();
+        let state = &mut *guard;
+        let owner = match state.records.get(bytes.as_slice()) {
+            Some(record) if record.expires > now && record.attachment.is_none() => record.owner,
+            _ => return future::ready(Ok(false)).boxed(),
+        };
+        if let Err(error) = state.room_for_record(inner, &bytes[..owner], 0, blob.len()) {
+            return future::ready(Err(error)).boxed();
+        }
+        let size = blob.len();
+        state.record_bytes += size;
+        state.charge(inner, &bytes[..owner], |tenant| {
+            tenant.record_bytes += size;
+            tenant.bytes += size;
+        });
+        let record = state
+            .records
+            .get_mut(bytes.as_slice())
+            .expect("found above");
+        record.attachment = Some(blob);
+        future::ready(Ok(true)).boxed()
+    }
+
+    fn attachment<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let now = Instant::now();
+        let state = self.inner.lock();
+        let found = (state.records.get(key_bytes(key).as_slice()))
+            .filter(|record| record.expires > now)
+            .and_then(|record| record.attachment.clone());
+        future::ready(Ok(found)).boxed()
+    }
+
+    fn detach<'a>(&'a self, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        let bytes = key_bytes(key);
+        let inner = &*self.inner;
+        let mut guard = inner.lock();
+        let state = &mut *guard;
+        let Some(record) = state.records.get_mut(bytes.as_slice()) else {
+            return future::ready(Ok(())).boxed();
+        };
+        let (owner, size) = match record.attachment.take() {
+            Some(blob) => (record.owner, blob.len()),
+            None => return future::ready(Ok(())).boxed(),
+        };
+        state.record_bytes -= size;
+        state.charge(inner, &bytes[..owner], |tenant| {
+            tenant.record_bytes -= size;
+            tenant.bytes -= size;
+        });
         future::ready(Ok(())).boxed()
     }
 

@@ -298,6 +298,48 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         no_records()
     }
 
+    /// Keeps `blob` beside the record under `key`, counted in its bytes (not as another
+    /// record), if the record is kept and holds none yet: `Ok(false)` when it does, or the
+    /// record is gone. What never changes over a record's life (a task's input) is kept so,
+    /// out of the body every replacement writes.
+    ///
+    /// ```
+    /// use oxp_runtime::idempotency::{IdempotencyKey, IdempotencyStore, InMemoryIdempotency};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = InMemoryIdempotency::default();
+    /// let key = IdempotencyKey::new("anonymous", None, "t1");
+    /// let ttl = std::time::Duration::from_secs(60);
+    /// assert!(store.create_record(&key, "{}".into(), ttl).await.unwrap());
+    /// assert!(store.attach(&key, "[1, 2, 3]".into()).await.unwrap());
+    /// assert_eq!(store.attachment(&key).await.unwrap().as_deref(), Some("[1, 2, 3]"));
+    /// store.detach(&key).await.unwrap();
+    /// assert_eq!(store.attachment(&key).await.unwrap(), None);
+    /// # });
+    /// ```
+    fn attach<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        blob: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = (key, blob);
+        no_records()
+    }
+
+    /// What [`attach`](Self::attach) kept beside the record under `key`, if anything.
+    fn attachment<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let _ = key;
+        no_records()
+    }
+
+    /// Forgets what was kept beside the record under `key`, freeing its bytes.
+    fn detach<'a>(&'a self, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = key;
+        no_records()
+    }
+
     /// Forgets the record under `key`: one made for a call that turned out not to need it.
     fn remove_record<'a>(
         &'a self,
@@ -520,6 +562,25 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Box<S> {
         key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         (**self).remove_record(key)
+    }
+
+    fn attach<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        blob: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).attach(key, blob)
+    }
+
+    fn attachment<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        (**self).attachment(key)
+    }
+
+    fn detach<'a>(&'a self, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).detach(key)
     }
 }
 

@@ -653,6 +653,7 @@ impl IdempotencyStore for RedisIdempotency {
                     "if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end \
                      local base = tonumber(redis.call('HGET', KEYS[1], 'base') or '0') \
                      local counted = math.max(string.len(ARGV[1]), base + tonumber(ARGV[3])) \
+                       + string.len(redis.call('HGET', KEYS[1], 'att') or '') \
                      local grown = counted - tonumber(redis.call('HGET', KEYS[3], KEYS[1]) or '0') \
                      if grown > 0 and (total + grown > tonumber(ARGV[5]) \
                         or mine + grown > tonumber(ARGV[7])) then return -1 end \
@@ -673,6 +674,73 @@ impl IdempotencyStore for RedisIdempotency {
                 -1 => Err(StoreError::Full),
                 replaced => Ok(replaced == 1),
             }
+        })
+    }
+
+    fn attach<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        blob: String,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let attached: i64 = self
+                .records_script(
+                    "if redis.call('EXISTS', KEYS[1]) == 0 \
+                        or redis.call('HEXISTS', KEYS[1], 'att') == 1 then return 0 end \
+                     local size = string.len(ARGV[1]) \
+                     if mine + size > tonumber(ARGV[7]) then return -2 end \
+                     if total + size > tonumber(ARGV[5]) then return -1 end \
+                     redis.call('HSET', KEYS[1], 'att', ARGV[1]) \
+                     redis.call('HINCRBY', KEYS[3], KEYS[1], size) \
+                     redis.call('HINCRBY', KEYS[7], KEYS[5], size) \
+                     redis.call('INCRBY', KEYS[4], size) return 1",
+                    key,
+                    [blob, String::new()],
+                    false,
+                )
+                .await?;
+            match attached {
+                -1 => Err(StoreError::Full),
+                -2 => Err(StoreError::CallerFull),
+                attached => Ok(attached == 1),
+            }
+        })
+    }
+
+    fn attachment<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            redis::cmd("HGET")
+                .arg(self.record_key(key))
+                .arg("att")
+                .query_async(&mut self.connection.clone())
+                .await
+                .map_err(unreachable)
+        })
+    }
+
+    fn detach<'a>(&'a self, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let _: i64 = self
+                .records_script(
+                    "local att = redis.call('HGET', KEYS[1], 'att') \
+                     if not att then return 0 end \
+                     local size = string.len(att) \
+                     redis.call('HDEL', KEYS[1], 'att') \
+                     if redis.call('HEXISTS', KEYS[3], KEYS[1]) == 1 then \
+                       redis.call('HINCRBY', KEYS[3], KEYS[1], -size) \
+                       redis.call('INCRBY', KEYS[4], -size) \
+                       if redis.call('HINCRBY', KEYS[7], KEYS[5], -size) <= 0 then \
+                         redis.call('HDEL', KEYS[7], KEYS[5]) end \
+                     end return 1",
+                    key,
+                    [String::new(), String::new()],
+                    true,
+                )
+                .await?;
+            Ok(())
         })
     }
 

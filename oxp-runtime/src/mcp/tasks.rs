@@ -163,6 +163,12 @@ impl Lease {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Record {
     tool_id: String,
+    /// Kept beside the record ([`IdempotencyStore::attach`]), not in it: the record is written
+    /// at every renewal, and the input, which may be large, never changes. Read here only
+    /// from records an earlier version wrote.
+    ///
+    /// [`IdempotencyStore::attach`]: crate::idempotency::IdempotencyStore::attach
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     input: Value,
     user: Option<String>,
     /// The capabilities the creating request declared: what the tool's asks inside the task
@@ -457,6 +463,7 @@ impl McpServer {
             .await?;
         if ended_here {
             self.count_task(Status::Failed);
+            self.forget_input(key).await;
         }
         Ok(ended)
     }
@@ -545,7 +552,7 @@ impl McpServer {
         let ttl = millis(self.tasks.ttl);
         let record = Record {
             tool_id: seed.tool_id,
-            input: seed.input,
+            input: Value::Null,
             user: seed.user,
             can: seed.can,
             render: seed.render,
@@ -591,6 +598,15 @@ impl McpServer {
                     return Ok(Begun::Task(CreateTaskResult::new(existing.task(&seed.id))));
                 }
             }
+        }
+        // Counted in the caller's share as the task is made: one that could not keep its
+        // input is refused now, not when its first round parks.
+        let input = serde_json::to_string(&seed.input).expect("inputs serialize");
+        if let Err(error) = store.attach(&key, input).await {
+            if let Err(error) = store.remove_record(&key).await {
+                tracing::warn!(%error, "an unused task record could not be removed");
+            }
+            return Err(error);
         }
         let line = Line::default();
         let mut run = self.round_run(call, seed.principal, &line, round);
@@ -920,8 +936,35 @@ impl McpServer {
             .await?;
         if let (Some(status), Some(_)) = (ended, record) {
             self.count_task(status);
+            if status.is_terminal() {
+                self.forget_input(key).await;
+            }
         }
         Ok(())
+    }
+
+    /// Forgets the input kept beside the task `key`, which has ended: its bytes are free for
+    /// the rest of the task's time to live.
+    async fn forget_input(&self, key: &IdempotencyKey) {
+        let Ok(store) = self.store() else { return };
+        if let Err(error) = store.detach(key).await {
+            tracing::warn!(%error, "the input of an ended task could not be forgotten");
+        }
+    }
+
+    /// The input a task's next round runs on: kept beside it (or, in a record an earlier
+    /// version wrote, in it).
+    async fn input_of(&self, key: &IdempotencyKey, record: &Record) -> Result<Value, TaskError> {
+        if !record.input.is_null() {
+            return Ok(record.input.clone());
+        }
+        let found = self
+            .retrying("read a task's input", || async {
+                Ok(self.store()?.attachment(key).await?)
+            })
+            .await?;
+        let found = found.ok_or_else(|| TaskError::Unreadable("its input is not kept".into()))?;
+        serde_json::from_str(&found).map_err(|e| TaskError::Unreadable(e.to_string()))
     }
 
     /// `tasks/get`.
@@ -981,36 +1024,58 @@ impl McpServer {
         Ok(())
     }
 
-    /// Runs a task's next round, with the answers its asks got.
+    /// Runs a task's next round, with the answers its asks got, on its kept input.
     fn next_round(&self, key: IdempotencyKey, holder: String, record: Record, owed: Owed) {
-        // The caller's principal, as the key has it (an anonymous caller has none).
-        let principal = (key.principal != ANONYMOUS).then(|| key.principal.clone());
-        let can = record.can.clone();
-        let round = Round::resume(record.ledger, record.answers, |capability| {
-            can.iter().any(|name| name == capability.name())
+        let server = self.clone();
+        tokio::spawn(async move {
+            let input = match server.input_of(&key, &record).await {
+                Ok(input) => input,
+                Err(error) => {
+                    let why = format!("The task's next round could not start: {error}");
+                    let ended = server
+                        .change_task(&key, |record, now| {
+                            let held = record.held_by(&holder);
+                            if held {
+                                record.fail(&why, now);
+                            }
+                            held
+                        })
+                        .await;
+                    if let Err(error) = ended {
+                        tracing::error!(%error, "a task could not be marked failed");
+                    }
+                    drop(owed);
+                    return;
+                }
+            };
+            // The caller's principal, as the key has it (an anonymous caller has none).
+            let principal = (key.principal != ANONYMOUS).then(|| key.principal.clone());
+            let can = record.can.clone();
+            let round = Round::resume(record.ledger, record.answers, |capability| {
+                can.iter().any(|name| name == capability.name())
+            });
+            let mut context = (*server.context).clone();
+            if record.render.per_caller {
+                context.user_id = record.user;
+                context.authorization.clear();
+            }
+            let call = CallToolRequest {
+                tool_id: record.tool_id,
+                call_id: None,
+                trace_id: None,
+                input: Some(input),
+                context: Some(context),
+            };
+            let line = Line::default();
+            let run = server.round_run(call.clone(), principal.clone(), &line, &round);
+            let again: Again = {
+                let (server, line, round) = (server.clone(), line.clone(), round.clone());
+                Box::new(move || server.round_run(call.clone(), principal.clone(), &line, &round))
+            };
+            (server.clone())
+                .drive(key, holder, run, Some(again), round, line, owed)
+                .await;
         });
-        let mut context = (*self.context).clone();
-        if record.render.per_caller {
-            context.user_id = record.user;
-            context.authorization.clear();
-        }
-        let call = CallToolRequest {
-            tool_id: record.tool_id,
-            call_id: None,
-            trace_id: None,
-            input: Some(record.input),
-            context: Some(context),
-        };
-        let line = Line::default();
-        let run = self.round_run(call.clone(), principal.clone(), &line, &round);
-        let again: Again = {
-            let (server, line, round) = (self.clone(), line.clone(), round.clone());
-            Box::new(move || server.round_run(call.clone(), principal.clone(), &line, &round))
-        };
-        tokio::spawn(
-            self.clone()
-                .drive(key, holder, run, Some(again), round, line, owed),
-        );
     }
 
     /// `tasks/cancel`: a task waiting for answers ends at once; a running one is stopped at its
@@ -1041,6 +1106,7 @@ impl McpServer {
             .ok_or_else(not_found)?;
         if ended {
             self.count_task(Status::Cancelled);
+            self.forget_input(key).await;
         }
         if let Some(lease) = &record.lease {
             if let Some(run) = running().get(&lease.holder) {
