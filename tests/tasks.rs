@@ -84,6 +84,22 @@ async fn poll_until(base: &str, id: &str, polls: u32, done: impl Fn(&Value) -> b
     panic!("the task never came to the state waited for; last seen: {last}")
 }
 
+/// The stores a test tries in turn: memory, and Redis's URL where there is one.
+fn stores(redis: &Option<harness::RedisServer>) -> Vec<Option<String>> {
+    std::iter::once(None)
+        .chain(redis.iter().map(|redis| Some(redis.1.clone())))
+        .collect()
+}
+
+/// The task server with `env`, on `store` (memory, or Redis at its URL).
+fn start_on(store: &Option<String>, env: &[(&str, &str)]) -> harness::Example {
+    let mut env = env.to_vec();
+    if let Some(url) = store {
+        env.push(("OXP_REDIS_URL", url));
+    }
+    harness::start_server(&harness::test_example_binary("task_server"), &env)
+}
+
 fn status_is(status: &'static str) -> impl Fn(&Value) -> bool {
     move |task| task["status"] == status
 }
@@ -337,17 +353,8 @@ async fn asks_before_a_task_are_rounds_of_the_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_ask_before_the_first_wait_is_a_round_on_every_store() {
     let redis = harness::start_redis();
-    let binary = harness::test_example_binary("task_server");
-    let mut stores = vec![None];
-    if let Some(redis) = &redis {
-        stores.push(Some(redis.1.clone()));
-    }
-    for store in stores {
-        let env: Vec<(&str, &str)> = store
-            .iter()
-            .map(|url| ("OXP_REDIS_URL", url.as_str()))
-            .collect();
-        let server = harness::start_server(&binary, &env);
+    for store in stores(&redis) {
+        let server = start_on(&store, &[]);
         let base = &server.base;
         for attempt in 0..5 {
             let first = call(base, "Jobs_Introduce", json!({})).await;
@@ -1257,21 +1264,12 @@ async fn answers_are_not_lost_to_a_busy_or_stopping_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_caller_cannot_fill_the_store_for_the_others() {
     let redis = harness::start_redis();
-    let binary = harness::test_example_binary("task_server");
-    let mut stores = vec![None];
-    if let Some(redis) = &redis {
-        stores.push(Some(redis.1.clone()));
-    }
-    for store in stores {
-        let mut env = vec![
-            ("OXP_API_KEYS", "key-of-ada,key-of-bob".to_owned()),
-            ("OXP_TASKS_PER_CALLER", "2".to_owned()),
+    for store in stores(&redis) {
+        let env = [
+            ("OXP_API_KEYS", "key-of-ada,key-of-bob"),
+            ("OXP_TASKS_PER_CALLER", "2"),
         ];
-        if let Some(url) = &store {
-            env.push(("OXP_REDIS_URL", url.clone()));
-        }
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let server = harness::start_server(&binary, &env);
+        let server = start_on(&store, &env);
         let caps = json!({"extensions": {TASKS: {}}});
         let hold = |key: &'static str| {
             let (base, caps) = (server.base.clone(), caps.clone());
@@ -1311,22 +1309,13 @@ async fn one_caller_cannot_fill_the_store_for_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_caller_s_bytes_cannot_fill_the_store_for_the_others() {
     let redis = harness::start_redis();
-    let binary = harness::test_example_binary("task_server");
-    let mut stores = vec![None];
-    if let Some(redis) = &redis {
-        stores.push(Some(redis.1.clone()));
-    }
-    for store in stores {
+    for store in stores(&redis) {
         // A share is a tenth: 400 KB of the 4 MB, while the count allows 1,000 tasks.
-        let mut env = vec![
-            ("OXP_API_KEYS", "key-of-ada,key-of-bob".to_owned()),
-            ("OXP_IDEMPOTENCY_MAX_BYTES", "4000000".to_owned()),
+        let env = [
+            ("OXP_API_KEYS", "key-of-ada,key-of-bob"),
+            ("OXP_IDEMPOTENCY_MAX_BYTES", "4000000"),
         ];
-        if let Some(url) = &store {
-            env.push(("OXP_REDIS_URL", url.clone()));
-        }
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let server = harness::start_server(&binary, &env);
+        let server = start_on(&store, &env);
         let base = &server.base;
         let oxp = |key: &'static str, body: Value| {
             let base = base.clone();
@@ -1395,21 +1384,13 @@ async fn one_caller_s_bytes_cannot_fill_the_store_for_the_others() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_cannot_grow_a_task_past_the_budget() {
     let redis = harness::start_redis();
-    let mut stores = vec![None];
-    if let Some(redis) = &redis {
-        stores.push(Some(redis.1.clone()));
-    }
-    for store in stores {
+    for store in stores(&redis) {
         // One caller's share is the whole store here: what is tried is the store's budget.
-        let mut env = vec![
-            ("OXP_IDEMPOTENCY_MAX_BYTES", "30000".to_owned()),
-            ("OXP_TASKS_PER_CALLER", "10000".to_owned()),
+        let env = [
+            ("OXP_IDEMPOTENCY_MAX_BYTES", "30000"),
+            ("OXP_TASKS_PER_CALLER", "10000"),
         ];
-        if let Some(url) = &store {
-            env.push(("OXP_REDIS_URL", url.clone()));
-        }
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let server = harness::start_server(&harness::test_example_binary("task_server"), &env);
+        let server = start_on(&store, &env);
         let base = &server.base;
         let items: Vec<String> = (0..40).map(|i| format!("item-{i}")).collect();
         let id = task_id(&call(base, "Jobs_Ship", json!({"items": items})).await);
