@@ -635,13 +635,13 @@ impl McpServer {
         // Owed from here, while the run still holds its call's place: a drain waits for the
         // task's end to be written, not only for the tool.
         let owed = self.pipeline.owe();
-        let (server, round) = (self.clone(), round.clone());
-        tokio::spawn(async move {
-            server.started(&key).await;
-            (server.clone())
-                .drive(key, holder, run, None, round, line, owed)
-                .await;
-        });
+        // Beside the run, which must not wait on the store to go on.
+        let (server, started) = (self.clone(), key.clone());
+        tokio::spawn(async move { server.started(&started).await });
+        tokio::spawn(
+            self.clone()
+                .drive(key, holder, run, None, round.clone(), line, owed),
+        );
         Ok(Begun::Task(task))
     }
 
