@@ -765,7 +765,8 @@ const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
 /// One clock: replicas whose wall clocks are 90 s behind, 90 s ahead and a day ahead of the
 /// others share tasks with them as if their clocks agreed. A task made on either is found on
 /// the other at once, its lease is not taken for lapsed (its run is never failed as "stopped")
-/// nor held past its real lapse, and it completes with its result, read on either.
+/// nor held past its real lapse, and it completes with its result, read on either; a question
+/// one asks is answered at the other (its sealed state's expiry judged on the shared time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_whose_clocks_disagree_agree_on_every_task() {
     if !std::path::Path::new(FAKETIME).exists() {
@@ -776,10 +777,15 @@ async fn replicas_whose_clocks_disagree_agree_on_every_task() {
         return;
     };
     let binary = harness::test_example_binary("task_server");
-    // A short lease, so that 90 s of skew is many leases.
+    // A short lease, so that 90 s of skew is many leases; a shared state key, so that a call
+    // that asks goes on at either.
     let env = [
         ("OXP_REDIS_URL", redis.1.as_str()),
         ("OXP_LEASE_MS", "2000"),
+        (
+            "OXP_STATE_KEY",
+            "a-state-key-shared-by-every-replica-of-the-test",
+        ),
     ];
     let honest = harness::start_server(&binary, &env);
     for skew in ["-90s", "+90s", "+1d"] {
@@ -807,6 +813,17 @@ async fn replicas_whose_clocks_disagree_agree_on_every_task() {
             assert_eq!(done["ttlMs"], 3_600_000, "{skew}: {done}");
             let again = get(&from.base, &id).await;
             assert_eq!(again["result"]["status"], "completed", "{skew}: {again}");
+            // A question asked by one is answered at the other: the state has not expired
+            // there, nor lives on past its time.
+            let asked = call(&from.base, "Jobs_Welcome", json!({})).await;
+            assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+            let answer = json!({"name": "Jobs_Welcome", "arguments": {},
+                "requestState": asked["result"]["requestState"],
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ann"}}}});
+            let made = rpc(&to.base, "tools/call", answer).await;
+            let id = task_id(&made);
+            let done = poll_until(&to.base, &id, 500, status_is("completed")).await;
+            assert!(text(&done).starts_with("Welcome, Ann"), "{skew}: {done}");
         }
     }
 }

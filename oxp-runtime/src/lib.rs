@@ -37,6 +37,7 @@ extern crate self as oxp_runtime;
 pub mod call;
 #[cfg(feature = "client")]
 pub mod client;
+mod clock;
 pub mod content;
 mod context;
 mod descriptor;

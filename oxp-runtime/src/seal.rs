@@ -11,7 +11,7 @@
 //! authenticated, not encrypted: the answers are the client's own.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -212,11 +212,8 @@ struct Payload {
     ledger: Ledger,
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+/// A state's expiry is judged on the time replicas share.
+use crate::clock::now_ms;
 
 impl Sealer {
     /// A sealer with `key` (at least [`MIN_KEY_BYTES`]), or with a random key of its own when

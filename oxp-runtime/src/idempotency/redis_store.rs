@@ -27,6 +27,8 @@ use crate::outcome::CallOutcome;
 const PENDING: &str = "pending";
 const POLL: Duration = Duration::from_millis(20);
 const SLACK: usize = super::RECORD_SLACK;
+/// How often the time replicas share is set by Redis's clock again, besides every record read.
+const CLOCK_CHECK: Duration = Duration::from_secs(30);
 
 /// An [`IdempotencyStore`] in Redis (cargo feature `redis`).
 ///
@@ -110,7 +112,7 @@ impl RedisIdempotency {
     pub async fn connect(url: &str, ttl: Duration) -> redis::RedisResult<Self> {
         let client = redis::Client::open(url)?;
         let connection = ConnectionManager::new(client).await?;
-        Ok(RedisIdempotency {
+        let store = RedisIdempotency {
             connection,
             ttl,
             lease: crate::tasks::DEFAULT_LEASE,
@@ -122,7 +124,23 @@ impl RedisIdempotency {
             ),
             writes: Default::default(),
             seen: Default::default(),
-        })
+        };
+        // The time replicas share follows Redis's clock (see `crate::clock`): read now, and
+        // again now and then, for as long as the process runs.
+        let time: (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut store.connection.clone())
+            .await?;
+        crate::clock::store_read(time.0 * 1000 + time.1 / 1000);
+        let watch = store.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CLOCK_CHECK).await;
+                if let Err(error) = watch.now_ms().await {
+                    tracing::debug!(%error, "could not read Redis's clock");
+                }
+            }
+        });
+        Ok(store)
     }
 
     /// How long a claimed run holds without its process renewing the claim (default
@@ -571,7 +589,9 @@ impl IdempotencyStore for RedisIdempotency {
                 .query_async(&mut self.connection.clone())
                 .await
                 .map_err(unreachable)?;
-            Ok(seconds * 1000 + micros / 1000)
+            let now = seconds * 1000 + micros / 1000;
+            crate::clock::store_read(now);
+            Ok(now)
         })
     }
 
@@ -635,6 +655,7 @@ impl IdempotencyStore for RedisIdempotency {
                     .await
                     .map_err(unreachable)?;
             let now = seconds * 1000 + micros / 1000;
+            crate::clock::store_read(now);
             Ok(version
                 .zip(body)
                 .map(|(version, body)| Versioned { version, body, now }))
