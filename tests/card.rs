@@ -107,7 +107,13 @@ async fn the_card_is_the_crates_and_the_public_urls_in_the_v1_shape() {
             "version": env!("CARGO_PKG_VERSION"),
             "description": env!("CARGO_PKG_DESCRIPTION"),
             "title": "Calculator",
-            "remotes": [{"type": "streamable-http", "url": "https://tools.example.com/mcp"}],
+            "remotes": [{
+                "type": "streamable-http",
+                "url": "https://tools.example.com/mcp",
+                // The revisions `/mcp` serves.
+                "supportedProtocolVersions":
+                    ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"],
+            }],
         })
     );
     // The older location answers the same document.

@@ -198,7 +198,8 @@ impl ServerCard {
     /// ```
     /// let card = oxp_runtime::server_card!().name("com.example/calc").description("Adds.");
     /// let json = card.remote("https://tools.example.com/mcp").to_json().unwrap();
-    /// assert_eq!(json["remotes"], serde_json::json!([{"type": "streamable-http", "url": "https://tools.example.com/mcp"}]));
+    /// assert_eq!(json["remotes"][0]["type"], "streamable-http");
+    /// assert_eq!(json["remotes"][0]["url"], "https://tools.example.com/mcp");
     /// ```
     #[must_use]
     pub fn remote(mut self, url: &str) -> ServerCard {
@@ -292,10 +293,16 @@ impl ServerCard {
         }
         if let Some(url) = &self.remote {
             let url = web_url("remotes", url)?;
-            card.insert(
-                "remotes".into(),
-                json!([{"type": "streamable-http", "url": url}]),
-            );
+            #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
+            let mut remote = json!({"type": "streamable-http", "url": url});
+            // Every revision `/mcp` serves, so that a client picks one before it connects.
+            #[cfg(feature = "mcp")]
+            {
+                let revisions = rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter();
+                remote["supportedProtocolVersions"] =
+                    revisions.map(|v| v.as_str().to_owned()).collect();
+            }
+            card.insert("remotes".into(), json!([remote]));
         }
         Ok(Value::Object(card))
     }
