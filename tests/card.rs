@@ -325,3 +325,57 @@ fn the_binary_prints_its_card_and_serves_it() {
         "{none:?}"
     );
 }
+
+#[test]
+fn a_card_that_cannot_be_served_is_said_at_start_up_and_the_tools_are_served() {
+    use std::io::{BufRead, BufReader};
+    let binary = harness::test_example_binary("cardless_server");
+    let child = std::process::Command::new(binary)
+        .env("OXP_ADDR", "127.0.0.1:0")
+        .env("OXP_LOG_FORMAT", "json")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stopped however the test ends.
+    let mut server = harness::Example {
+        child,
+        base: String::new(),
+    };
+    let stdout = server.child.stdout.take().unwrap();
+    let (lines, log) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if lines.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    // The log up to the address it serves on, each line waited for at most 60 s.
+    let mut before = Vec::new();
+    let base = loop {
+        let line = log
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the server logs its address");
+        if let Some(at) = line.find("serving OXP 1.0 on ") {
+            let rest = &line[at + "serving OXP 1.0 on ".len()..];
+            break rest.split(['"', ' ']).next().unwrap().to_owned();
+        }
+        before.push(line);
+    };
+    let said = before.join("\n");
+    assert!(
+        said.contains("serving no MCP Server Card")
+            && said.contains("`description` is missing: set `description` in Cargo.toml"),
+        "{said}"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (tools, catalog) = runtime.block_on(async {
+        let get = |path: &str| reqwest::get(format!("{base}{path}"));
+        (
+            get("/tools").await.unwrap().status(),
+            get("/.well-known/ai-catalog.json").await.unwrap().status(),
+        )
+    });
+    assert_eq!((tools.as_u16(), catalog.as_u16()), (200, 404));
+    drop(server);
+}
