@@ -414,3 +414,97 @@ async fn the_playgrounds_hints_are_behind_the_servers_authentication() {
         .unwrap();
     assert_eq!(missing.status(), 404);
 }
+
+/// Find invoices.
+#[tool(
+    toolkit = "Billing",
+    version = "1.0.0",
+    always_load,
+    search_hint = "invoice receipt pdf"
+)]
+fn find(text: String) -> String {
+    text
+}
+
+/// Find invoices.
+#[tool(toolkit = "Billing", name = "Find", version = "1.0.0")]
+fn find_unhinted(text: String) -> String {
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_that_defer_tools_read_the_search_hints_in_mcp_meta_and_nowhere_else() {
+    let registry = || {
+        Registry::builder()
+            .tool(find::TOOL)
+            .tool(echo::TOOL)
+            .build()
+            .unwrap()
+    };
+    let pipeline = Pipeline::new(registry());
+    let mcp = McpServer::new(pipeline.clone()).into_router();
+    let oxp = Oxp::start(Server::from_pipeline(pipeline).nest("/mcp", mcp)).await;
+    let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", oxp.base));
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let listed = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        serde_json::to_value(tool).unwrap()
+    };
+    assert_eq!(
+        listed("Billing_Find")["_meta"],
+        json!({"anthropic/alwaysLoad": true, "anthropic/searchHint": "invoice receipt pdf"})
+    );
+    // A tool that states neither is deferred or not as the host decides.
+    let echo = listed("Text_Echo");
+    assert!(echo.get("_meta").is_none(), "{echo}");
+    client.cancel().await.unwrap();
+    // OXP's closed ToolDefinition and the providers' formats have no field for them.
+    let definitions = oxp
+        .request(reqwest::Method::GET, "/tools")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for exported in [
+        definitions,
+        Value::from(
+            Provider::Anthropic
+                .export(&registry(), &Limits::default(), false)
+                .unwrap(),
+        )
+        .to_string(),
+    ] {
+        assert!(
+            !exported.contains("invoice receipt") && !exported.contains("lwaysLoad"),
+            "{exported}"
+        );
+    }
+}
+
+#[test]
+fn a_search_hint_changes_no_published_definition_and_is_checked_by_hand_too() {
+    // `tools.lock` records what `GET /tools` publishes; the hints are not part of it, so adding,
+    // changing or dropping one is no change a caller sees and needs no new version.
+    let hinted = Registry::builder().tool(find::TOOL).build().unwrap();
+    let plain = Registry::builder()
+        .tool(find_unhinted::TOOL)
+        .build()
+        .unwrap();
+    let lock = oxp_runtime::lock::Lock::of(&plain);
+    assert_eq!(lock, oxp_runtime::lock::Lock::of(&hinted));
+    assert!(lock.check(&hinted).is_empty());
+    // Written by hand, a hint the attribute would refuse is refused in the same words
+    // (ui/bad_search_hint.stderr).
+    static TWO_LINES: ToolDescriptor = ToolDescriptor {
+        hints: oxp_runtime::ToolHints::NONE.__search(false, Some("receipt\ninvoice")),
+        ..*find::TOOL
+    };
+    let error = Registry::builder().tool(&TWO_LINES).build().unwrap_err();
+    assert!(
+        error.to_string().contains("`search_hint` holds '\\n'"),
+        "{error}"
+    );
+}

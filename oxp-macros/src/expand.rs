@@ -301,11 +301,13 @@ fn hints(args: &Args, oxp: &TokenStream) -> TokenStream {
     let idempotent = some_flag(&args.idempotent);
     let open_world = some_flag(&args.open_world);
     let (tags, examples) = (&args.tags, &args.examples);
+    let (always_load, search_hint) = (args.always_load, some_str(&args.search_hint));
     quote! {
         #oxp::ToolHints::__new(
             #title, #read_only, #destructive, #idempotent, #open_world,
             &[#(#tags),*], &[#(#examples),*], #deprecated, #confirm, #cannot_ask, #task,
         )
+        .__search(#always_load, #search_hint)
     }
 }
 

@@ -8,6 +8,7 @@
 //! title = "Add numbers"       read_only   destructive[ = false]   idempotent   open_world[ = false]
 //! tags = ["math", "billing"]  example = r#"{"a": 1}"#  (repeatable)   deprecated = "use …"
 //! confirm = "Delete {path}?"
+//! always_load                 search_hint = "pdf invoice receipt"
 //! ```
 
 use proc_macro2::TokenStream;
@@ -36,6 +37,8 @@ pub const KEYS: &[&str] = &[
     "tags",
     "example",
     "deprecated",
+    "always_load",
+    "search_hint",
     "confirm",
     "cannot_ask",
     "task",
@@ -67,6 +70,10 @@ pub struct Args {
     pub tags: Vec<LitStr>,
     pub examples: Vec<LitStr>,
     pub deprecated: Option<LitStr>,
+    /// `always_load`: hosts that defer tools load this one up front.
+    pub always_load: bool,
+    /// `search_hint = "pdf invoice"`: words a host's tool search matches.
+    pub search_hint: Option<LitStr>,
     /// `confirm = "Delete {path}?"`: the question the user must say yes to first.
     pub confirm: Option<LitStr>,
     /// `cannot_ask = "hide"`: what the tool does for a caller that cannot answer.
@@ -122,6 +129,19 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
                     return skip_value(&meta);
                 }
                 args.user_id = true;
+            }
+            "always_load" => {
+                if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+                    errors.spanned(
+                        &meta.path,
+                        "`always_load` is a flag and takes no value: write `always_load` to have hosts that defer tools load this one up front, or leave it out to let them defer it",
+                    );
+                    return skip_value(&meta);
+                }
+                args.always_load = true;
+            }
+            "search_hint" => {
+                args.search_hint = string(&meta, &key, "\"pdf invoice receipt\"", errors)?;
             }
             "timeout_ms" => {
                 if !meta.input.peek(Token![=]) {

@@ -13,6 +13,12 @@ pub const MAX_NAME_LEN: usize = 64;
 /// Characters in a description: what model providers allow.
 pub const MAX_DESCRIPTION_LEN: usize = 1024;
 
+/// Characters in a `search_hint`. A hint is a few words a host's tool search matches beside
+/// the name and description, and a host that defers tools may show it in the short catalogue
+/// its model reads in every conversation: 200 characters hold some thirty keywords, more than
+/// a search query matches, and stop a hint from becoming a second description.
+pub const MAX_SEARCH_HINT_LEN: usize = 200;
+
 /// Whether `s` may be a toolkit or tool name, a segment of the id `Toolkit.Name@x.y.z`:
 /// `[A-Za-z0-9_]+`.
 pub fn is_segment(s: &str) -> bool {
@@ -98,6 +104,25 @@ pub fn description_problem(description: &str) -> Option<String> {
     } else if len > MAX_DESCRIPTION_LEN {
         Some(format!(
             "the description is {len} characters; model providers allow {MAX_DESCRIPTION_LEN}: shorten the doc comment"
+        ))
+    } else {
+        None
+    }
+}
+
+/// The `search_hint`, unless it is one line of at most [`MAX_SEARCH_HINT_LEN`] characters with
+/// words in it.
+pub fn search_hint_problem(hint: &str) -> Option<String> {
+    let len = hint.chars().count();
+    if hint.trim().is_empty() {
+        Some("`search_hint` needs the words a user would search for: e.g. `search_hint = \"pdf invoice receipt\"`; leave the key out to let hosts search the name and description alone".to_owned())
+    } else if let Some(bad) = hint.chars().find(|c| c.is_control()) {
+        Some(format!(
+            "`search_hint` holds {bad:?}: a hint is one line of keywords, hosts match it as one phrase; write the words on one line, e.g. `search_hint = \"pdf invoice receipt\"`"
+        ))
+    } else if len > MAX_SEARCH_HINT_LEN {
+        Some(format!(
+            "`search_hint` is {len} characters; at most {MAX_SEARCH_HINT_LEN}: a hint is a few words a user would search for, not a second description (the description is searched too)"
         ))
     } else {
         None

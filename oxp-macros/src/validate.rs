@@ -230,6 +230,11 @@ fn check_hints(args: &Args, errors: &mut Errors) {
             Ok(_) => {}
         }
     }
+    if let Some(hint) = &args.search_hint {
+        if let Some(problem) = rules::search_hint_problem(&hint.value()) {
+            errors.error(hint.span(), problem);
+        }
+    }
     for (key, text) in [("title", &args.title), ("deprecated", &args.deprecated)] {
         if let Some(text) = text.as_ref().filter(|t| t.value().trim().is_empty()) {
             errors.error(

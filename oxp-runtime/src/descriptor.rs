@@ -259,6 +259,12 @@ pub struct ToolHints {
     /// Whether it may, or must, run as an MCP task (`task = "optional"`); `None`: never. See
     /// [`tasks`](crate::tasks).
     pub task: Option<crate::tasks::TaskSupport>,
+    /// Hosts that defer tools until their tool search finds them load this one up front
+    /// (`always_load`); MCP's `_meta["anthropic/alwaysLoad"]`.
+    pub always_load: bool,
+    /// Words a host's tool search matches beside the name and description
+    /// (`search_hint = "pdf invoice"`); MCP's `_meta["anthropic/searchHint"]`.
+    pub search_hint: Option<&'static str>,
 }
 
 impl ToolHints {
@@ -279,6 +285,8 @@ impl ToolHints {
         confirm: None,
         cannot_ask: None,
         task: None,
+        always_load: false,
+        search_hint: None,
     };
 
     /// Hints from `#[tool]`'s expansion (the struct is `#[non_exhaustive]` so it may grow).
@@ -309,6 +317,20 @@ impl ToolHints {
             confirm,
             cannot_ask,
             task,
+            always_load: false,
+            search_hint: None,
         }
+    }
+
+    /// The tool-search hints from `#[tool]`'s expansion.
+    #[doc(hidden)]
+    pub const fn __search(
+        mut self,
+        always_load: bool,
+        search_hint: Option<&'static str>,
+    ) -> ToolHints {
+        self.always_load = always_load;
+        self.search_hint = search_hint;
+        self
     }
 }

@@ -33,6 +33,7 @@
 pub mod app;
 pub mod ask;
 pub mod authorization;
+pub mod card;
 extern crate self as oxp_runtime;
 pub mod call;
 #[cfg(feature = "client")]
@@ -74,6 +75,23 @@ pub mod tasks;
 pub mod version;
 
 pub use app::serve;
+
+/// The one-line `main` that also publishes this binary's MCP Server Card: [`serve()`], with
+/// the card filled from the calling crate's `Cargo.toml` ([`server_card!`]) and served at
+/// `/mcp/server-card` and in `/.well-known/ai-catalog.json`; `<bin> card` prints it.
+///
+/// ```no_run
+/// #[tokio::main]
+/// async fn main() {
+///     oxp_runtime::serve!().await
+/// }
+/// ```
+#[macro_export]
+macro_rules! serve {
+    () => {
+        $crate::app::serve_with($crate::server_card!())
+    };
+}
 pub use context::ToolContext;
 pub use descriptor::{
     AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,

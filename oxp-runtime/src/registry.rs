@@ -981,6 +981,12 @@ fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, Regis
     })?;
     check(rules::version_problem(descriptor.version))?;
     check(rules::description_problem(descriptor.description))?;
+    check(
+        descriptor
+            .hints
+            .search_hint
+            .and_then(rules::search_hint_problem),
+    )?;
     check(scopes_problem(descriptor.scopes))?;
     let version: ToolVersion = descriptor
         .version

@@ -112,9 +112,11 @@ fn greet_visitor(
 // The skills in `skills/`, served to MCP clients with the skills extension.
 oxp_runtime::skills!();
 
+// `serve!()` rather than `serve()`: the same server, also publishing the MCP Server Card filled
+// from this crate's Cargo.toml (`cargo run -- card` prints it).
 #[tokio::main]
 async fn main() {
-    oxp_runtime::serve().await
+    oxp_runtime::serve!().await
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`,
-//! `lock`.
+//! `lock`, `card`.
 //! Each returns its exit code; only [`super::serve`] exits.
 
 use std::io::Read;
@@ -18,6 +18,7 @@ usage: <bin>                                 serve every tool over OXP (configur
        <bin> tools --format F [--strict]     print the tool definitions as JSON
        <bin> dispatch --format F             run the tool calls of a model response read on stdin
        <bin> mcp                             serve every tool over MCP on stdin/stdout
+       <bin> card                            print the MCP Server Card (main calls `oxp_runtime::serve!()`)
        <bin> lock [--path FILE] [--allow-removal]
                                              write tools.lock: every tool and its definition
        <bin> lock --check [--path FILE] [--allow-removal]
@@ -58,6 +59,7 @@ pub(crate) enum Command {
         provider: Provider,
     },
     Mcp,
+    Card,
     Lock {
         path: PathBuf,
         check: bool,
@@ -104,6 +106,8 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
         },
         "mcp" if !given => Ok(Command::Mcp),
         "mcp" => Err("`mcp` takes no options".into()),
+        "card" if !given => Ok(Command::Card),
+        "card" => Err("`card` takes no options".into()),
         "help" | "--help" | "-h" => Err(String::new()),
         other => Err(format!("unknown command `{other}`")),
     }
@@ -325,6 +329,27 @@ fn print_review(review: &Review, notices: bool) {
     }
 }
 
+/// `card`: the Server Card as the server answers it, on stdout; 2 with the reason on stderr
+/// when the binary has none or it cannot be served.
+pub(crate) fn card(card: Option<crate::card::ServerCard>, public_url: Option<&str>) -> i32 {
+    let Some(card) = card else {
+        eprintln!(
+            "this binary publishes no MCP Server Card: its `main` calls `oxp_runtime::serve()`; call `oxp_runtime::serve!()` to publish one filled from Cargo.toml"
+        );
+        return 2;
+    };
+    match card.with_public_url(public_url).to_json() {
+        Ok(json) => {
+            println!("{}", pretty(&json));
+            0
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            2
+        }
+    }
+}
+
 /// The binary's name, for the commands the lines suggest.
 fn program() -> String {
     std::env::args()
@@ -352,6 +377,8 @@ mod tests {
     #[test]
     fn the_command_line() {
         assert_eq!(parse(&[]), Ok(Command::Serve));
+        assert_eq!(parse(&args("card")), Ok(Command::Card));
+        assert!(parse(&args("card --format oxp")).is_err());
         assert_eq!(
             parse(&args("tools --format openai --strict")),
             Ok(Command::Tools {

@@ -56,7 +56,7 @@ pub enum LogFormat {
 /// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
 /// | `OXP_TOOL_TIMEOUT_MS` | `60000` | time limit for tools without their own `timeout_ms` (`0`: none) |
 /// | `OXP_TOOLS` | every tool | which tools to expose on every front: `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `resource:URI`, `prompt:NAME`, `-` to exclude, comma-separated |
-/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s; its origin is allowed) |
+/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s and the MCP Server Card's endpoint; its origin is allowed) |
 /// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
 /// | `OXP_ALLOWED_HOSTS` | – | host names the server answers to besides its listening addresses, the loopback names on loopback and `OXP_PUBLIC_URL`'s host |
 /// | `OXP_MAX_CONCURRENT_CALLS` | 512 per core | tool runs at once (a run outlives its client's hang-up); over it, "temporarily unavailable"; `0`: no limit |

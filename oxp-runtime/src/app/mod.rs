@@ -39,11 +39,45 @@ use commands::Command;
 /// with a message and exit code 2; a shutdown whose grace period ran out with calls in flight,
 /// with exit code 1; a drained shutdown, with 0.
 pub async fn serve() {
+    run(None).await
+}
+
+/// [`serve()`], publishing `card` as this server's MCP Server Card (see [`crate::card`]):
+/// what [`serve!`](crate::serve) calls with the card of the user's `Cargo.toml`. The card's
+/// endpoint is `OXP_PUBLIC_URL` + `/mcp` unless the card names one. A card that cannot be served
+/// (no description in `Cargo.toml`, say) is reported at start-up, and the tools are served
+/// without it; `<bin> card` prints the card or, exiting 2, what is wrong with it.
+///
+/// ```no_run
+/// #[tokio::main]
+/// async fn main() {
+///     let card = oxp_runtime::server_card!().title("Calculator");
+///     oxp_runtime::app::serve_with(card).await
+/// }
+/// ```
+pub async fn serve_with(card: crate::card::ServerCard) {
+    run(Some(card)).await
+}
+
+async fn run(card: Option<crate::card::ServerCard>) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = match commands::parse(&args) {
         Ok(command) => command,
         Err(message) => std::process::exit(commands::usage_error(&message)),
     };
+    if command == Command::Card {
+        if !cfg!(feature = "mcp") {
+            eprintln!(
+                "error: this binary was built without MCP, so it serves no MCP Server Card: turn on \
+                 oxp-runtime's `mcp` feature"
+            );
+            std::process::exit(2);
+        }
+        let public_url = ServerConfig::from_env()
+            .unwrap_or_else(|e| fail(&format!("configuration error: {e}")))
+            .public_url;
+        std::process::exit(commands::card(card, public_url.as_deref()));
+    }
     if command != Command::Serve {
         std::process::exit(run_subcommand(command).await);
     }
@@ -57,10 +91,18 @@ pub async fn serve() {
         Ok(registry) => registry,
         Err(error) => fail(&error.to_string()),
     };
-    let server = match config.apply(Server::new(registry)).await {
+    let mut server = match config.apply(Server::new(registry)).await {
         Ok(server) => server,
         Err(error) => fail(&format!("configuration error: {error}")),
     };
+    // The card describes the MCP endpoint: without MCP there is nothing for it to point at.
+    // A card that cannot be served costs discovery, not the tools: said, and served without.
+    if let Some(card) = card.filter(|_| cfg!(feature = "mcp")) {
+        match server.clone().server_card(card) {
+            Ok(with_card) => server = with_card,
+            Err(error) => tracing::warn!("serving no MCP Server Card: {error}"),
+        }
+    }
     let listener = match tokio::net::TcpListener::bind(config.addr).await {
         Ok(listener) => listener,
         Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
@@ -216,7 +258,7 @@ async fn run_subcommand(command: Command) -> i32 {
             );
             2
         }
-        Command::Serve | Command::Lock { .. } => unreachable!("handled before"),
+        Command::Serve | Command::Card | Command::Lock { .. } => unreachable!("handled before"),
     }
 }
 

@@ -432,6 +432,11 @@ fn tools(registry: &Registry, any_output: bool, cannot_ask: crate::ask::CannotAs
         .collect()
 }
 
+/// The `_meta` key of `always_load`: Claude Code loads the tool up front instead of deferring it.
+const ALWAYS_LOAD: &str = "anthropic/alwaysLoad";
+/// The `_meta` key of `search_hint`: words Claude Code's tool search matches.
+const SEARCH_HINT: &str = "anthropic/searchHint";
+
 fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
     let definition = tool.definition();
     let object = |schema: &Value| -> JsonObject {
@@ -473,6 +478,17 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
             hints.idempotent,
             hints.open_world,
         ));
+    }
+    // MCP has no tool-search primitive; hosts that defer tools read these per tool.
+    let mut search = JsonObject::new();
+    if hints.always_load {
+        search.insert(ALWAYS_LOAD.into(), Value::Bool(true));
+    }
+    if let Some(hint) = hints.search_hint {
+        search.insert(SEARCH_HINT.into(), hint.into());
+    }
+    if !search.is_empty() {
+        mcp.meta = Some(rmcp::model::MetaObject(search));
     }
     // Before 2026-07-28 MCP's `outputSchema` must describe an object (structured content is an
     // object); from it (SEP-2106) any schema. Before, other values are returned as text only.

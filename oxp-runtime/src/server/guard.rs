@@ -160,7 +160,17 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for Guarded<F> {
 
 /// The answer to a request turned away at the door, if it is.
 fn refusal(state: &AppState, request: &Request) -> Option<Response> {
-    if let Err(refused) = state.browsers.check(request.headers()) {
+    let checked = match state.browsers.check(request.headers()) {
+        // Public documents, the same for every reader: see `discovery`.
+        Err(Refused::Origin)
+            if state.discovery
+                && super::discovery::is_public(request.method(), request.uri().path()) =>
+        {
+            Ok(())
+        }
+        checked => checked,
+    };
+    if let Err(refused) = checked {
         let (message, detail) = match refused {
             Refused::Origin => (
                 "Requests from this origin are not allowed.",

@@ -21,6 +21,7 @@ mod auth;
 mod body;
 mod browsers;
 mod dialect;
+mod discovery;
 mod guard;
 mod handlers;
 mod hs256;
@@ -115,6 +116,8 @@ pub struct Server {
     nested: Vec<(String, Router)>,
     /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
     metrics_route: bool,
+    /// The MCP Server Card, checked, served with the AI Catalog when set.
+    card: Option<crate::card::ServerCard>,
 }
 
 /// The playground: one self-contained page (no CDN, no build step).
@@ -167,7 +170,39 @@ impl Server {
             budget: listen::ConnectionBudget::default(),
             nested: Vec::new(),
             metrics_route: true,
+            card: None,
         }
+    }
+
+    /// Publishes `card` (see [`crate::card`]) at `/mcp/server-card` and
+    /// `/.well-known/mcp/server-card.json`, with `/.well-known/ai-catalog.json` pointing at it:
+    /// public, answered to pages of any origin (CORS), before authentication, with a strong
+    /// `ETag`. The card's endpoint is the [`public_url`](Self::public_url) + `/mcp` unless the
+    /// card names one. A card that cannot be served is refused here, naming the field.
+    ///
+    /// ```
+    /// use oxp_runtime::{server::Server, Registry};
+    ///
+    /// let card = oxp_runtime::server_card!().name("com.example/calc").description("Adds.");
+    /// let server = Server::new(Registry::builder().build().unwrap())
+    ///     .public_url("https://tools.example.com")
+    ///     .server_card(card)
+    ///     .unwrap();
+    /// # let _ = server;
+    /// // No description: refused, saying where to write one.
+    /// let bare = oxp_runtime::card::ServerCard::new("calc", "1.0.0").name("com.example/calc");
+    /// let error = Server::new(Registry::builder().build().unwrap()).server_card(bare).unwrap_err();
+    /// assert_eq!(error.field, "description");
+    /// ```
+    pub fn server_card(
+        mut self,
+        card: crate::card::ServerCard,
+    ) -> Result<Self, crate::card::CardError> {
+        card.clone()
+            .with_public_url(self.public_url.as_deref())
+            .to_json()?;
+        self.card = Some(card);
+        Ok(self)
     }
 
     /// Whether the router answers `GET /metrics` (behind its authentication, like `/tools`);
@@ -620,6 +655,8 @@ impl Server {
         let playground = self.playground;
         let nested = std::mem::take(&mut self.nested);
         let metrics_route = self.metrics_route;
+        let card = self.card.clone();
+        let public_url = self.public_url.clone();
         let state = self.state();
         let with_metrics = metrics_route && state.pipeline.metrics_handle().is_some();
         let protected = Router::new()
@@ -699,6 +736,16 @@ impl Server {
         } else {
             open
         };
+        // Checked by `server_card`; only a public URL set after it can still break the card.
+        let open =
+            match card.map(|card| discovery::routes(open.clone(), &card, public_url.as_deref())) {
+                Some(Ok(with_card)) => with_card,
+                Some(Err(error)) => {
+                    tracing::error!("serving no MCP Server Card: {error}");
+                    open
+                }
+                None => open,
+            };
         open.method_not_allowed_fallback(method_not_allowed)
             .merge(protected)
             .layer(guard::GuardLayer(state.clone()))
@@ -740,6 +787,7 @@ impl Server {
         #[cfg(not(feature = "oauth"))]
         let oauth_metadata = None;
         Arc::new(AppState {
+            discovery: self.card.is_some(),
             oauth_metadata,
             pipeline: self.pipeline,
             auth: self.auth,
@@ -791,4 +839,6 @@ struct AppState {
     public_check_url: Option<String>,
     /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
     oauth_metadata: Option<[axum::body::Bytes; 2]>,
+    /// Whether the discovery documents are served, and so open to pages of any origin.
+    discovery: bool,
 }
