@@ -177,7 +177,7 @@ async fn server_side_secrets_reach_tools_called_over_mcp() {
         ..Default::default()
     };
     let mcp = McpServer::new(pipeline()).with_context(context);
-    let app = axum::Router::new().nest_service("/mcp", mcp.streamable_http_service());
+    let app = axum::Router::new().nest("/mcp", mcp.into_router());
     let oxp = Oxp::start_router(app).await;
     let client = connect(&oxp).await;
     let sent = call(&client, "SMS_Send", json!({"to": "+1", "body": "hi"})).await;

@@ -5,45 +5,22 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rmcp::RoleServer;
 use rmcp::model::InputRequiredResult;
-use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use serde_json::Value;
 
 use crate::ask::{Capability, Round};
 use crate::seal::{Binding, Ledger};
 
+use super::exchange::Back;
+
 /// The most rounds of questions one call may ask by requests of the server's own: a tool that
 /// keeps asking must not hold its client forever.
 pub(crate) const MAX_ROUNDS: usize = 16;
 
-/// What the client of a request declared it can answer, where it can be asked: in the
-/// request's `_meta` from 2026-07-28; at `initialize` over stdio before that (where the server
-/// sends requests of its own on the call's connection); nothing otherwise (earlier revisions
-/// over stateless HTTP have no way back to the waiting call).
-pub(crate) fn declared(
-    context: &RequestContext<RoleServer>,
-) -> Option<rmcp::model::ClientCapabilities> {
-    let over_http = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some();
-    if super::speaks_2026_07_28(context) {
-        context.meta.client_capabilities()
-    } else if over_http {
-        None
-    } else {
-        context
-            .peer
-            .peer_info()
-            .map(|info| info.capabilities.clone())
-    }
-}
-
 /// Asks `asked` (MCP request shapes, by key) of the client by requests of the server's own,
 /// one after another, waiting at most `wait` for each (a person answers); the answers by key.
 pub(crate) async fn by_request(
-    peer: &Peer<RoleServer>,
+    back: &Back,
     asked: BTreeMap<String, Value>,
     wait: Duration,
 ) -> Result<BTreeMap<String, Value>, String> {
@@ -53,16 +30,7 @@ pub(crate) async fn by_request(
             .map_err(|e| format!("The tool's question `{key}` is not one MCP can carry: {e}."))?;
         // Bounded here rather than by the peer's own option: a client that never answers
         // must not hold the call past the wait.
-        let asked = async {
-            match peer
-                .send_request_with_option(request, PeerRequestOptions::no_options())
-                .await
-            {
-                Ok(handle) => handle.await_response().await.map_err(|e| e.to_string()),
-                Err(error) => Err(error.to_string()),
-            }
-        };
-        let answer = match tokio::time::timeout(wait, asked).await {
+        let answer = match tokio::time::timeout(wait, back.request(request)).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(error)) => {
                 return Err(format!(

@@ -1,12 +1,11 @@
-//! The standard headers of a `tools/call` (SEP-2243: `Mcp-Method`, `Mcp-Name`, and an
-//! `Mcp-Param-<Name>` for each parameter marked `#[mcp_header("Name")]`), checked against its
-//! body.
+//! The standard headers of a request (SEP-2243: `Mcp-Method`, `Mcp-Name`, and for a
+//! `tools/call` an `Mcp-Param-<Name>` for each parameter marked `#[mcp_header("Name")]`),
+//! checked against its body by the HTTP transport before its method runs.
 //!
 //! A gateway routes, rate-limits and denies on these headers without reading the body, so a
 //! header that disagrees with the body would let a call past a rule written for another. A
 //! header sent is therefore checked whatever revision the request names, or with none; only a
-//! 2026-07-28 request, whose revision defines them, must send them all. (rmcp checks 2026-07-28
-//! requests too, before dispatch; this check is the one that holds at every revision.)
+//! 2026-07-28 request, whose revision defines them, must send them all.
 
 use axum::http::HeaderMap;
 use rmcp::ErrorData as McpError;
@@ -20,40 +19,54 @@ const STANDARD_HEADERS: &str = "2026-07-28";
 const BASE64_PREFIX: &str = "=?base64?";
 const BASE64_SUFFIX: &str = "?=";
 
-/// Checks a `tools/call` of the tool listed as `name`, with these `arguments` and this input
-/// schema, against the request's headers; a mismatch is MCP's header-mismatch error (-32020,
-/// HTTP 400 from 2026-07-28) and nothing runs.
+/// Checks a request's standard headers against its body: `Mcp-Method` names its method, and
+/// `Mcp-Name` the name, URI or task id of a method that has one. Required from 2026-07-28,
+/// where the revision defines them (`initialize` excepted, though one it sends must agree). A
+/// `tools/call`'s headers are checked whatever revision it names, `Mcp-Param-*` among them
+/// (`tool`: the called tool's arguments and input schema, when it names a tool). A mismatch is
+/// MCP's header-mismatch error (-32020, HTTP 400), and nothing runs.
 pub(super) fn check(
     headers: &HeaderMap,
-    name: &str,
-    arguments: Option<&JsonObject>,
-    input_schema: &Value,
+    method: &str,
+    name: Option<&str>,
+    tool: Option<(Option<&JsonObject>, &Value)>,
 ) -> Result<(), McpError> {
     let required = headers
         .get("mcp-protocol-version")
         .and_then(|version| version.to_str().ok())
         .is_some_and(|version| version >= STANDARD_HEADERS);
+    let call = method == "tools/call";
+    if !required && !call {
+        return Ok(());
+    }
     let mismatch = |reason: String| Err(McpError::header_mismatch(reason, None));
     match single(headers, "mcp-method")? {
-        Some(method) if method != "tools/call" => {
+        Some(header) if header != method => {
             return mismatch(format!(
-                "Mcp-Method header `{method}` does not match body method `tools/call`"
+                "Mcp-Method header `{header}` does not match body method `{method}`"
             ));
         }
-        None if required => return mismatch("missing required Mcp-Method header".into()),
-        _ => {}
-    }
-    match single(headers, "mcp-name")? {
-        Some(header) if header != name => {
-            return mismatch(format!(
-                "Mcp-Name header `{header}` does not match body value `{name}`"
-            ));
-        }
-        None if required => {
-            return mismatch("missing required Mcp-Name header for `tools/call`".into());
+        None if required && method != "initialize" => {
+            return mismatch("missing required Mcp-Method header".into());
         }
         _ => {}
     }
+    if let Some(name) = name {
+        match single(headers, "mcp-name")? {
+            Some(header) if header != name => {
+                return mismatch(format!(
+                    "Mcp-Name header `{header}` does not match body value `{name}`"
+                ));
+            }
+            None if required => {
+                return mismatch(format!("missing required Mcp-Name header for `{method}`"));
+            }
+            _ => {}
+        }
+    }
+    let Some((arguments, input_schema)) = tool else {
+        return Ok(());
+    };
     let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
@@ -147,16 +160,40 @@ mod tests {
         // "Zürich" cannot travel bare.
         let wrapped = headers(&[("mcp-param-city", "=?base64?WsO8cmljaA==?=")]);
         let zurich = arguments(json!({"city": "Zürich"}));
-        assert!(check(&wrapped, "T", Some(&zurich), &schema).is_ok());
+        assert!(
+            check(
+                &wrapped,
+                "tools/call",
+                Some("T"),
+                Some((Some(&zurich), &schema))
+            )
+            .is_ok()
+        );
         let bern = arguments(json!({"city": "Bern"}));
-        assert!(check(&wrapped, "T", Some(&bern), &schema).is_err());
+        assert!(
+            check(
+                &wrapped,
+                "tools/call",
+                Some("T"),
+                Some((Some(&bern), &schema))
+            )
+            .is_err()
+        );
         let broken = headers(&[("mcp-param-city", "=?base64?%%%?=")]);
-        assert!(check(&broken, "T", Some(&zurich), &schema).is_err());
+        assert!(
+            check(
+                &broken,
+                "tools/call",
+                Some("T"),
+                Some((Some(&zurich), &schema))
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn a_repeated_header_is_refused_even_when_one_value_agrees() {
         let twice = headers(&[("mcp-name", "T"), ("mcp-name", "U")]);
-        assert!(check(&twice, "T", None, &json!({})).is_err());
+        assert!(check(&twice, "tools/call", Some("T"), None).is_err());
     }
 }

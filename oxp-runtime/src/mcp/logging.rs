@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::service::RequestContext;
-use rmcp::{Peer, RoleServer};
+
+use super::exchange::{Back, Exchange};
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -48,22 +48,14 @@ impl SessionLevel {
 /// - before, over HTTP, `info`: a revision with sessions lets a server choose until its client
 ///   sets a level, and a stateless server cannot remember a `logging/setLevel`;
 /// - over stdio (one process, one client), the level the client set, if it set one.
-pub(super) fn call_level(
-    context: &RequestContext<RoleServer>,
-    newest: bool,
-    stdio: &SessionLevel,
-) -> Option<LoggingLevel> {
-    if let Some(level) = context.meta.log_level() {
+pub(super) fn call_level(exchange: &Exchange, stdio: &SessionLevel) -> Option<LoggingLevel> {
+    if let Some(level) = exchange.meta.log_level() {
         return Some(level);
     }
-    if newest {
+    if exchange.newest() {
         return None;
     }
-    if context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some()
-    {
+    if exchange.over_http() {
         return Some(LoggingLevel::Info);
     }
     stdio.get()
@@ -106,7 +98,7 @@ impl CallLog {
     /// `secrets` is asked for only then: a call without logging pays nothing.
     pub(super) fn open(
         level: Option<LoggingLevel>,
-        peer: Peer<RoleServer>,
+        back: Back,
         secrets: impl FnOnce() -> Vec<String>,
     ) -> Option<(CallLog, Flush)> {
         let min = rank(level?);
@@ -114,7 +106,8 @@ impl CallLog {
         let (sender, mut receiver) = tokio::sync::mpsc::channel(QUEUE);
         let task = tokio::spawn(async move {
             while let Some(message) = receiver.recv().await {
-                if peer.notify_logging_message(message).await.is_err() {
+                let message = rmcp::model::LoggingMessageNotification::new(message);
+                if back.notify(message.into()).await.is_err() {
                     return; // the client is gone
                 }
             }

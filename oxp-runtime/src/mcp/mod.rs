@@ -40,9 +40,13 @@
 //! ```
 
 mod asking;
+mod connection;
+mod exchange;
 mod fallback;
 mod headers;
+mod http;
 mod logging;
+mod methods;
 mod prompts;
 mod resources;
 mod skills;
@@ -56,15 +60,10 @@ use std::time::Duration;
 
 use futures_util::future::Either;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
-    Implementation, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, JsonObject,
+    ProgressNotificationParam, ProgressToken, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData as McpError, ServiceExt};
 use serde_json::Value;
 
 use crate::ask::{Capability, Round};
@@ -74,6 +73,7 @@ use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
 use crate::signals::{CallSignals, Cancellation};
+use exchange::{Back, Exchange};
 
 /// How long a client may keep a `tools/list` answer, by default.
 ///
@@ -339,9 +339,9 @@ impl McpServer {
     }
 
     /// Whether this request's client can answer a question to its user: it declared
-    /// elicitation where it can be asked (see [`asking::declared`]).
-    fn caller_can_answer(&self, context: &RequestContext<RoleServer>) -> bool {
-        asking::supports(asking::declared(context).as_ref())(Capability::Elicitation)
+    /// elicitation where it can be asked.
+    fn caller_can_answer(&self, exchange: &Exchange) -> bool {
+        asking::supports(exchange.capabilities.as_ref())(Capability::Elicitation)
     }
 
     fn tools_for(&self, any_output: bool) -> &[Tool] {
@@ -353,9 +353,8 @@ impl McpServer {
         cache.get_or_init(|| tools(self.pipeline.registry(), any_output, self.cannot_ask))
     }
 
-    /// The streamable HTTP transport as a tower service: stateless for every revision, JSON
-    /// for a call that streams nothing. It accepts requests for any `Host` and `Origin`: the
-    /// OXP server's guard checks both (the MCP transport's MUST) before a request gets here.
+    /// The streamable HTTP transport as a tower service, to nest at a path of your choosing:
+    /// the same as [`into_router`](Self::into_router).
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, mcp::McpServer, tool, Registry};
@@ -365,25 +364,22 @@ impl McpServer {
     /// async fn add(a: f64, b: f64) -> f64 { a + b }
     ///
     /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
-    /// // The service alone, at a path of your choosing.
+    /// # #[allow(deprecated)]
     /// let service = McpServer::new(pipeline).streamable_http_service();
     /// let app: axum::Router = axum::Router::new().nest_service("/agents/mcp", service);
     /// ```
-    pub fn streamable_http_service(&self) -> StreamableHttpService<McpServer, NeverSessionManager> {
-        let server = self.clone();
-        let config = StreamableHttpServerConfig::default()
-            .disable_allowed_hosts()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
-            .with_max_request_body_bytes(self.max_body_bytes);
-        StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(NeverSessionManager::default()),
-            config,
-        )
+    #[deprecated(
+        note = "this was rmcp's transport, which built a service per request; oxp's own \
+                replaces it: nest `McpServer::into_router()` where this was"
+    )]
+    pub fn streamable_http_service(&self) -> axum::Router {
+        self.clone().into_router()
     }
 
-    /// The streamable HTTP transport as an axum router: what the OXP server nests at `/mcp`.
+    /// MCP's streamable HTTP transport as an axum router, answering at its root: what the OXP
+    /// server nests at `/mcp`. It checks what MCP's transport asks of a request (method, media
+    /// types, the revision's headers, body cap); Origin and Host are the OXP server's guard's
+    /// to check, before a request gets here.
     ///
     /// ```
     /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
@@ -395,7 +391,7 @@ impl McpServer {
     /// # Ok::<(), std::io::Error>(()) };
     /// ```
     pub fn into_router(self) -> axum::Router {
-        axum::Router::new().route_service("/", self.streamable_http_service())
+        http::router(self)
     }
 
     /// Serves MCP over stdin/stdout until the client disconnects.
@@ -510,36 +506,6 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
 
 pub use logging::log_layer;
 
-/// What the caller's scopes let it see and use: over HTTP, the grant the OXP server's
-/// authentication left in the request's parts; everything over stdio.
-fn grant_of(context: &RequestContext<RoleServer>) -> crate::principal::Grant {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<crate::principal::Grant>())
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Whether the client's revision takes any output schema and any structured content
-/// (2026-07-28, SEP-2106), or only objects: the revision its requests carry, or the one it
-/// asked for when it initialized.
-fn takes_any_output(context: &RequestContext<RoleServer>) -> bool {
-    speaks_2026_07_28(context)
-}
-
-/// Whether the client speaks 2026-07-28 or later: the revision its request carries, or the one
-/// it asked for when it initialized.
-fn speaks_2026_07_28(context: &RequestContext<RoleServer>) -> bool {
-    let version = context.meta.protocol_version().or_else(|| {
-        context
-            .peer
-            .peer_info()
-            .map(|info| info.protocol_version.clone())
-    });
-    version.is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
-}
-
 /// How often progress reaches an MCP client at most: the latest report in each interval wins,
 /// so a tool reporting in a tight loop cannot flood the client.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
@@ -559,7 +525,7 @@ struct ProgressShared {
 }
 
 impl ProgressForwarder {
-    fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
+    fn start(back: Back, token: ProgressToken) -> Self {
         let shared = Arc::new(ProgressShared::default());
         let task = tokio::spawn({
             let shared = shared.clone();
@@ -576,7 +542,8 @@ impl ProgressForwarder {
                             ProgressNotificationParam::new(token.clone(), report.done as f64);
                         param.total = report.total.map(|t| t as f64);
                         param.message = report.message;
-                        if peer.notify_progress(param).await.is_err() {
+                        let notification = rmcp::model::ProgressNotification::new(param);
+                        if back.notify(notification.into()).await.is_err() {
                             return; // the client is gone
                         }
                         tokio::time::sleep(PROGRESS_INTERVAL).await;
@@ -615,303 +582,19 @@ fn text_error(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![Content::text(text.into())])
 }
 
-impl ServerHandler for McpServer {
-    #[allow(deprecated)] // logging: see `set_level`
-    fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .enable_completions()
-            .enable_prompts()
-            .enable_resources()
-            .build();
-        // The skills extension, declared by a server that has skills (settings inline), with
-        // the folder reads it serves.
-        if !self.pipeline.registry().skills().is_empty() {
-            let settings = JsonObject::from_iter([("directoryRead".to_owned(), Value::Bool(true))]);
-            capabilities
-                .extensions
-                .get_or_insert_default()
-                .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), settings);
-        }
-        // Tasks (SEP-2663), for a server with a tool that may run as one.
-        if (self.pipeline.registry().tools().iter()).any(|tool| tool.hints().task.is_some()) {
-            capabilities.extensions.get_or_insert_default().insert(
-                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-                JsonObject::new(),
-            );
-        }
-        InitializeResult::new(capabilities)
-            .with_server_info(Implementation::new("oxp", env!("CARGO_PKG_VERSION")))
-    }
-
-    /// `initialize` (revisions before 2026-07-28): `resources.subscribe` is declared on a
-    /// connection, where notifications can reach the client, and never over HTTP.
-    async fn initialize(
-        &self,
-        request: rmcp::model::InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let mut result = self.negotiate_initialize(&request)?;
-        if !subscriptions::over_http(&context) {
-            if let Some(resources) = result.capabilities.resources.as_mut() {
-                resources.subscribe = Some(true);
-            }
-        }
-        Ok(result)
-    }
-
-    #[allow(deprecated)] // subscriptions/listen replaces it from 2026-07-28; earlier clients use it
-    async fn subscribe(
-        &self,
-        request: rmcp::model::SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        (self.subscriptions).subscribe(self.pipeline.registry(), request.uri, &context)
-    }
-
-    #[allow(deprecated)] // as `subscribe`
-    async fn unsubscribe(
-        &self,
-        request: rmcp::model::UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        (self.subscriptions).unsubscribe(self.pipeline.registry(), &request.uri, &context)
-    }
-
-    #[allow(deprecated)] // logging, deprecated by the newest revision, still asked for by clients
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.log_level.set(request.level);
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let any_output = takes_any_output(&context);
-        // Over HTTP, the caller's scopes (left by the OXP server's authentication) filter the
-        // list: a tool is shown only to whom may call it. A caller that cannot answer does not
-        // see the tools that would ask it and hide.
-        let grant = grant_of(&context);
-        let answers = self.caller_can_answer(&context);
-        let tools: Vec<Tool> = self
-            .tools_for(any_output)
-            .iter()
-            .zip(self.pipeline.registry().tools())
-            .filter(|(_, registered)| grant.allows(registered.descriptor().scopes))
-            .filter(|(_, registered)| {
-                answers
-                    || fallback::policy(registered, self.cannot_ask) != crate::ask::CannotAsk::Hide
-            })
-            .map(|(tool, _)| tool.clone())
-            .collect();
-        // Private: once scopes filter the list, it is the caller's own.
-        Ok(ListToolsResult::with_all_items(tools)
-            .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
-            .with_cache_scope(CacheScope::Private))
-    }
-
-    /// The tool a `tools/call` names, for rmcp's check of the request's standard and
-    /// `Mcp-Param-*` headers against its body (SEP-2243).
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        // Found by the registry's index (the list is in the registry's order), from the list
-        // as made once (its schemas are shared, not copied).
-        let tool = self.resolve(name)?;
-        let place = self.pipeline.registry().place_of(tool);
-        self.tools_for(true).get(place).cloned()
-    }
-
-    /// The fixed resources and each skill's `SKILL.md`, with the caching hints of `tools/list`.
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
-        let registry = self.pipeline.registry();
-        let mut list = resources::list(registry, &grant_of(&context), self.list_ttl);
-        list.resources.extend(skills::resources(registry));
-        Ok(list)
-    }
-
-    /// The resource templates, with the caching hints of `tools/list`.
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
-        Ok(resources::templates(
-            self.pipeline.registry(),
-            &grant_of(&context),
-            self.list_ttl,
-        ))
-    }
-
-    /// Reads a resource through the pipeline; an unknown URI is SEP-2164's not-found.
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
-        if request.uri.starts_with(skills::SCHEME) {
-            if let Some(contents) = skills::read(self.pipeline.registry(), &request.uri) {
-                return Ok(rmcp::model::ReadResourceResult::new(vec![contents])
-                    .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
-                    .with_cache_scope(CacheScope::Private)
-                    .into());
-            }
-        }
-        // Boxed, as `tools/call` is: this future would otherwise size every request's.
-        Box::pin(resources::read(&self.pipeline, request, &context))
-            .await
-            .map(Into::into)
-    }
-
-    /// The skills, each with its files' digests (SEP-2640).
-    async fn list_skills(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
-        Ok(skills::list(self.pipeline.registry(), self.list_ttl))
-    }
-
-    /// The files and folders directly in a skill's folder (SEP-2640's directory reads).
-    async fn read_resource_directory(
-        &self,
-        request: rmcp::model::ReadResourceDirectoryRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
-        skills::directory(self.pipeline.registry(), &request.uri, self.list_ttl)
-    }
-
-    /// One skill by its `SKILL.md` URI.
-    async fn get_skill(
-        &self,
-        request: rmcp::model::GetSkillRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetSkillResult, McpError> {
-        skills::get(self.pipeline.registry(), &request, self.list_ttl)
-    }
-
-    /// The prompts, with the caching hints of `tools/list`.
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
-        Ok(prompts::list(
-            self.pipeline.registry(),
-            &grant_of(&context),
-            self.list_ttl,
-        ))
-    }
-
-    /// Renders a prompt through the pipeline.
-    async fn get_prompt(
-        &self,
-        request: rmcp::model::GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
-        // Boxed, as `tools/call` is: this future would otherwise size every request's.
-        Box::pin(prompts::get(self, request, &context)).await
-    }
-
-    /// Values for a prompt argument or a resource template parameter.
-    async fn complete(
-        &self,
-        request: rmcp::model::CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CompleteResult, McpError> {
-        prompts::complete(self.pipeline.registry(), &request)
-    }
-
-    /// What rmcp could not read as any request it knows: a tasks method whose params are not
-    /// the extension's shape (a `taskId` that is no string), or a subscription's without its
-    /// `uri` from a revision that has subscriptions, is invalid params, not an unknown method.
-    async fn on_custom_request(
-        &self,
-        request: rmcp::model::CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CustomResult, McpError> {
-        let subscriptions = !speaks_2026_07_28(&context);
-        let expected = match request.method.as_str() {
-            "tasks/get" | "tasks/cancel" => "`taskId`, a string",
-            "tasks/update" => "`taskId`, a string, and `inputResponses`, an object",
-            "resources/subscribe" | "resources/unsubscribe" if subscriptions => "`uri`, a string",
-            _ => {
-                return Err(McpError::new(
-                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                    request.method,
-                    None,
-                ));
-            }
-        };
-        Err(McpError::invalid_params(
-            format!("{}'s params must carry {expected}", request.method),
-            None,
-        ))
-    }
-
-    async fn get_task(
-        &self,
-        request: rmcp::model::GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::GetTaskResult, McpError> {
-        let key = self.task_key_for(&context, &request.task_id);
-        self.get_task_of(&key).await
-    }
-
-    async fn update_task(
-        &self,
-        request: rmcp::model::UpdateTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let key = self.task_key_for(&context, &request.task_id);
-        self.update_task_of(&key, request.input_responses).await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: rmcp::model::CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        let key = self.task_key_for(&context, &request.task_id);
-        self.cancel_task_of(&key).await
-    }
-
-    /// Boxed: rmcp spawns a task per request whose future holds the largest of this
-    /// handler's futures, and moves it (into the task, and on each change of the task's
-    /// stage) in every request; this one is the largest by far.
-    fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + '_ {
-        Box::pin(self.call(request, context))
-    }
-}
-
 impl McpServer {
     /// `tools/call`.
     async fn call(
         &self,
         request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
+        exchange: &Exchange,
     ) -> Result<CallToolResponse, McpError> {
         // Read once: each reading parses the revision out of the request's `_meta`.
-        let newest = speaks_2026_07_28(&context);
+        let newest = exchange.newest();
         let any_output = newest;
-        // Over HTTP, rmcp hands over the request's parts, where the OXP server's authentication
-        // left the caller's principal; over stdio there are none.
-        let http = context.extensions.get::<axum::http::request::Parts>();
-        let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
+        // Over HTTP, the caller's principal as the OXP server's authentication left it.
+        let http = exchange.http.as_ref();
+        let principal = exchange.principal();
         let per_caller = http.is_some() && !self.single_tenant;
         let Some(tool) = self.resolve(&request.name) else {
             return Err(McpError::invalid_params(
@@ -919,19 +602,9 @@ impl McpServer {
                 None,
             ));
         };
-        if let Some(parts) = http {
-            let input_schema = &tool.definition().input_schema;
-            headers::check(
-                &parts.headers,
-                &request.name,
-                request.arguments.as_ref(),
-                input_schema,
-            )?;
-        }
         // A tool that runs only as a task, for a request that did not declare the extension.
         let task = tool.hints().task;
-        let declared_tasks =
-            task.is_some() && (context.client_capabilities()).is_some_and(|c| c.supports_tasks());
+        let declared_tasks = task.is_some() && self.declared_tasks(exchange);
         if task == Some(crate::tasks::TaskSupport::Required) && !declared_tasks {
             let mut error = McpError::missing_required_client_capability(
                 rmcp::model::ClientCapabilities::builder()
@@ -969,12 +642,11 @@ impl McpServer {
         // What the tool does if this caller cannot answer it; a relayed confirmation comes as
         // an argument the tool itself never sees.
         let policy = fallback::policy(tool, self.cannot_ask);
-        let declared = asking::declared(&context);
-        let client = asking::supports(declared.as_ref());
+        let client = asking::supports(exchange.capabilities.as_ref());
         let answers = client(Capability::Elicitation);
         if !answers && policy == crate::ask::CannotAsk::Hide {
             self.count(crate::metrics::Fallback::Hidden);
-            return unsupported(Capability::Elicitation, newest, &context);
+            return unsupported(Capability::Elicitation, newest, exchange);
         }
         let mut arguments = request.arguments.unwrap_or_default();
         let confirmation = match policy {
@@ -1038,7 +710,7 @@ impl McpServer {
         // neither runs the tool nor uses the call up.
         if let Some(capability) = asking::lacking(ledger.as_ref(), can) {
             self.count(crate::metrics::Fallback::Refused);
-            return unsupported(capability, newest, &context);
+            return unsupported(capability, newest, exchange);
         }
         // Before 2026-07-28, over stdio, the server asks by requests of its own on the call's
         // connection, and the tool runs again with the answers within this one call.
@@ -1081,7 +753,7 @@ impl McpServer {
                     Ok(tasks::Begun::Answered(outcome)) => break outcome,
                     Err(StoreError::Full | StoreError::CallerFull) if plain.is_some() => {
                         let call = plain.expect("checked");
-                        break self.run(call, principal.clone(), &round, &context).await?;
+                        break self.run(call, principal.clone(), &round, exchange).await?;
                     }
                     Err(error) => {
                         return Err(McpError::internal_error(
@@ -1091,7 +763,7 @@ impl McpServer {
                     }
                 }
             }
-            let outcome = self.run(call, principal.clone(), &round, &context).await?;
+            let outcome = self.run(call, principal.clone(), &round, exchange).await?;
             // Only what the client itself declared is asked of it (a relayed confirmation is
             // the model's to carry, below).
             let askable = |next: &crate::seal::Ledger| {
@@ -1112,10 +784,10 @@ impl McpServer {
                 ))
                 .into());
             }
-            let asked = asking::by_request(&context.peer, round.asked(), self.sealer.ttl());
+            let asked = asking::by_request(&exchange.back, round.asked(), self.sealer.ttl());
             let answers = tokio::select! {
                 answers = asked => answers,
-                () = context.ct.cancelled() => {
+                () = exchange.cancelled() => {
                     return Ok(text_error("The call was cancelled while it asked.").into());
                 }
             };
@@ -1148,7 +820,7 @@ impl McpServer {
                     .into()),
                     _ => {
                         self.count(crate::metrics::Fallback::Refused);
-                        unsupported(Capability::Elicitation, newest, &context)
+                        unsupported(Capability::Elicitation, newest, exchange)
                     }
                 };
             }
@@ -1173,7 +845,7 @@ impl McpServer {
             }
             if let Some(capability) = round.unsupported() {
                 self.count(crate::metrics::Fallback::Refused);
-                return unsupported(capability, newest, &context);
+                return unsupported(capability, newest, exchange);
             }
         }
         Ok(mcp_result(outcome, any_output, per_caller, contents).into())
@@ -1183,14 +855,9 @@ impl McpServer {
 impl McpServer {
     /// The key of the task `id` for this request's caller: the principal and user a call of
     /// theirs would run with, so another caller's id finds nothing.
-    fn task_key_for(
-        &self,
-        context: &RequestContext<RoleServer>,
-        id: &str,
-    ) -> crate::idempotency::IdempotencyKey {
-        let http = context.extensions.get::<axum::http::request::Parts>();
-        let principal = http.and_then(|parts| parts.extensions.get::<Principal>());
-        let user = if http.is_some() && !self.single_tenant {
+    fn task_key_for(&self, exchange: &Exchange, id: &str) -> crate::idempotency::IdempotencyKey {
+        let principal = exchange.principal();
+        let user = if exchange.over_http() && !self.single_tenant {
             principal.and_then(|p| p.call_user(None, false).ok().flatten())
         } else {
             self.context.user_id.clone()
@@ -1219,7 +886,7 @@ fn failed(outcome: &CallOutcome) -> bool {
 fn unsupported(
     capability: Capability,
     newest: bool,
-    context: &RequestContext<RoleServer>,
+    exchange: &Exchange,
 ) -> Result<CallToolResponse, McpError> {
     if newest {
         let required: rmcp::model::ClientCapabilities =
@@ -1236,16 +903,9 @@ fn unsupported(
         .into();
         return Err(error);
     }
-    let revision = context
-        .meta
-        .protocol_version()
-        .or_else(|| context.peer.peer_info().map(|i| i.protocol_version.clone()))
-        .map_or_else(|| "an earlier revision".to_owned(), |v| v.to_string());
-    let over_http = context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some();
-    Ok(text_error(if over_http {
+    let revision = (exchange.version.as_ref())
+        .map_or_else(|| "an earlier revision".to_owned(), ToString::to_string);
+    Ok(text_error(if exchange.over_http() {
         format!(
             "This tool asks through {} mid-call, which MCP over HTTP carries from revision \
              2026-07-28; this client speaks {revision}.",
@@ -1269,13 +929,11 @@ impl McpServer {
         call: CallToolRequest,
         principal: Option<String>,
         round: &Round,
-        context: &RequestContext<RoleServer>,
+        exchange: &Exchange,
     ) -> Result<CallOutcome, McpError> {
         let cancellation = Cancellation::new();
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let progress = (exchange.meta.get_progress_token())
+            .map(|token| ProgressForwarder::start(exchange.back.clone(), token));
         let mut signals = CallSignals::new().cancelled_by(&cancellation).asking(round);
         if let Some(progress) = &progress {
             signals = signals.on_progress(progress.sink());
@@ -1286,14 +944,14 @@ impl McpServer {
             front: crate::call::Front::Mcp,
             // W3C trace context in `_meta`, as OpenTelemetry's MCP conventions carry it.
             traceparent: cfg!(feature = "otel")
-                .then(|| context.meta.get("traceparent")?.as_str())
+                .then(|| exchange.meta.get("traceparent")?.as_str())
                 .flatten()
                 .map(str::to_owned),
             ..CallMeta::default()
         };
         let log = logging::CallLog::open(
-            logging::call_level(context, speaks_2026_07_28(context), &self.log_level),
-            context.peer.clone(),
+            logging::call_level(exchange, &self.log_level),
+            exchange.back.clone(),
             || call.context.as_ref().map(secret_values).unwrap_or_default(),
         );
         let run = self.pipeline.call_with(call, &meta);
@@ -1303,7 +961,7 @@ impl McpServer {
         };
         // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
         let watch = async {
-            context.ct.cancelled().await;
+            exchange.cancelled().await;
             cancellation.cancel();
             std::future::pending::<()>().await
         };

@@ -4,20 +4,21 @@
 
 use std::time::Duration;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CacheScope, CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage,
     Reference,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value};
 
 use crate::ask::{Capability, Round};
 use crate::call::{CallMeta, Front, ReadError};
-use crate::principal::{Grant, Principal};
+use crate::principal::Grant;
 use crate::registry::Registry;
 use crate::signals::CallSignals;
+
+use super::exchange::Exchange;
 
 /// Every prompt the caller's scopes reach (as `tools/list` shows tools), with its arguments.
 pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListPromptsResult {
@@ -59,16 +60,11 @@ pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListPro
 pub(super) async fn get(
     server: &super::McpServer,
     request: GetPromptRequestParams,
-    context: &RequestContext<RoleServer>,
+    exchange: &Exchange,
 ) -> Result<GetPromptResponse, McpError> {
     let pipeline = &server.pipeline;
     let arguments: Map<String, Value> = request.arguments.unwrap_or_default().into_iter().collect();
-    let http = context.extensions.get::<axum::http::request::Parts>();
-    let principal = http
-        .and_then(|parts| parts.extensions.get::<Principal>())
-        .filter(|p| **p != Principal::Anonymous)
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let principal = exchange.caller().unwrap_or_default();
     // A prompt's state is bound as a call's is: to what is rendered (the prompt, under a name
     // no tool id can have, and its arguments) and to who asks.
     let subject = format!("prompt:{}", request.name);
@@ -83,9 +79,8 @@ pub(super) async fn get(
         Some(state) => Some(server.open_state(state, &binding, "requestState")?),
         None => None,
     };
-    let newest = super::speaks_2026_07_28(context);
-    let capabilities = context.meta.client_capabilities();
-    let client = super::asking::supports(capabilities.as_ref().filter(|_| newest));
+    let newest = exchange.newest();
+    let client = super::asking::supports(exchange.capabilities.as_ref().filter(|_| newest));
     if let Some(capability) = super::asking::lacking(ledger.as_ref(), &client) {
         return Err(cannot_ask(capability, newest));
     }
@@ -97,7 +92,7 @@ pub(super) async fn get(
     };
     let get = tokio::select! {
         get = pipeline.get_prompt(&request.name, arguments, &meta) => get,
-        () = context.ct.cancelled() => {
+        () = exchange.cancelled() => {
             return Err(McpError::internal_error("the get was cancelled", None));
         }
     };

@@ -4,17 +4,18 @@
 
 use std::time::Duration;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CacheScope, ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData as McpError, RoleServer};
 
 use crate::call::{CallMeta, Front, Pipeline, ReadError};
 use crate::principal::Grant;
 use crate::registry::Registry;
 use crate::resource::ResourceDescriptor;
+
+use super::exchange::Exchange;
 
 fn ttl_ms(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
@@ -79,7 +80,7 @@ fn describe(d: &ResourceDescriptor, title: &mut Option<String>, description: &mu
 pub(super) async fn read(
     pipeline: &Pipeline,
     request: ReadResourceRequestParams,
-    context: &RequestContext<RoleServer>,
+    exchange: &Exchange,
 ) -> Result<ReadResourceResult, McpError> {
     let meta = CallMeta {
         front: Front::Mcp,
@@ -89,7 +90,7 @@ pub(super) async fn read(
     // A cancelled request's read is dropped (its run ends as a call's would).
     let read = tokio::select! {
         read = pipeline.read_resource(&uri, &meta) => read,
-        () = context.ct.cancelled() => {
+        () = exchange.cancelled() => {
             return Err(McpError::internal_error("the read was cancelled", None));
         }
     };

@@ -12,12 +12,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{ClientConfig, ResourceUpdatedNotificationParam};
-use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::call::ReadError;
 use crate::registry::Registry;
+
+use super::exchange::{Back, Exchange};
 
 /// The URIs each connection served by one [`super::McpServer`] subscribed to.
 #[derive(Clone, Default)]
@@ -28,14 +29,6 @@ pub(super) struct Subscriptions(Arc<Mutex<Vec<Connection>>>);
 struct Connection {
     client: Arc<ClientConfig>,
     uris: Arc<Mutex<HashSet<String>>>,
-}
-
-/// Whether the request came over HTTP, where no stream outlives it.
-pub(super) fn over_http(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some()
 }
 
 /// The answer to a subscription of a URI nothing serves: a read's not-found, the one rule for
@@ -60,13 +53,13 @@ impl Subscriptions {
         &self,
         registry: &Registry,
         uri: String,
-        context: &RequestContext<RoleServer>,
+        exchange: &Exchange,
     ) -> Result<(), McpError> {
         served(registry, &uri)?;
-        if over_http(context) {
+        let Back::Connection(peer) = &exchange.back else {
             return Ok(());
-        }
-        let client = initialized(context)?;
+        };
+        let client = initialized(exchange)?;
         let mut connections = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(known) = (connections.iter()).find(|c| Arc::ptr_eq(&c.client, &client)) {
             lock(&known.uris).insert(uri);
@@ -80,7 +73,7 @@ impl Subscriptions {
             client.clone(),
             uris.clone(),
             changes,
-            context.peer.clone(),
+            peer.clone(),
         ));
         connections.push(Connection { client, uris });
         Ok(())
@@ -92,13 +85,13 @@ impl Subscriptions {
         &self,
         registry: &Registry,
         uri: &str,
-        context: &RequestContext<RoleServer>,
+        exchange: &Exchange,
     ) -> Result<(), McpError> {
         served(registry, uri)?;
-        if over_http(context) {
+        if exchange.over_http() {
             return Ok(());
         }
-        let client = initialized(context)?;
+        let client = initialized(exchange)?;
         let connections = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(known) = (connections.iter()).find(|c| Arc::ptr_eq(&c.client, &client)) {
             lock(&known.uris).remove(uri);
@@ -113,8 +106,8 @@ impl Subscriptions {
 }
 
 /// What the connection's client sent at `initialize`: the connection's identity.
-fn initialized(context: &RequestContext<RoleServer>) -> Result<Arc<ClientConfig>, McpError> {
-    context.peer.peer_info().ok_or_else(|| {
+fn initialized(exchange: &Exchange) -> Result<Arc<ClientConfig>, McpError> {
+    exchange.connection_info().ok_or_else(|| {
         McpError::invalid_request("initialize the connection before subscribing", None)
     })
 }

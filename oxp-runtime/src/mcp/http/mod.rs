@@ -1,0 +1,419 @@
+//! MCP's streamable HTTP transport, oxp's own: `POST /mcp` with one JSON-RPC message, for every
+//! revision and without sessions, so any replica answers any request.
+//!
+//! From the socket to the tool: the OXP server's guard (Origin, Host, body cap, slow clients)
+//! and authentication run first, then [`serve`] here checks what HTTP carries (the method, the
+//! media types, the revision's headers), reads the message into rmcp's model types, makes the
+//! request's [`Exchange`] and hands it to [`McpServer::handle`], the one dispatch stdio uses
+//! too. The answer is JSON unless the method sent something first (progress, a log message, a
+//! request of the server's own): then the response is an SSE stream of what it sent, its
+//! answer last ([`stream`]).
+//!
+//! Notifications are accepted (`202`) and change nothing: without sessions, no request
+//! outlives its own response for one to refer to.
+
+mod answer;
+mod stream;
+
+pub(crate) use stream::Stream;
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
+use axum::response::{IntoResponse, Response};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
+    JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
+};
+
+use tokio_util::sync::CancellationToken;
+
+use self::answer::Answer;
+use self::stream::Progress;
+use super::McpServer;
+use super::exchange::{Back, Exchange};
+use super::headers;
+
+/// The header naming the revision a request speaks.
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// The transport as an axum router, its one route at `/`.
+pub(super) fn router(server: McpServer) -> axum::Router {
+    axum::Router::new()
+        .route("/", axum::routing::any(serve))
+        .with_state(Arc::new(server))
+}
+
+/// One HTTP request to `/mcp`.
+async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Response {
+    if request.method() != Method::POST {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, "POST")],
+            "Method Not Allowed",
+        )
+            .into_response();
+    }
+    if let Err((status, text)) = media_types(request.headers()) {
+        return plain(status, text);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, server.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(error) => return body_failure(&error, server.max_body_bytes),
+    };
+    match read(&bytes) {
+        Ok(ClientJsonRpcMessage::Request(request)) => answer(server, request, parts).await,
+        Ok(ClientJsonRpcMessage::Notification(notification)) => {
+            let method = notification_method(&notification.notification);
+            match method.map_or(Ok(()), |m| headers::check(&parts.headers, m, None, None)) {
+                Ok(()) => StatusCode::ACCEPTED.into_response(),
+                Err(error) => json(
+                    &ServerJsonRpcMessage::error(error, None),
+                    StatusCode::BAD_REQUEST,
+                ),
+            }
+        }
+        Ok(ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_)) => json(
+            &ServerJsonRpcMessage::error(
+                McpError::invalid_request(
+                    "this server sent no request that this response could answer",
+                    None,
+                ),
+                None,
+            ),
+            StatusCode::BAD_REQUEST,
+        ),
+        Err(error) => json(
+            &ServerJsonRpcMessage::error(error, None),
+            StatusCode::BAD_REQUEST,
+        ),
+    }
+}
+
+/// A request: the revision's checks, then its method, answered as JSON or, if it sends
+/// something first, as a stream.
+async fn answer(
+    server: Arc<McpServer>,
+    mut request: JsonRpcRequest<ClientRequest>,
+    parts: Parts,
+) -> Response {
+    let id = request.id.clone();
+    let refused = |error: McpError| {
+        json(
+            &ServerJsonRpcMessage::error(error, Some(id.clone())),
+            StatusCode::BAD_REQUEST,
+        )
+    };
+    let header = match header_revision(&parts.headers, &request.request) {
+        Ok(header) => header,
+        Err(Refusal::Plain(status, text)) => return plain(status, text),
+        Err(Refusal::JsonRpc(error)) => return refused(error),
+    };
+    let (method, name) = method_and_name(&request.request);
+    let tool = match &request.request {
+        ClientRequest::CallToolRequest(call) => (server.resolve(&call.params.name)).map(|tool| {
+            (
+                call.params.arguments.as_ref(),
+                &tool.definition().input_schema,
+            )
+        }),
+        _ => None,
+    };
+    if let Err(error) = headers::check(&parts.headers, method, name, tool) {
+        return refused(error);
+    }
+    let revision = match revision(header, &request.request) {
+        Ok(revision) => revision,
+        Err(error) => return refused(error),
+    };
+    let meta = std::mem::take(request.request.get_meta_mut());
+    // A request that names its revision itself (or opens with `server/discover`) is answered
+    // with the status its error calls for; the revisions before keep JSON-RPC's 200.
+    let statuses = meta.protocol_version().is_some()
+        || matches!(request.request, ClientRequest::DiscoverRequest(_));
+    let malformed = !meta
+        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+        .is_empty();
+    let newest = revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    let capabilities = match &request.request {
+        _ if newest => meta.client_capabilities(),
+        ClientRequest::InitializeRequest(initialize) => {
+            Some(initialize.params.capabilities.clone())
+        }
+        _ => None,
+    };
+    let stream = Stream::default();
+    let cancel = CancellationToken::new();
+    let exchange = Exchange {
+        meta,
+        http: Some(parts),
+        version: Some(revision),
+        capabilities,
+        cancelled: Some(cancel.clone()),
+        back: Back::Stream(stream.clone()),
+    };
+    let run = async move {
+        let result = server.handle(request.request, &exchange).await;
+        match result {
+            Ok(result) => ServerJsonRpcMessage::response(result, request.id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(request.id)),
+        }
+    };
+    let mut answer = Answer::new(run, cancel);
+    tokio::select! {
+        message = &mut answer => match stream.sent() {
+            // It sent something as it ended: that goes first, on a stream.
+            Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
+            None => {
+                let status = if statuses { status_of(&message, malformed) } else { StatusCode::OK };
+                json(&message, status)
+            }
+        },
+        sent = stream.opened() => stream::response(Progress::Running(answer), sent),
+    }
+}
+
+/// Why a request is refused before its method runs: in plain text where rmcp's transport has
+/// always answered so, else as a JSON-RPC error.
+enum Refusal {
+    Plain(StatusCode, String),
+    JsonRpc(McpError),
+}
+
+/// The `MCP-Protocol-Version` header, checked first: it must be readable, agree with what
+/// `initialize` asks for, and name a revision this server knows unless the request names its
+/// own in `_meta` (which is then checked against it, after the standard headers).
+fn header_revision<'h>(
+    headers: &'h HeaderMap,
+    request: &ClientRequest,
+) -> Result<Option<&'h str>, Refusal> {
+    let header = match headers.get(PROTOCOL_VERSION).map(HeaderValue::to_str) {
+        None => return Ok(None),
+        Some(Ok(header)) => header,
+        Some(Err(_)) => {
+            return Err(Refusal::Plain(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: Invalid MCP-Protocol-Version header encoding".into(),
+            ));
+        }
+    };
+    if let ClientRequest::InitializeRequest(initialize) = request {
+        let asked = &initialize.params.protocol_version;
+        if header != asked.as_str() {
+            return Err(Refusal::JsonRpc(McpError::invalid_request(
+                format!(
+                    "Invalid Request: MCP-Protocol-Version header ({header}) does not match \
+                     initialize params.protocolVersion ({asked})"
+                ),
+                None,
+            )));
+        }
+    } else if request.get_meta().protocol_version().is_none() && known(header).is_none() {
+        return Err(Refusal::Plain(
+            StatusCode::BAD_REQUEST,
+            format!("Bad Request: Unsupported MCP-Protocol-Version: {header}"),
+        ));
+    }
+    Ok(Some(header))
+}
+
+fn known(version: &str) -> Option<&'static ProtocolVersion> {
+    (ProtocolVersion::KNOWN_VERSIONS.iter()).find(|known| known.as_str() == version)
+}
+
+/// The revision a request speaks: the one `initialize` asks for, the request's own (`_meta`,
+/// which must agree with the header), or the header's (2025-03-26 without one, as the
+/// transport's spec says). A request of 2026-07-28 or later carries `_meta`'s revision too.
+fn revision(header: Option<&str>, request: &ClientRequest) -> Result<ProtocolVersion, McpError> {
+    if let ClientRequest::InitializeRequest(initialize) = request {
+        return Ok(initialize.params.protocol_version.clone());
+    }
+    let meta = request.get_meta();
+    match (meta.protocol_version(), header) {
+        (Some(own), Some(header)) if header != own.as_str() => Err(McpError::header_mismatch(
+            format!(
+                "MCP-Protocol-Version header ({header}) does not match request _meta \
+                 protocolVersion ({own})"
+            ),
+            None,
+        )),
+        (Some(own), Some(_)) => Ok(own),
+        (Some(_), None) => Err(McpError::header_mismatch(
+            "request _meta protocolVersion requires MCP-Protocol-Version header",
+            None,
+        )),
+        (None, Some(header))
+            if header >= ProtocolVersion::V_2026_07_28.as_str()
+                || matches!(request, ClientRequest::DiscoverRequest(_)) =>
+        {
+            let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
+            Err(McpError::invalid_params(
+                format!(
+                    "Invalid params: request _meta is missing or has malformed required fields: {}",
+                    missing.join(", ")
+                ),
+                None,
+            ))
+        }
+        (None, header) => Ok(header
+            .and_then(known)
+            .cloned()
+            .unwrap_or(ProtocolVersion::V_2025_03_26)),
+    }
+}
+
+/// A request's method, and the name, URI or task id its `Mcp-Name` header carries.
+fn method_and_name(request: &ClientRequest) -> (&str, Option<&str>) {
+    let name = match request {
+        ClientRequest::CallToolRequest(call) => Some(call.params.name.as_ref()),
+        ClientRequest::GetPromptRequest(get) => Some(get.params.name.as_str()),
+        ClientRequest::ReadResourceRequest(read) => Some(read.params.uri.as_str()),
+        #[allow(deprecated)]
+        ClientRequest::SubscribeRequest(subscribe) => Some(subscribe.params.uri.as_str()),
+        #[allow(deprecated)]
+        ClientRequest::UnsubscribeRequest(unsubscribe) => Some(unsubscribe.params.uri.as_str()),
+        ClientRequest::GetTaskRequest(get) => Some(get.params.task_id.as_str()),
+        ClientRequest::UpdateTaskRequest(update) => Some(update.params.task_id.as_str()),
+        ClientRequest::CancelTaskRequest(cancel) => Some(cancel.params.task_id.as_str()),
+        _ => None,
+    };
+    (request.method(), name)
+}
+
+fn notification_method(notification: &ClientNotification) -> Option<&str> {
+    Some(match notification {
+        ClientNotification::CancelledNotification(n) => n.method.as_str(),
+        ClientNotification::ProgressNotification(n) => n.method.as_str(),
+        ClientNotification::InitializedNotification(n) => n.method.as_str(),
+        ClientNotification::RootsListChangedNotification(n) => n.method.as_str(),
+        ClientNotification::CustomNotification(n) => n.method.as_str(),
+        _ => return None,
+    })
+}
+
+/// The status of an answer to a request that names its revision: the errors a client must
+/// fix before asking again are `400`, an unknown method `404`.
+fn status_of(message: &ServerJsonRpcMessage, malformed: bool) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::INVALID_PARAMS if malformed => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// A POST must take both JSON and SSE, and send JSON.
+fn media_types(headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
+    let (mut json, mut sse) = (false, false);
+    for essence in accepted(headers) {
+        json |= essence.eq_ignore_ascii_case("application/json");
+        sse |= essence.eq_ignore_ascii_case("text/event-stream");
+    }
+    if !json || !sse {
+        return Err((
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: Client must accept both application/json and text/event-stream",
+        ));
+    }
+    let sends_json = (headers.get(header::CONTENT_TYPE))
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
+    if !sends_json {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: Content-Type must be application/json",
+        ));
+    }
+    Ok(())
+}
+
+/// The media types an `Accept` header takes: each range's essence, without those weighted
+/// `q=0` (a malformed weight does not exclude its range).
+fn accepted(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|range| {
+            let mut parameters = range.split(';');
+            let essence = parameters.next()?.trim();
+            let refused = parameters.any(|parameter| {
+                parameter.split_once('=').is_some_and(|(name, weight)| {
+                    name.trim().eq_ignore_ascii_case("q") && zero(weight.trim())
+                })
+            });
+            (!refused).then_some(essence)
+        })
+}
+
+/// Whether a weight is exactly zero (`0`, `0.`, `0.000`); RFC 9110 allows three decimals.
+fn zero(weight: &str) -> bool {
+    let (whole, fraction) = weight.split_once('.').unwrap_or((weight, ""));
+    whole == "0" && fraction.len() <= 3 && fraction.bytes().all(|digit| digit == b'0')
+}
+
+/// The message a body holds: JSON-RPC's parse error for what is not JSON, invalid request for
+/// JSON that is no single MCP message (a batch among them: the revisions that had batches
+/// were served by rmcp's transport without them too).
+fn read(bytes: &Bytes) -> Result<ClientJsonRpcMessage, McpError> {
+    if (bytes.iter()).find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(McpError::invalid_request(
+            "Invalid Request: JSON-RPC batches are not accepted; send each message in its own \
+             request",
+            None,
+        ));
+    }
+    serde_json::from_slice(bytes).map_err(|error| {
+        if error.is_syntax() || error.is_eof() {
+            McpError::parse_error(format!("Parse error: {error}"), None)
+        } else {
+            McpError::invalid_request(format!("Invalid Request: {error}"), None)
+        }
+    })
+}
+
+/// A body over the cap is `413`; one that broke off, `400`.
+fn body_failure(error: &axum::Error, cap: usize) -> Response {
+    let too_large = std::error::Error::source(error)
+        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+    if too_large {
+        plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: request body exceeds {cap} bytes"),
+        )
+    } else {
+        plain(
+            StatusCode::BAD_REQUEST,
+            format!("Bad Request: the body could not be read: {error}"),
+        )
+    }
+}
+
+fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+    (status, text.into()).into_response()
+}
+
+fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
+    // A message of MCP's own types always serializes.
+    let body = serde_json::to_vec(message).expect("an MCP message serializes");
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    (response.headers_mut()).insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
