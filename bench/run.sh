@@ -31,9 +31,13 @@
 #                          so a server that needs more CPU per request also slows its client
 #   bench/run.sh mcp       MCP 2026-07-28 stateless tools/call of one `add` tool: oxp's /mcp (the tool
 #                          written with #[tool], input validated) against rmcp 3.11's own
-#                          StreamableHttpService (json_response, stateless, no validation), both
-#                          crates generated in target/bench and built with cargo's default release
-#                          profile; wrk at 32 and 256 connections, alternating as `http` does
+#                          StreamableHttpService (json_response, stateless, no validation, with and
+#                          without the slowloris guard), tower-mcp's HttpTransport, FastMCP 4's
+#                          stateless HTTP (Python, from PyPI), and the same call over OXP to the
+#                          same oxp process (`oxp-oxp`); the Rust crates generated in target/bench
+#                          and built with cargo's default release profile; wrk at 32 and 256
+#                          connections, alternating as `http` does, with each server's CPU per
+#                          request
 #   bench/run.sh all
 #
 # Every server runs with its own defaults, as users run it (oxp with no OXP_LOG, as `cargo run`
@@ -50,6 +54,8 @@ DURATION=${DURATION:-3}
 ROUNDS=${ROUNDS:-10}
 # Servers whose CPU time `alternate` reads from /proc, by the name it is given.
 declare -A server_pid=()
+# The wrk script of a server whose request differs from $LUA's, by the name it is given.
+declare -A server_lua=()
 
 need_wrk() {
   if ! command -v wrk >/dev/null; then
@@ -73,8 +79,8 @@ wait_up() { # url [any]
 }
 
 # wrk's summary → "req/s p50_ms p99_ms"
-wrk_run() { # connections url
-  wrk -t2 -c"$1" -d"${DURATION}s" --latency -s "${LUA:-bench/post.lua}" "$2" | awk '
+wrk_run() { # connections url [script]
+  wrk -t2 -c"$1" -d"${DURATION}s" --latency -s "${3:-${LUA:-bench/post.lua}}" "$2" | awk '
     function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
     /^ +50%/ { p50 = ms($2) }
     /^ +99%/ { p99 = ms($2) }
@@ -91,7 +97,7 @@ alternate() { # name_a url_a name_b url_b [name url]…
   while [ $# -gt 0 ]; do names+=("$1"); urls+=("$2"); shift 2; done
   local n=${#names[@]} i
   # Warm each up (page cache, allocator arenas, connection set-up) before anything is counted.
-  for i in "${!urls[@]}"; do DURATION=2 wrk_run 256 "${urls[$i]}" >/dev/null; done
+  for i in "${!urls[@]}"; do DURATION=2 wrk_run 256 "${urls[$i]}" "${server_lua[${names[$i]}]:-}" >/dev/null; done
   printf '%-6s %-12s %12s %10s %10s\n' conns server req/s p50_ms p99_ms
   for c in 32 256; do
     local rounds=$work/alternate-$c.txt cpu=$work/alternate-cpu-$c.txt
@@ -106,7 +112,7 @@ alternate() { # name_a url_a name_b url_b [name url]…
       for i in $order; do
         local pid=${server_pid[${names[$i]}]:-} before=""
         [ -n "$pid" ] && before=$(cpu_seconds "$pid")
-        read -r r p50 p99 < <(wrk_run "$c" "${urls[$i]}")
+        read -r r p50 p99 < <(wrk_run "$c" "${urls[$i]}" "${server_lua[${names[$i]}]:-}")
         printf '%-6s %-12s %12s %10s %10s\n' "$c" "${names[$i]}" "$r" "$p50" "$p99"
         got[$i]="$r $p50 $p99"
         [ -n "$pid" ] && echo "${names[$i]} $r $before $(cpu_seconds "$pid")" >> "$cpu"
@@ -575,9 +581,33 @@ mcp() {
     mcp_check "$url"
     args+=("${mcp_names[$i]}" "$url")
   done
-  echo "== MCP 2026-07-28 tools/call, default release profile"
+  # The same call over OXP, to the same oxp process: what /mcp costs beside oxp's own protocol.
+  server_pid[oxp-oxp]=${server_pid[oxp]}
+  server_lua[oxp-oxp]=bench/oxp_call.lua
+  args+=(oxp-oxp http://127.0.0.1:18082/tools/call)
+  # FastMCP 4's own stateless HTTP server: the Python peer users weigh (its ratio reported).
+  if fastmcp=$(need_fastmcp); then
+    serve_logged fastmcp-mcp env PORT=18086 "$fastmcp" bench/fastmcp_server.py
+    pids+=($!)
+    server_pid[fastmcp]=$!
+    wait_up http://127.0.0.1:18086/mcp any
+    mcp_check http://127.0.0.1:18086/mcp
+    args+=(fastmcp http://127.0.0.1:18086/mcp)
+  fi
+  echo "== MCP 2026-07-28 tools/call, default release profile (oxp-oxp: the same call over OXP)"
   LUA=bench/mcp_call.lua alternate "${args[@]}"
   for i in "${!mcp_names[@]}"; do log_size "${mcp_names[$i]}-mcp"; done
+}
+
+# A virtualenv with FastMCP 4 (from PyPI) in target/bench; prints its python. Fails, saying
+# why, where Python cannot make one.
+need_fastmcp() {
+  local venv=$work/fastmcp-venv
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import fastmcp' 2>/dev/null; then
+    python3 -m venv "$venv" >&2 && "$venv/bin/pip" install -q 'fastmcp>=4.2,<5' >&2 ||
+      { echo "FastMCP left out: no python3 venv with pip here" >&2; return 1; }
+  fi
+  echo "$venv/bin/python"
 }
 
 # Instructions per MCP call under callgrind, each server alone: wrk with 4 connections, the

@@ -439,7 +439,8 @@ async fn over_oxp_an_ask_says_what_the_tool_needed() {
 }
 
 /// A client that did not declare elicitation gets MCP's "missing required client capability"
-/// (-32021, HTTP 400), never a hang; an earlier revision's client, an error naming its revision.
+/// (-32021, HTTP 400), never a hang; an earlier revision's client, a tool error saying what the
+/// tool needed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_cannot_answer_is_told_so() {
     let oxp = start(Duration::from_secs(600)).await;
@@ -478,7 +479,10 @@ async fn a_client_that_cannot_answer_is_told_so() {
         .unwrap();
     let body: Value = legacy.json().await.unwrap();
     assert_eq!(body["result"]["isError"], true, "{body}");
-    assert!(body.to_string().contains("2025-06-18"), "{body}");
+    // What the tool needs, in words a model relays, and why this client cannot give it.
+    let said = body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.contains("confirmation"), "{said}");
+    assert!(said.contains("did not declare `elicitation`"), "{said}");
 }
 
 /// `#[tool(confirm = "…")]`: the question, with the call's values in it, is asked before the
@@ -898,7 +902,7 @@ async fn hosts_that_cannot_ask_get_what_the_author_chose() {
         refused["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("cannot show")
+            .contains("this client cannot give it")
     );
 
     // Relayed, at 2026-07-28 without elicitation and at an earlier revision alike.

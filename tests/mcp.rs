@@ -917,40 +917,7 @@ async fn a_default_server_logs_nothing_per_request() {
     );
 }
 
-/// A client of an earlier revision that answers its user's questions: it records each question
-/// and answers with `answer`'s reply to it.
-#[derive(Clone)]
-struct Answering {
-    revision: &'static str,
-    /// What it declares at `initialize`.
-    capabilities: Value,
-    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// `None`: never answers.
-    answer: fn(&str) -> Option<Value>,
-}
-
-impl rmcp::ClientHandler for Answering {
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        let request = serde_json::to_value(request).unwrap();
-        let message = request["message"].as_str().unwrap_or_default().to_owned();
-        self.asked.lock().unwrap().push(message.clone());
-        match (self.answer)(&message) {
-            Some(answer) => Ok(serde_json::from_value(answer).unwrap()),
-            None => std::future::pending().await,
-        }
-    }
-
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        serde_json::from_value(json!({"protocolVersion": self.revision,
-            "capabilities": self.capabilities,
-            "clientInfo": {"name": "answering", "version": "1"}}))
-        .unwrap()
-    }
-}
+use harness::answering::Answering;
 
 /// Over stdio, a client of a revision before 2026-07-28 is asked by requests of the server's
 /// own, on the call's connection, and the call goes on with its answers: a declared

@@ -315,6 +315,9 @@ struct RoundState {
     /// carries again.
     used: Vec<Answer>,
     unsupported: Option<Capability>,
+    /// What the ask its client could not answer said (a form's or confirmation's message, a
+    /// sampling prompt's text): what the caller is told instead.
+    refused: Option<String>,
     /// The link of a URL ask its client cannot show (message, URL): what the caller is told
     /// to open instead.
     link: Option<(String, String)>,
@@ -554,6 +557,12 @@ impl Round {
         self.lock().unsupported
     }
 
+    /// What the ask its client could not answer said, if it said anything.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn refused_question(&self) -> Option<String> {
+        self.lock().refused.clone()
+    }
+
     /// The message and URL of a URL ask whose client cannot show it, if one was made.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn link(&self) -> Option<(String, String)> {
@@ -590,6 +599,10 @@ impl Round {
                 state.link = Some((text("message"), text("url")));
             }
             state.unsupported = Some(capability);
+            let said = ["/params/message", "/params/messages/0/content/text"]
+                .iter()
+                .find_map(|pointer| question.pointer(pointer).and_then(Value::as_str));
+            state.refused = said.map(str::to_owned);
             state.outcomes.push((capability, AskOutcome::Unsupported));
             return Err(AskError::Unsupported(capability));
         }

@@ -317,6 +317,46 @@ impl Sealer {
     }
 }
 
+impl Sealer {
+    /// `value` sealed under this key for `domain` (what it is, so that one kind of token is
+    /// never taken for another), with no expiry and bound to nothing else: for what a client
+    /// keeps and sends back unchanged, such as an MCP session id.
+    pub(crate) fn seal_value(&self, domain: &[u8], value: &impl Serialize) -> String {
+        let payload = serde_json::to_vec(value).expect("JSON values serialize");
+        let tag = self.tag(domain, &payload).finalize().into_bytes();
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// What [`seal_value`](Self::seal_value) sealed for `domain`, if `token` is such a seal
+    /// under this key.
+    pub(crate) fn open_value<T: serde::de::DeserializeOwned>(
+        &self,
+        domain: &[u8],
+        token: &str,
+    ) -> Option<T> {
+        if token.len() > MAX_STATE_BYTES {
+            return None;
+        }
+        let (payload, tag) = token.split_once('.')?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        self.tag(domain, &payload).verify_slice(&tag).ok()?;
+        serde_json::from_slice(&payload).ok()
+    }
+
+    fn tag(&self, domain: &[u8], payload: &[u8]) -> Hmac {
+        let mut mac = <Hmac as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key");
+        mac.update(&(domain.len() as u64).to_be_bytes());
+        mac.update(domain);
+        mac.update(payload);
+        mac
+    }
+}
+
 #[derive(Deserialize)]
 struct KeyIdOnly {
     kid: String,

@@ -2,6 +2,8 @@
 //! every response body is validated against.
 #![allow(dead_code)] // Each test binary uses its own part of the harness.
 
+pub mod answering;
+
 use std::sync::OnceLock;
 
 use oxp_runtime::server::Server;

@@ -11,26 +11,65 @@ use serde_json::Value;
 use crate::ask::{Capability, Round};
 use crate::seal::{Binding, Ledger};
 
-use super::exchange::Back;
+use super::exchange::{Back, Exchange};
 
 /// The most rounds of questions one call may ask by requests of the server's own: a tool that
 /// keeps asking must not hold its client forever.
 pub(crate) const MAX_ROUNDS: usize = 16;
 
-/// Asks `asked` (MCP request shapes, by key) of the client by requests of the server's own,
-/// one after another, waiting at most `wait` for each (a person answers); the answers by key.
-pub(crate) async fn by_request(
-    back: &Back,
-    asked: BTreeMap<String, Value>,
-    wait: Duration,
-) -> Result<BTreeMap<String, Value>, String> {
-    let mut answers = BTreeMap::new();
-    for (key, request) in asked {
+/// Whether the server can ask this request's client by requests of its own, mid-call: over a
+/// connection, and over HTTP on the call's stream when the client declared what it answers
+/// at `initialize` (its session id carries that); from 2026-07-28 a call asks by ending its
+/// round instead.
+pub(crate) fn by_request(exchange: &Exchange) -> bool {
+    !exchange.newest()
+        && match exchange.back {
+            Back::Connection(_) => true,
+            Back::Stream(_) => exchange.capabilities.is_some(),
+        }
+}
+
+impl super::McpServer {
+    /// Asks `asked` (MCP request shapes, by key) of the request's client by requests of the
+    /// server's own, one after another, waiting at most `wait` for each (a person answers);
+    /// the answers by key.
+    pub(crate) async fn ask_by_request(
+        &self,
+        exchange: &Exchange,
+        asked: BTreeMap<String, Value>,
+        wait: Duration,
+    ) -> Result<BTreeMap<String, Value>, String> {
+        let mut answers = BTreeMap::new();
+        for (key, request) in asked {
+            let answer = self.ask_one(exchange, &key, request, wait).await?;
+            answers.insert(key, answer);
+        }
+        Ok(answers)
+    }
+
+    async fn ask_one(
+        &self,
+        exchange: &Exchange,
+        key: &str,
+        request: Value,
+        wait: Duration,
+    ) -> Result<Value, String> {
         let request: rmcp::model::ServerRequest = serde_json::from_value(request)
             .map_err(|e| format!("The tool's question `{key}` is not one MCP can carry: {e}."))?;
+        let asked = async {
+            match &exchange.back {
+                Back::Connection(peer) => {
+                    let options = rmcp::service::PeerRequestOptions::no_options();
+                    let handle = (peer.send_request_with_option(request, options).await)
+                        .map_err(|e| e.to_string())?;
+                    handle.await_response().await.map_err(|e| e.to_string())
+                }
+                Back::Stream(stream) => self.ask_over_http(exchange, stream, request, wait).await,
+            }
+        };
         // Bounded here rather than by the peer's own option: a client that never answers
         // must not hold the call past the wait.
-        let answer = match tokio::time::timeout(wait, back.request(request)).await {
+        let answer = match tokio::time::timeout(wait, asked).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(error)) => {
                 return Err(format!(
@@ -44,10 +83,8 @@ pub(crate) async fn by_request(
                 ));
             }
         };
-        let answer = serde_json::to_value(answer).map_err(|e| e.to_string())?;
-        answers.insert(key, answer);
+        serde_json::to_value(answer).map_err(|e| e.to_string())
     }
-    Ok(answers)
 }
 
 /// Which asks a client can answer: what it declared in the request's `_meta` (2026-07-28);

@@ -7,11 +7,8 @@
 use std::sync::Arc;
 
 use axum::http::request::Parts;
-use rmcp::model::{
-    ClientCapabilities, ClientResult, ProtocolVersion, RequestMetaObject, ServerNotification,
-    ServerRequest,
-};
-use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::model::{ClientCapabilities, ProtocolVersion, RequestMetaObject, ServerNotification};
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
@@ -122,20 +119,6 @@ impl Back {
         match self {
             Back::Connection(peer) => peer.send_notification(notification).await.map_err(|_| Gone),
             Back::Stream(stream) => stream.notify(notification).await,
-        }
-    }
-
-    /// Asks the client `request` and waits for its answer (the caller bounds the wait).
-    pub(crate) async fn request(&self, request: ServerRequest) -> Result<ClientResult, String> {
-        match self {
-            Back::Connection(peer) => {
-                let handle = peer
-                    .send_request_with_option(request, PeerRequestOptions::no_options())
-                    .await
-                    .map_err(|e| e.to_string())?;
-                handle.await_response().await.map_err(|e| e.to_string())
-            }
-            Back::Stream(stream) => stream.request(request).await,
         }
     }
 }

@@ -1,15 +1,17 @@
 //! The MCP front (cargo feature `mcp`, on by default): the same registry over the Model Context
-//! Protocol, with the official Rust SDK (`rmcp`) — streamable HTTP at `/mcp` on the OXP server,
-//! and stdio through `<bin> mcp`. Like every front it only translates: calls run through the one
-//! [`Pipeline`], so requirements, validation, timeouts, idempotency and redaction behave exactly
-//! as over OXP.
+//! Protocol — streamable HTTP at `/mcp` on the OXP server (oxp's own transport, `http/`), and
+//! stdio through `<bin> mcp` (rmcp's connection, `connection.rs`). Both hand each request to one
+//! dispatch (`McpServer::handle`, `methods.rs`) through an `Exchange`, what a request carries
+//! whichever transport brought it; rmcp provides the model types. Like every front it only
+//! translates: calls run through the one [`Pipeline`], so requirements, validation, timeouts,
+//! idempotency and redaction behave exactly as over OXP.
 //!
-//! **Stateless, on any replica.** Over HTTP no request depends on an earlier one: every
-//! revision is served without sessions (a 2025-06-18 client's `initialize` is answered without
-//! an `MCP-Session-Id`, and its later requests are served as they come), so a load balancer may
-//! send each request to any replica. A call that sends nothing before its result is answered
-//! `application/json`; one that reports progress or logs is answered as an SSE stream carrying
-//! them, then its result.
+//! **Stateless, on any replica.** Over HTTP no server keeps anything between requests, so a
+//! load balancer may send each request to any replica. An earlier revision's client that
+//! declared what it can answer at `initialize` is given an `Mcp-Session-Id` that seals what it
+//! declared (see `http/session.rs`), and nothing else. A call that sends nothing before its
+//! result is answered `application/json`; one that reports progress, logs, or asks its client
+//! is answered as an SSE stream carrying them, then its result.
 //!
 //! **Names and versions.** `tools/list` shows each tool's latest version under its wire name
 //! (`Calculator_Add`), and every older version under `<wire name>__v<x>_<y>_<z>`
@@ -646,7 +648,7 @@ impl McpServer {
         let answers = client(Capability::Elicitation);
         if !answers && policy == crate::ask::CannotAsk::Hide {
             self.count(crate::metrics::Fallback::Hidden);
-            return unsupported(Capability::Elicitation, newest, exchange);
+            return unsupported(Capability::Elicitation, newest, None);
         }
         let mut arguments = request.arguments.unwrap_or_default();
         let confirmation = match policy {
@@ -710,11 +712,11 @@ impl McpServer {
         // neither runs the tool nor uses the call up.
         if let Some(capability) = asking::lacking(ledger.as_ref(), can) {
             self.count(crate::metrics::Fallback::Refused);
-            return unsupported(capability, newest, exchange);
+            return unsupported(capability, newest, None);
         }
         // Before 2026-07-28, over stdio, the server asks by requests of its own on the call's
         // connection, and the tool runs again with the answers within this one call.
-        let by_request = http.is_none() && !newest;
+        let by_request = asking::by_request(exchange);
         let mut round = Round::resume(ledger, responses, can);
         let mut call_id = call_id;
         let mut rounds = 0;
@@ -784,7 +786,7 @@ impl McpServer {
                 ))
                 .into());
             }
-            let asked = asking::by_request(&exchange.back, round.asked(), self.sealer.ttl());
+            let asked = self.ask_by_request(exchange, round.asked(), self.sealer.ttl());
             let answers = tokio::select! {
                 answers = asked => answers,
                 () = exchange.cancelled() => {
@@ -820,7 +822,7 @@ impl McpServer {
                     .into()),
                     _ => {
                         self.count(crate::metrics::Fallback::Refused);
-                        unsupported(Capability::Elicitation, newest, exchange)
+                        unsupported(Capability::Elicitation, newest, question)
                     }
                 };
             }
@@ -845,7 +847,7 @@ impl McpServer {
             }
             if let Some(capability) = round.unsupported() {
                 self.count(crate::metrics::Fallback::Refused);
-                return unsupported(capability, newest, exchange);
+                return unsupported(capability, newest, round.refused_question().as_deref());
             }
         }
         Ok(mcp_result(outcome, any_output, per_caller, contents).into())
@@ -856,8 +858,17 @@ impl McpServer {
     /// The key of the task `id` for this request's caller: the principal and user a call of
     /// theirs would run with, so another caller's id finds nothing.
     fn task_key_for(&self, exchange: &Exchange, id: &str) -> crate::idempotency::IdempotencyKey {
-        let principal = exchange.principal();
-        let user = if exchange.over_http() && !self.single_tenant {
+        self.key_of(exchange.principal(), exchange.over_http(), id)
+    }
+
+    /// The key of `id` for a caller: its principal and the user its calls run with.
+    fn key_of(
+        &self,
+        principal: Option<&Principal>,
+        over_http: bool,
+        id: &str,
+    ) -> crate::idempotency::IdempotencyKey {
+        let user = if over_http && !self.single_tenant {
             principal.and_then(|p| p.call_user(None, false).ok().flatten())
         } else {
             self.context.user_id.clone()
@@ -880,44 +891,38 @@ fn failed(outcome: &CallOutcome) -> bool {
     )
 }
 
-/// The answer to a call whose tool needed an ask its client cannot answer: MCP's "missing
-/// required client capability" from 2026-07-28 (HTTP 400); before, a tool error naming the
-/// revision, which has no way to carry an ask.
+/// The answer to a call whose tool needed an ask its client cannot answer, in words a model
+/// can relay to its user: what the tool needs (a confirmation or a form, a link opened, the
+/// client's model, its roots) and the question it would have asked, if one was. From
+/// 2026-07-28 it is MCP's "missing required client capability" (HTTP 400); before, a tool error.
 fn unsupported(
     capability: Capability,
     newest: bool,
-    exchange: &Exchange,
+    question: Option<&str>,
 ) -> Result<CallToolResponse, McpError> {
+    let needs = match capability {
+        Capability::Elicitation => "its user's confirmation or answers to a form",
+        Capability::UrlElicitation => "its user to open a link",
+        Capability::Sampling => "an answer from the client's model",
+        Capability::Roots => "the client's roots (the folders it works in)",
+    };
+    let mut text = format!(
+        "This tool needs {needs} before it goes on, and this client cannot give it (it did not \
+         declare `{}`)",
+        capability.name()
+    );
+    if let Some(question) = question {
+        text.push_str(&format!(". The question was: \"{question}\""));
+    }
+    text.push_str(". Ask the user directly, or use a client that supports it.");
     if newest {
         let required: rmcp::model::ClientCapabilities =
             serde_json::from_value(capability.declared()).unwrap_or_default();
         let mut error = McpError::missing_required_client_capability(required);
-        // A message a model can relay to its user.
-        error.message = match capability {
-            Capability::Elicitation => {
-                "This tool needs to ask its user a question (a confirmation or a form), and \
-                 this client cannot show one"
-            }
-            _ => "This tool needs something of the client that it did not declare",
-        }
-        .into();
+        error.message = text.into();
         return Err(error);
     }
-    let revision = (exchange.version.as_ref())
-        .map_or_else(|| "an earlier revision".to_owned(), ToString::to_string);
-    Ok(text_error(if exchange.over_http() {
-        format!(
-            "This tool asks through {} mid-call, which MCP over HTTP carries from revision \
-             2026-07-28; this client speaks {revision}.",
-            capability.name()
-        )
-    } else {
-        format!(
-            "This tool asks through {} mid-call, and this client did not declare it.",
-            capability.name()
-        )
-    })
-    .into())
+    Ok(text_error(text).into())
 }
 
 impl McpServer {

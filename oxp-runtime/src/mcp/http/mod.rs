@@ -13,6 +13,8 @@
 //! outlives its own response for one to refer to.
 
 mod answer;
+mod asks;
+mod session;
 mod stream;
 
 pub(crate) use stream::Stream;
@@ -77,16 +79,9 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
                 ),
             }
         }
-        Ok(ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_)) => json(
-            &ServerJsonRpcMessage::error(
-                McpError::invalid_request(
-                    "this server sent no request that this response could answer",
-                    None,
-                ),
-                None,
-            ),
-            StatusCode::BAD_REQUEST,
-        ),
+        Ok(answer @ (ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_))) => {
+            server.answered(&parts, answer).await
+        }
         Err(error) => json(
             &ServerJsonRpcMessage::error(error, None),
             StatusCode::BAD_REQUEST,
@@ -139,12 +134,33 @@ async fn answer(
         .missing_required_keys(&ProtocolVersion::V_2026_07_28)
         .is_empty();
     let newest = revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    // What the client declared: in the request (2026-07-28 on), in `initialize`, or, before,
+    // in the session id `initialize` gave it.
+    let mut session = None;
     let capabilities = match &request.request {
         _ if newest => meta.client_capabilities(),
         ClientRequest::InitializeRequest(initialize) => {
+            if server.pipeline.store().is_some() {
+                session = session::open_for(&server.sealer, &initialize.params);
+            }
             Some(initialize.params.capabilities.clone())
         }
-        _ => None,
+        _ => match parts.headers.get(session::HEADER).map(HeaderValue::to_str) {
+            None => None,
+            Some(id) => match id
+                .ok()
+                .and_then(|id| session::capabilities(&server.sealer, id))
+            {
+                Some(capabilities) => Some(capabilities),
+                None => {
+                    return plain(
+                        StatusCode::NOT_FOUND,
+                        "Not Found: this server issued no such session (it may have been issued \
+                         under another state key); initialize again",
+                    );
+                }
+            },
+        },
     };
     let stream = Stream::default();
     let cancel = CancellationToken::new();
@@ -170,7 +186,11 @@ async fn answer(
             Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
             None => {
                 let status = if statuses { status_of(&message, malformed) } else { StatusCode::OK };
-                json(&message, status)
+                let mut response = json(&message, status);
+                if let Some(session) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
+                    response.headers_mut().insert(session::HEADER, session);
+                }
+                response
             }
         },
         sent = stream.opened() => stream::response(Progress::Running(answer), sent),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, Response, header};
-use rmcp::model::{ClientResult, ServerJsonRpcMessage, ServerNotification, ServerRequest};
+use rmcp::model::{ServerJsonRpcMessage, ServerNotification};
 use tokio::sync::{Notify, mpsc};
 
 use super::super::exchange::Gone;
@@ -39,7 +39,7 @@ struct Shared {
 
 impl Stream {
     /// Sends `message` on the stream, opening it if this is the first.
-    async fn send(&self, message: ServerJsonRpcMessage) -> Result<(), Gone> {
+    pub(super) async fn send(&self, message: ServerJsonRpcMessage) -> Result<(), Gone> {
         let sender = self.0.sender.get_or_init(|| {
             let (sender, receiver) = mpsc::channel(QUEUE);
             *self
@@ -57,13 +57,6 @@ impl Stream {
     pub(crate) async fn notify(&self, notification: ServerNotification) -> Result<(), Gone> {
         self.send(ServerJsonRpcMessage::notification(notification))
             .await
-    }
-
-    /// The server's own requests reach earlier revisions' HTTP clients only where the client
-    /// can answer them (see [`Exchange::capabilities`](super::super::exchange::Exchange)).
-    pub(crate) async fn request(&self, request: ServerRequest) -> Result<ClientResult, String> {
-        let _ = request;
-        Err("this client cannot be asked over HTTP".into())
     }
 
     /// Waits until the method sends its first message, and takes what it sends.
