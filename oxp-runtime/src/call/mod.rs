@@ -591,9 +591,12 @@ impl Pipeline {
             outcome = tracing::field::Empty,
             answers = tracing::field::Empty,
         );
-        // A call that may ask notes how many answers its round came with (0: its first round).
-        if let Some(round) = meta.signals.round() {
-            span.record("answers", round.answers());
+        // A call that may ask notes how many answers its round came with (none: its first
+        // round; recording costs every call a formatting of its fields, so only when there are).
+        if let Some(answers) = (meta.signals.round()).map(|round| round.answers())
+            && answers > 0
+        {
+            span.record("answers", answers);
         }
         #[cfg(feature = "otel")]
         if let Some(traceparent) = &meta.traceparent {

@@ -18,6 +18,11 @@ use crate::principal::{Grant, Principal};
 pub(crate) struct Exchange {
     /// The request's `_meta`.
     pub(crate) meta: RequestMetaObject,
+    /// The revision `_meta` names, read once.
+    pub(crate) requested: Option<ProtocolVersion>,
+    /// Whether `_meta` has every field a self-contained (2026-07-28) request must carry, read
+    /// once.
+    pub(crate) complete: bool,
     /// The HTTP request's parts, where the OXP server's authentication left the caller's
     /// principal and grant; none over a connection.
     pub(crate) http: Option<Parts>,
@@ -53,8 +58,14 @@ impl Exchange {
     pub(crate) fn connection(context: RequestContext<RoleServer>) -> Self {
         let version = context.protocol_version();
         let capabilities = context.client_capabilities();
+        let requested = context.meta.protocol_version();
+        let complete = (context.meta)
+            .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+            .is_empty();
         Exchange {
             meta: context.meta,
+            requested,
+            complete,
             // A request rmcp's own HTTP service hands over keeps its parts there.
             http: context.extensions.get::<Parts>().cloned(),
             version,

@@ -30,7 +30,7 @@ impl McpServer {
     ) -> Result<ServerResult, McpError> {
         let newest = exchange.newest();
         let initialize = matches!(request, ClientRequest::InitializeRequest(_));
-        let requested = exchange.meta.protocol_version();
+        let requested = &exchange.requested;
         if let Some(requested) = requested.as_ref().filter(|_| !initialize)
             && !supported_versions().contains(requested)
         {
@@ -48,9 +48,9 @@ impl McpServer {
                     version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
                 })
                 || (!exchange.over_http() && exchange.connection_info().is_none()));
-        if self_contained {
+        if self_contained && !exchange.complete {
             let missing = (exchange.meta).missing_required_keys(&ProtocolVersion::V_2026_07_28);
-            if !missing.is_empty() {
+            {
                 return Err(McpError::invalid_params(
                     format!(
                         "request _meta is missing or has malformed required fields: {}",
@@ -167,8 +167,8 @@ impl McpServer {
                 return Err(McpError::method_not_found::<UnsubscribeRequestMethod>());
             }
             ClientRequest::CallToolRequest(request) => {
-                // Boxed: by far the largest of these futures, it would size every request's.
-                let response = Box::pin(self.call(request.params, exchange)).await?;
+                // Not boxed: the transports hold each request's whole future in one allocation.
+                let response = self.call(request.params, exchange).await?;
                 // SEP-2663: a task is no answer to a request that did not declare tasks.
                 if matches!(response, CallToolResponse::Task(_)) && !self.declared_tasks(exchange) {
                     return Err(missing_tasks());

@@ -14,6 +14,7 @@
 
 mod answer;
 mod asks;
+mod read;
 mod session;
 mod stream;
 
@@ -21,7 +22,7 @@ pub(crate) use stream::Stream;
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
@@ -67,7 +68,7 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
         Ok(bytes) => bytes,
         Err(error) => return body_failure(&error, server.max_body_bytes),
     };
-    match read(&bytes) {
+    match read::message(&bytes) {
         Ok(ClientJsonRpcMessage::Request(request)) => answer(server, request, parts).await,
         Ok(ClientJsonRpcMessage::Notification(notification)) => {
             let method = notification_method(&notification.notification);
@@ -103,7 +104,9 @@ async fn answer(
             StatusCode::BAD_REQUEST,
         )
     };
-    let header = match header_revision(&parts.headers, &request.request) {
+    // The revision the request names itself, read once (each reading parses `_meta`).
+    let own = request.request.get_meta().protocol_version();
+    let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
         Ok(header) => header,
         Err(Refusal::Plain(status, text)) => return plain(status, text),
         Err(Refusal::JsonRpc(error)) => return refused(error),
@@ -121,18 +124,15 @@ async fn answer(
     if let Err(error) = headers::check(&parts.headers, method, name, tool) {
         return refused(error);
     }
-    let revision = match revision(header, &request.request) {
+    let revision = match revision(header, &request.request, own.clone()) {
         Ok(revision) => revision,
         Err(error) => return refused(error),
     };
     let meta = std::mem::take(request.request.get_meta_mut());
     // A request that names its revision itself (or opens with `server/discover`) is answered
     // with the status its error calls for; the revisions before keep JSON-RPC's 200.
-    let statuses = meta.protocol_version().is_some()
-        || matches!(request.request, ClientRequest::DiscoverRequest(_));
-    let malformed = !meta
-        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
-        .is_empty();
+    let statuses = own.is_some() || matches!(request.request, ClientRequest::DiscoverRequest(_));
+    let complete = (meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)).is_empty();
     let newest = revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
     // What the client declared: in the request (2026-07-28 on), in `initialize`, or, before,
     // in the session id `initialize` gave it.
@@ -166,6 +166,8 @@ async fn answer(
     let cancel = CancellationToken::new();
     let exchange = Exchange {
         meta,
+        requested: own,
+        complete,
         http: Some(parts),
         version: Some(revision),
         capabilities,
@@ -185,7 +187,7 @@ async fn answer(
             // It sent something as it ended: that goes first, on a stream.
             Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
             None => {
-                let status = if statuses { status_of(&message, malformed) } else { StatusCode::OK };
+                let status = if statuses { status_of(&message, !complete) } else { StatusCode::OK };
                 let mut response = json(&message, status);
                 if let Some(session) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
                     response.headers_mut().insert(session::HEADER, session);
@@ -210,6 +212,7 @@ enum Refusal {
 fn header_revision<'h>(
     headers: &'h HeaderMap,
     request: &ClientRequest,
+    own: Option<&ProtocolVersion>,
 ) -> Result<Option<&'h str>, Refusal> {
     let header = match headers.get(PROTOCOL_VERSION).map(HeaderValue::to_str) {
         None => return Ok(None),
@@ -232,7 +235,7 @@ fn header_revision<'h>(
                 None,
             )));
         }
-    } else if request.get_meta().protocol_version().is_none() && known(header).is_none() {
+    } else if own.is_none() && known(header).is_none() {
         return Err(Refusal::Plain(
             StatusCode::BAD_REQUEST,
             format!("Bad Request: Unsupported MCP-Protocol-Version: {header}"),
@@ -248,12 +251,16 @@ fn known(version: &str) -> Option<&'static ProtocolVersion> {
 /// The revision a request speaks: the one `initialize` asks for, the request's own (`_meta`,
 /// which must agree with the header), or the header's (2025-03-26 without one, as the
 /// transport's spec says). A request of 2026-07-28 or later carries `_meta`'s revision too.
-fn revision(header: Option<&str>, request: &ClientRequest) -> Result<ProtocolVersion, McpError> {
+fn revision(
+    header: Option<&str>,
+    request: &ClientRequest,
+    own: Option<ProtocolVersion>,
+) -> Result<ProtocolVersion, McpError> {
     if let ClientRequest::InitializeRequest(initialize) = request {
         return Ok(initialize.params.protocol_version.clone());
     }
     let meta = request.get_meta();
-    match (meta.protocol_version(), header) {
+    match (own, header) {
         (Some(own), Some(header)) if header != own.as_str() => Err(McpError::header_mismatch(
             format!(
                 "MCP-Protocol-Version header ({header}) does not match request _meta \
@@ -383,26 +390,6 @@ fn accepted(headers: &HeaderMap) -> impl Iterator<Item = &str> {
 fn zero(weight: &str) -> bool {
     let (whole, fraction) = weight.split_once('.').unwrap_or((weight, ""));
     whole == "0" && fraction.len() <= 3 && fraction.bytes().all(|digit| digit == b'0')
-}
-
-/// The message a body holds: JSON-RPC's parse error for what is not JSON, invalid request for
-/// JSON that is no single MCP message (a batch among them: the revisions that had batches
-/// were served by rmcp's transport without them too).
-fn read(bytes: &Bytes) -> Result<ClientJsonRpcMessage, McpError> {
-    if (bytes.iter()).find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
-        return Err(McpError::invalid_request(
-            "Invalid Request: JSON-RPC batches are not accepted; send each message in its own \
-             request",
-            None,
-        ));
-    }
-    serde_json::from_slice(bytes).map_err(|error| {
-        if error.is_syntax() || error.is_eof() {
-            McpError::parse_error(format!("Parse error: {error}"), None)
-        } else {
-            McpError::invalid_request(format!("Invalid Request: {error}"), None)
-        }
-    })
 }
 
 /// A body over the cap is `413`; one that broke off, `400`.
