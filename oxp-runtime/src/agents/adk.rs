@@ -211,6 +211,9 @@ impl Tool for AdkTool {
         let user_id = Some(ctx.user_id()).filter(|user| !user.is_empty());
         let mut secrets = Vec::new();
         for id in self.secrets {
+            if self.front.dispatcher.has_secret(id) {
+                continue;
+            }
             match ctx.get_secret(id).await {
                 Ok(Some(value)) => secrets.push(((*id).to_owned(), value)),
                 Ok(None) => {}

@@ -26,9 +26,9 @@
 //! let tools = RigTools::new(Dispatcher::new(Pipeline::new(registry))).export().unwrap();
 //! assert_eq!(tools[0].name(), "Calculator_Add");
 //! // What rig runs when the model calls it (an agent: `AgentBuilder::new(model).dynamic_tools(tools)`).
-//! let output = tools[0].run(serde_json::json!({"a": 2, "b": 3})).await.unwrap();
+//! let output = tools[0].execute(serde_json::json!({"a": 2, "b": 3})).await.unwrap();
 //! assert_eq!(output.as_json(), Some(&serde_json::json!(5)));
-//! let invalid = tools[0].run(serde_json::json!({"a": "two"})).await.unwrap_err();
+//! let invalid = tools[0].execute(serde_json::json!({"a": "two"})).await.unwrap_err();
 //! assert_eq!(invalid.kind(), rig_core::tool::ToolErrorKind::InvalidArgs);
 //! # });
 //! ```
