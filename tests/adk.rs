@@ -66,6 +66,22 @@ async fn delete(path: String) -> String {
     format!("deleted {path}")
 }
 
+/// Send a text message.
+#[tool(toolkit = "Sms", version = "1.0.0")]
+async fn send(to: String) -> Result<String, oxp_runtime::ToolError> {
+    Err(
+        oxp_runtime::ToolError::new(format!("The quota for {to} is used up."))
+            .additional_prompt_content("Try again in an hour.")
+            .can_retry(true),
+    )
+}
+
+/// Crash.
+#[tool(toolkit = "Sms", version = "1.0.0")]
+async fn crash() -> String {
+    panic!("a bug")
+}
+
 /// Wipe the disk.
 #[tool(toolkit = "Files", version = "1.0.0", scopes = ["files:admin"])]
 async fn wipe() -> String {
@@ -79,6 +95,8 @@ fn toolset() -> AdkToolset {
         .tool(hello::TOOL)
         .tool(delete::TOOL)
         .tool(wipe::TOOL)
+        .tool(send::TOOL)
+        .tool(crash::TOOL)
         .build()
         .unwrap();
     AdkToolset::new(Dispatcher::new(Pipeline::new(registry)).secret("SMTP_PASSWORD", "hunter22"))
@@ -244,8 +262,15 @@ async fn the_model_calls_a_tool_and_gets_its_value() {
         model.function_responses(1),
         [("Calculator_Add".to_owned(), json!(5))]
     );
-    let offered = &model.requests.lock().unwrap()[0].tools;
-    assert!(offered.contains_key("Calculator_Add"), "{offered:?}");
+    let offered: Vec<String> = model.requests.lock().unwrap()[0]
+        .tools
+        .keys()
+        .cloned()
+        .collect();
+    assert!(
+        offered.iter().any(|name| name == "Calculator_Add"),
+        "{offered:?}"
+    );
 
     // The runner's user and the app's secret reach the tool.
     let model = Scripted::new([call("call_1", "Greeter_Hello", json!({})), text("done")]);
@@ -261,6 +286,33 @@ async fn the_model_calls_a_tool_and_gets_its_value() {
     let model = Scripted::new([call("call_1", "Files_Wipe", json!({})), text("done")]);
     run(model.clone(), toolset(), &["files:admin"]).await;
     assert_eq!(model.function_responses(1)[0].1, json!("wiped"));
+}
+
+#[tokio::test]
+async fn a_tool_error_and_a_panic_reach_the_model_in_words_it_can_act_on() {
+    let model = Scripted::new([
+        call("call_1", "Sms_Send", json!({"to": "ada"})),
+        call("call_2", "Sms_Crash", json!({})),
+        text("sorry"),
+    ]);
+    assert_eq!(run(model.clone(), toolset(), &[]).await, "sorry");
+    let failed = model.function_responses(1)[0].1.clone();
+    let failed = failed["error"].as_str().expect("an error for the model");
+    assert!(
+        failed.contains("The quota for ada is used up.")
+            && failed.contains("Try again in an hour.")
+            && failed.contains("You may retry this call."),
+        "the tool's words and its retry hint: {failed}"
+    );
+    // The panic is contained: the run goes on, the model hears the tool failed, not the bug.
+    let (name, crashed) = model.function_responses(2).pop().unwrap();
+    assert_eq!(name, "Sms_Crash");
+    let crashed = crashed["error"].as_str().expect("an error for the model");
+    assert!(
+        crashed.contains("The tool failed unexpectedly."),
+        "{crashed}"
+    );
+    assert!(!crashed.contains("a bug"), "{crashed}");
 }
 
 #[tokio::test]

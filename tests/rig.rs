@@ -69,6 +69,22 @@ async fn delete(path: String) -> String {
     format!("deleted {path}")
 }
 
+/// Send a text message.
+#[tool(toolkit = "Sms", version = "1.0.0")]
+async fn send(to: String) -> Result<String, oxp_runtime::ToolError> {
+    Err(
+        oxp_runtime::ToolError::new(format!("The quota for {to} is used up."))
+            .additional_prompt_content("Try again in an hour.")
+            .can_retry(true),
+    )
+}
+
+/// Crash.
+#[tool(toolkit = "Sms", version = "1.0.0")]
+async fn crash() -> String {
+    panic!("a bug")
+}
+
 /// Wipe the disk.
 #[tool(toolkit = "Files", version = "1.0.0", scopes = ["files:admin"])]
 async fn wipe() -> String {
@@ -82,6 +98,8 @@ fn dispatcher() -> Dispatcher {
         .tool(hello::TOOL)
         .tool(delete::TOOL)
         .tool(wipe::TOOL)
+        .tool(send::TOOL)
+        .tool(crash::TOOL)
         .build()
         .unwrap();
     Dispatcher::new(Pipeline::new(registry))
@@ -175,6 +193,34 @@ async fn the_model_calls_a_tool_and_gets_its_value() {
     context.insert(User("ada".into())).unwrap();
     run(&model, &tools, context).await;
     assert_eq!(tool_results(&model.requests()[1])[0].2, "hello, ada (8)");
+}
+
+#[tokio::test]
+async fn a_tool_error_and_a_panic_reach_the_model_in_words_it_can_act_on() {
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("call_1", "Sms_Send", json!({"to": "ada"})),
+        MockTurn::tool_call("call_2", "Sms_Crash", json!({})),
+        MockTurn::text("sorry"),
+    ]);
+    let response = run(&model, &RigTools::new(dispatcher()), RigContext::new()).await;
+    assert_eq!(response.output(), "sorry");
+    let requests = model.requests();
+    let failed = &tool_results(&requests[1])[0];
+    assert!(failed.1, "{failed:?}");
+    assert!(
+        failed.2.contains("The quota for ada is used up.")
+            && failed.2.contains("Try again in an hour.")
+            && failed.2.contains("You may retry this call."),
+        "the tool's words and its retry hint: {failed:?}"
+    );
+    // The panic is contained: the run goes on, the model hears the tool failed, not the bug.
+    let crashed = tool_results(&requests[2]).pop().unwrap();
+    assert_eq!(crashed.0, "Sms_Crash");
+    assert!(
+        crashed.1 && crashed.2.contains("The tool failed unexpectedly."),
+        "{crashed:?}"
+    );
+    assert!(!crashed.2.contains("a bug"), "{crashed:?}");
 }
 
 #[tokio::test]
