@@ -30,6 +30,8 @@
 //! [`registry`] (tools, versions, validators) → [`call`] (the one pipeline) → the fronts.
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "rig", feature = "adk"))]
+pub mod agents;
 pub mod app;
 pub mod ask;
 pub mod authorization;

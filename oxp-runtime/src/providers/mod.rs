@@ -29,6 +29,8 @@ mod provider;
 mod schema_walk;
 
 pub use provider::Provider;
+#[cfg(any(feature = "rig", feature = "adk"))]
+pub(crate) use schema_walk::for_model as schema_for_model;
 
 use std::fmt;
 
@@ -696,6 +698,18 @@ impl Dispatcher {
         self
     }
 
+    /// Whether a call carries secret `id` (the in-process fronts add a framework's own).
+    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
+    pub(crate) fn has_secret(&self, id: &str) -> bool {
+        self.context.secrets.iter().any(|secret| secret.id == id)
+    }
+
+    /// Its limits (the in-process fronts export with them).
+    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
+    pub(crate) fn limits_in_force(&self) -> &Limits {
+        &self.limits
+    }
+
     /// The pipeline calls run through.
     ///
     /// ```
@@ -774,7 +788,18 @@ impl Dispatcher {
             let round = crate::ask::Round::resume(None, Default::default(), |_| true);
             self.step(call, round, &cancellation)
         });
-        Ok(futures_util::future::join_all(runs).await)
+        let steps = futures_util::future::join_all(runs).await;
+        Ok(steps.into_iter().map(|(step, _)| step).collect())
+    }
+
+    /// One call as [`steps`](Self::steps) runs it, with what kind of failure its result is:
+    /// for the in-process fronts, which answer in their framework's error types.
+    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
+    pub(crate) async fn step_one(&self, call: ToolCall) -> (Step, Failure) {
+        let cancellation = Cancellation::new();
+        let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
+        let round = crate::ask::Round::resume(None, Default::default(), |_| true);
+        self.step(call, round, &cancellation).await
     }
 
     /// Goes on with a call that asked, with the app's `answers` by ask key (an elicitation's
@@ -798,6 +823,15 @@ impl Dispatcher {
         pending: PendingInput,
         answers: std::collections::BTreeMap<String, Value>,
     ) -> Step {
+        self.resume_one(pending, answers).await.0
+    }
+
+    /// [`resume`](Self::resume), with what kind of failure its result is.
+    pub(crate) async fn resume_one(
+        &self,
+        pending: PendingInput,
+        answers: std::collections::BTreeMap<String, Value>,
+    ) -> (Step, Failure) {
         let PendingInput { call, state, .. } = pending;
         let opened = self.bound(&call, |binding| self.sealer.open(&state, binding));
         let ledger = match opened {
@@ -806,18 +840,15 @@ impl Dispatcher {
                 if let Some(metrics) = self.pipeline.metrics_handle() {
                     metrics.refused_state(bad);
                 }
-                return Step::Done(ToolResult {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: format!(
-                        "Error: the user's answers to this tool's questions could not be used: \
+                let result = failed(
+                    &call,
+                    format!(
+                        "the user's answers to this tool's questions could not be used: \
                          the pending input {}. Call the tool again to ask anew.",
                         bad.reason()
                     ),
-                    is_error: true,
-                    value: None,
-                    media: Vec::new(),
-                });
+                );
+                return (Step::Done(result), Failure::Refused);
             }
         };
         let cancellation = Cancellation::new();
@@ -862,7 +893,7 @@ impl Dispatcher {
         call: ToolCall,
         round: crate::ask::Round,
         cancellation: &Cancellation,
-    ) -> Step {
+    ) -> (Step, Failure) {
         let meta = CallMeta {
             signals: self
                 .meta
@@ -872,41 +903,42 @@ impl Dispatcher {
                 .asking(&round),
             ..self.meta.clone()
         };
-        let result = self.run_one(call.clone(), &meta).await;
+        let (result, failure) = self.run_classified(call.clone(), &meta).await;
         let asks = round.asked();
         let ledger = round.next().filter(|_| result.is_error);
         let Some(ledger) = ledger else {
-            return Step::Done(result);
+            return (Step::Done(result), failure);
         };
         match self.bound(&call, |binding| self.sealer.seal(ledger, binding)) {
-            Ok(state) => Step::Asks(PendingInput { call, asks, state }),
-            Err(too_large) => Step::Done(ToolResult {
-                content: format!("Error: the tool could not ask its question: {too_large}."),
-                ..result
-            }),
+            Ok(state) => (Step::Asks(PendingInput { call, asks, state }), failure),
+            Err(too_large) => (
+                Step::Done(ToolResult {
+                    content: format!("Error: the tool could not ask its question: {too_large}."),
+                    ..result
+                }),
+                Failure::Tool { retryable: false },
+            ),
         }
     }
 
     async fn run_one(&self, call: ToolCall, meta: &CallMeta) -> ToolResult {
-        let error = |content: String| ToolResult {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            content: format!("Error: {content}"),
-            is_error: true,
-            value: None,
-            media: Vec::new(),
-        };
+        self.run_classified(call, meta).await.0
+    }
+
+    async fn run_classified(&self, call: ToolCall, meta: &CallMeta) -> (ToolResult, Failure) {
+        let error = |content: String| failed(&call, content);
+        let bad_arguments = |content: String| (failed(&call, content), Failure::InvalidArguments);
         let mut arguments = match &call.arguments {
             Ok(arguments) => arguments.clone(),
             Err(problem) => {
-                return error(format!(
+                return bad_arguments(format!(
                     "Invalid JSON in arguments ({problem}). Please retry with valid JSON."
                 ));
             }
         };
         let size = arguments.to_string().len();
         if size > self.limits.max_arguments_bytes {
-            return error(format!(
+            return bad_arguments(format!(
                 "The arguments are {size} bytes; the limit is {}. Please retry with smaller arguments.",
                 self.limits.max_arguments_bytes
             ));
@@ -920,11 +952,12 @@ impl Dispatcher {
                 .map(RegisteredTool::name)
                 .collect();
             names.dedup();
-            return error(format!(
+            let text = format!(
                 "Tool '{}' is not available. Available tools: {}.",
                 call.name,
                 names.join(", ")
-            ));
+            );
+            return (error(text), Failure::NotFound);
         };
         schema_walk::strip_optional_nulls(&mut arguments, &tool.definition().input_schema);
         let request = CallToolRequest {
@@ -940,32 +973,39 @@ impl Dispatcher {
             .as_ref()
             .is_some_and(|output| crate::content::structured_schema(output).is_some());
         let outcome = self.pipeline.call_with(request, meta).await;
-        let mut result = match outcome {
+        let (mut result, failure) = match outcome {
             CallOutcome::Completed(response) => match response.result {
                 CallResult::Success { value: Some(value) } if contents => {
                     match serde_json::from_value::<crate::content::Contents<Value>>(value) {
-                        Ok(contents) => blocks_result(&call, contents),
-                        Err(_) => error("the tool's result is not the content it declared".into()),
+                        Ok(contents) => (blocks_result(&call, contents), Failure::None),
+                        Err(_) => (
+                            error("the tool's result is not the content it declared".into()),
+                            Failure::Tool { retryable: false },
+                        ),
                     }
                 }
-                CallResult::Success { value } => ToolResult {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: match &value {
-                        None => String::new(),
-                        Some(Value::String(text)) => text.clone(),
-                        Some(other) => other.to_string(),
+                CallResult::Success { value } => (
+                    ToolResult {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: match &value {
+                            None => String::new(),
+                            Some(Value::String(text)) => text.clone(),
+                            Some(other) => other.to_string(),
+                        },
+                        is_error: false,
+                        value,
+                        media: Vec::new(),
                     },
-                    is_error: false,
-                    value,
-                    media: Vec::new(),
-                },
+                    Failure::None,
+                ),
                 CallResult::Failure { error: failure } => {
                     let mut text = failure.for_model();
                     if failure.can_retry {
                         text.push_str("\nYou may retry this call.");
                     }
-                    error(text)
+                    let retryable = failure.can_retry;
+                    (error(text), Failure::Tool { retryable })
                 }
             },
             CallOutcome::Invalid(invalid) => {
@@ -974,16 +1014,51 @@ impl Dispatcher {
                     text.push_str(&format!("; `{parameter}`: {problem}"));
                 }
                 text.push_str(". Please retry with arguments that match the tool's schema.");
-                error(text)
+                bad_arguments(text)
             }
-            CallOutcome::Rejected(rejected) => error(rejected.message),
-            CallOutcome::Unavailable { error: busy, .. } => {
-                error(format!("{} You may retry this call.", busy.message))
-            }
+            CallOutcome::Rejected(rejected) => (error(rejected.message), Failure::Refused),
+            CallOutcome::Unavailable { error: busy, .. } => (
+                error(format!("{} You may retry this call.", busy.message)),
+                Failure::Unavailable,
+            ),
         };
         cap(&mut result, self.limits.max_result_bytes);
-        result
+        (result, failure)
     }
+}
+
+/// A failed call's result: `Error: ` and words the model can act on.
+fn failed(call: &ToolCall, content: String) -> ToolResult {
+    ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        content: format!("Error: {content}"),
+        is_error: true,
+        value: None,
+        media: Vec::new(),
+    }
+}
+
+/// What kind of failure a [`ToolResult`] is, for the fronts that answer in a framework's own
+/// error types (rig's `ToolErrorKind`, adk-rust's `ErrorCategory`); its words are the same.
+#[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// It did not fail.
+    None,
+    /// The arguments are not what the tool takes (the 422 words): the model retries.
+    InvalidArguments,
+    /// No tool by that name.
+    NotFound,
+    /// Refused before the tool ran.
+    Refused,
+    /// The server is full or draining: worth retrying.
+    Unavailable,
+    /// The tool ran and failed (or panicked, or timed out), retryable as it said.
+    Tool {
+        /// The tool's `can_retry`.
+        retryable: bool,
+    },
 }
 
 impl ToolResult {
