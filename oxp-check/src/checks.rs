@@ -29,6 +29,8 @@ struct Run<'a> {
     blocked: Option<String>,
     /// Whether a call came back `success: false` in a valid shape (§1 E.47).
     tool_error_seen: bool,
+    /// Whether the server authenticates callers (then the user may be the credential's).
+    authenticated: bool,
     /// Tells this run's call ids apart from another run's against the same server.
     nonce: String,
 }
@@ -45,6 +47,7 @@ pub(crate) async fn run(options: &Options) -> Result<Report, Error> {
         checks: Vec::new(),
         blocked: None,
         tool_error_seen: false,
+        authenticated: false,
         nonce,
     };
     run.all().await?;
@@ -169,6 +172,7 @@ impl Run<'_> {
             .await
             .map_err(Error::Unreachable)?;
         let auth_required = matches!(probe.status, 401 | 403);
+        self.authenticated = auth_required;
         if auth_required {
             self.authentication(&health, &probe).await;
             if !self.http.has_credential() {
@@ -1171,6 +1175,12 @@ impl Run<'_> {
         const USER: &str =
             "a call missing a required `user_id` is 400 with `missing_requirements.user_id: true`";
         match with(|r| r.2) {
+            Some(_) if self.authenticated => self.skip(
+                Should,
+                "§3.22",
+                USER,
+                "the server authenticates callers, so the user may be the credential's subject",
+            ),
             Some(tool) => {
                 let reply = self.call_missing(&tool, Missing::UserId).await;
                 let r = reply.and_then(|reply| {
@@ -1203,7 +1213,9 @@ impl Run<'_> {
                 .map(|id| json!({"id": id, "token": "oxp-check-placeholder"}))
                 .collect();
         }
-        if missing != Missing::UserId && user {
+        // Under authentication the user may be the credential's subject, and a user named
+        // beside it refused (oxp does so): the user is left to the credential.
+        if missing != Missing::UserId && user && !self.authenticated {
             context["user_id"] = json!("oxp-check-user");
         }
         let input = tool

@@ -19,27 +19,46 @@ pub(crate) fn valid(schema: &Value) -> Option<Value> {
         .find(|input| input.is_object() && validator.is_valid(input))
 }
 
-/// A second accepted input that differs from [`valid`]'s, if one can be made.
+/// A second accepted input that differs from [`valid`]'s (one scalar changed, however deep),
+/// if one can be made.
 pub(crate) fn another_valid(schema: &Value, first: &Value) -> Option<Value> {
     let validator = validator(schema)?;
-    let Value::Object(fields) = first else {
-        return None;
-    };
-    for (key, value) in fields {
-        let other = match value {
-            Value::String(s) => Value::String(format!("{s}y")),
-            Value::Number(n) => json!(n.as_f64().unwrap_or(0.0) as i64 + 1),
-            Value::Bool(b) => Value::Bool(!b),
-            _ => continue,
-        };
-        let mut next = fields.clone();
-        next.insert(key.clone(), other);
-        let next = Value::Object(next);
-        if validator.is_valid(&next) {
-            return Some(next);
-        }
+    variants(first, 0)
+        .into_iter()
+        .find(|other| validator.is_valid(other))
+}
+
+/// `value` with one scalar changed, for each scalar in it (the first few hundred).
+fn variants(value: &Value, depth: usize) -> Vec<Value> {
+    match value {
+        Value::String(s) => vec![Value::String(format!("{s}y"))],
+        Value::Number(n) => vec![json!(n.as_f64().unwrap_or(0.0) as i64 + 1)],
+        Value::Bool(b) => vec![Value::Bool(!b)],
+        Value::Object(fields) if depth < 16 => fields
+            .iter()
+            .flat_map(|(key, child)| {
+                variants(child, depth + 1).into_iter().map(move |other| {
+                    let mut next = fields.clone();
+                    next.insert(key.clone(), other);
+                    Value::Object(next)
+                })
+            })
+            .take(256)
+            .collect(),
+        Value::Array(items) if depth < 16 => items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, child)| {
+                variants(child, depth + 1).into_iter().map(move |other| {
+                    let mut next = items.clone();
+                    next[i] = other;
+                    Value::Array(next)
+                })
+            })
+            .take(256)
+            .collect(),
+        _ => Vec::new(),
     }
-    None
 }
 
 /// An object input `schema` refuses (a required field left out, a field of the wrong type, or
@@ -199,6 +218,10 @@ mod tests {
         assert!(!jsonschema::is_valid(&schema, &bad));
         let other = another_valid(&schema, &input).unwrap();
         assert_ne!(other, input);
+        let nested = json!({"type": "object", "properties": {"w": {"type": "object",
+            "properties": {"n": {"type": "integer"}}, "required": ["n"]}}, "required": ["w"]});
+        let first = valid(&nested).unwrap();
+        assert_eq!(another_valid(&nested, &first), Some(json!({"w": {"n": 2}})));
         // No inputs: `{}` is valid and nothing can be invalid but an unknown field, if closed.
         assert_eq!(valid(&json!({})), Some(json!({})));
         assert!(invalid(&json!({})).is_none());
