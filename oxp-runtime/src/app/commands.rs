@@ -1,5 +1,5 @@
 //! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`,
-//! `lock`, `card`.
+//! `lock`, `card`, `check`.
 //! Each returns its exit code; only [`super::serve`] exits.
 
 use std::io::Read;
@@ -19,6 +19,9 @@ usage: <bin>                                 serve every tool over OXP (configur
        <bin> dispatch --format F             run the tool calls of a model response read on stdin
        <bin> mcp                             serve every tool over MCP on stdin/stdout
        <bin> card                            print the MCP Server Card (main calls `oxp_runtime::serve!()`)
+       <bin> check <url> [--json FILE] [options]
+                                             check an OXP server against the spec (feature `check`;
+                                             `<bin> check --help` for its options)
        <bin> lock [--path FILE] [--allow-removal]
                                              write tools.lock: every tool and its definition
        <bin> lock --check [--path FILE] [--allow-removal]
@@ -60,6 +63,8 @@ pub(crate) enum Command {
     },
     Mcp,
     Card,
+    /// `check`: its arguments, for `oxp_check::cli`.
+    Check(Vec<String>),
     Lock {
         path: PathBuf,
         check: bool,
@@ -74,6 +79,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
     };
     if command == "lock" {
         return parse_lock(rest);
+    }
+    // The checker parses its own options (and prints its own usage).
+    if command == "check" {
+        return Ok(Command::Check(rest.to_vec()));
     }
     let mut format = None;
     let mut strict = false;
@@ -407,6 +416,10 @@ mod tests {
                 check: false,
                 allow_removal: false
             })
+        );
+        assert_eq!(
+            parse(&args("check http://127.0.0.1:8000 --json r.json")),
+            Ok(Command::Check(args("http://127.0.0.1:8000 --json r.json")))
         );
         assert!(parse(&args("lock --path")).is_err());
         assert!(parse(&args("lock --format oxp")).is_err());

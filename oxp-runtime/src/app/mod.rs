@@ -78,6 +78,9 @@ async fn run(card: Option<crate::card::ServerCard>) {
             .public_url;
         std::process::exit(commands::card(card, public_url.as_deref()));
     }
+    if let Command::Check(args) = &command {
+        std::process::exit(check(args).await);
+    }
     if command != Command::Serve {
         std::process::exit(run_subcommand(command).await);
     }
@@ -200,6 +203,21 @@ async fn run(card: Option<crate::card::ServerCard>) {
     }
 }
 
+/// `check <url>`: the OXP conformance checker against any server (this one, or another).
+#[cfg(feature = "check")]
+async fn check(args: &[String]) -> i32 {
+    oxp_check::cli::main(args).await
+}
+
+#[cfg(not(feature = "check"))]
+async fn check(_: &[String]) -> i32 {
+    eprintln!(
+        "error: this binary was built without the OXP checker: turn on oxp-runtime's `check` \
+         feature, or run it on its own (`cargo install oxp-check`, then `oxp-check <url>`)"
+    );
+    2
+}
+
 /// `tools`, `dispatch`, `mcp` and `lock`: no server, no logs on stdout (it carries the output).
 async fn run_subcommand(command: Command) -> i32 {
     // `lock` records every tool the binary has; the others expose what `OXP_TOOLS` selects.
@@ -258,7 +276,9 @@ async fn run_subcommand(command: Command) -> i32 {
             );
             2
         }
-        Command::Serve | Command::Card | Command::Lock { .. } => unreachable!("handled before"),
+        Command::Serve | Command::Card | Command::Check(_) | Command::Lock { .. } => {
+            unreachable!("handled before")
+        }
     }
 }
 
