@@ -15,6 +15,7 @@
 
 mod commands;
 mod config;
+mod install;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -63,6 +64,9 @@ async fn run(card: Option<crate::card::ServerCard>) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = match commands::parse(&args) {
         Ok(command) => command,
+        Err(message) if args.first().is_some_and(|a| a == "install") => {
+            std::process::exit(install::usage_error(&message))
+        }
         Err(message) => std::process::exit(commands::usage_error(&message)),
     };
     if command == Command::Card {
@@ -77,6 +81,16 @@ async fn run(card: Option<crate::card::ServerCard>) {
             .unwrap_or_else(|e| fail(&format!("configuration error: {e}")))
             .public_url;
         std::process::exit(commands::card(card, public_url.as_deref()));
+    }
+    if let Command::Install(install) = &command {
+        let code = match install::Places::from_env() {
+            Ok(places) => install::run(install, &places, &commands::program()),
+            Err(error) => {
+                eprintln!("error: {error}");
+                2
+            }
+        };
+        std::process::exit(code);
     }
     if let Command::Check(args) = &command {
         std::process::exit(check(args).await);
@@ -276,7 +290,11 @@ async fn run_subcommand(command: Command) -> i32 {
             );
             2
         }
-        Command::Serve | Command::Card | Command::Check(_) | Command::Lock { .. } => {
+        Command::Serve
+        | Command::Card
+        | Command::Check(_)
+        | Command::Install(_)
+        | Command::Lock { .. } => {
             unreachable!("handled before")
         }
     }
