@@ -15,12 +15,20 @@ const JWT_SECRET: &str = "test-secret-with-at-least-32-bytes-of-entropy";
 
 fn assert_every_must_passes(report: &Report) {
     let failed: Vec<String> = report.failed_musts().map(ToString::to_string).collect();
-    assert!(failed.is_empty(), "failed MUSTs:\n{}\n\n{report}", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "failed MUSTs:\n{}\n\n{report}",
+        failed.join("\n")
+    );
 }
 
 /// The checks of `section` (all of them), each passed, not skipped.
 fn assert_passed(report: &Report, section: &str) {
-    let checks: Vec<_> = report.checks.iter().filter(|c| c.section == section).collect();
+    let checks: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.section == section)
+        .collect();
     assert!(!checks.is_empty(), "no check of {section}:\n{report}");
     for check in checks {
         assert_eq!(check.outcome, Outcome::Pass, "{check}\n\n{report}");
@@ -33,9 +41,12 @@ async fn oxp_passes_every_must_of_the_checker() {
         "https://auth.example.com/authorize",
     ));
     let oxp = Oxp::start(Server::from_pipeline(pipeline)).await;
-    let report = bounded("the checker's run", oxp_check::check(&Options::new(&oxp.base)))
-        .await
-        .expect("the server answers");
+    let report = bounded(
+        "the checker's run",
+        oxp_check::check(&Options::new(&oxp.base)),
+    )
+    .await
+    .expect("the server answers");
     assert_every_must_passes(&report);
     // Found from the tool list, not skipped: a tool to call, one to refuse input of, and tools
     // with each kind of requirement, one with a challenge and its check_url.
@@ -74,12 +85,19 @@ async fn oxp_with_authentication_passes_the_token_and_key_rules() {
         assert_passed(&report, section);
     }
     // Without credentials, what needs them is skipped, saying why; the rest still runs.
-    let report = bounded("the checker's run", oxp_check::check(&Options::new(&oxp.base)))
-        .await
-        .unwrap();
+    let report = bounded(
+        "the checker's run",
+        oxp_check::check(&Options::new(&oxp.base)),
+    )
+    .await
+    .unwrap();
     assert_every_must_passes(&report);
     assert_passed(&report, "§1 H.12");
-    let call = report.checks.iter().find(|c| c.section == "§1 C.31").unwrap();
+    let call = report
+        .checks
+        .iter()
+        .find(|c| c.section == "§1 C.31")
+        .unwrap();
     assert!(
         matches!(&call.outcome, Outcome::Skip(why) if why.contains("--jwt-secret")),
         "{call}"
@@ -89,5 +107,8 @@ async fn oxp_with_authentication_passes_the_token_and_key_rules() {
 /// The checker's copy of the OpenAPI document is the one the suite validates against.
 #[test]
 fn the_checker_reads_the_same_spec() {
-    assert_eq!(oxp_check::OPENAPI, include_str!("spec/oxp-1.0-openapi.json"));
+    assert_eq!(
+        oxp_check::OPENAPI,
+        include_str!("spec/oxp-1.0-openapi.json")
+    );
 }

@@ -65,7 +65,11 @@ fn answered(reply: &Reply, status: u16, shape: Shape) -> Result<(), String> {
     shape.check(reply.body())
 }
 
-fn requirements_of(tool: &Value) -> (Vec<String>, Vec<String>, bool) {
+/// A tool's requirements: the secrets' ids, the authorization providers' ids, and whether it
+/// needs a user id.
+type Requirements = (Vec<String>, Vec<String>, bool);
+
+fn requirements_of(tool: &Value) -> Requirements {
     let requirements = &tool["requirements"];
     let ids = |key: &str| -> Vec<String> {
         requirements[key]
@@ -1090,7 +1094,7 @@ impl Run<'_> {
     }
 
     async fn requirements(&mut self, tools: &[Value]) {
-        let with = |pick: fn(&(Vec<String>, Vec<String>, bool)) -> bool| {
+        let with = |pick: fn(&Requirements) -> bool| {
             tools.iter().find(|t| pick(&requirements_of(t))).cloned()
         };
         // R.54: each requirement left out in turn, the others given.

@@ -453,7 +453,8 @@ pub(crate) fn run(install: &Install, places: &Places, default_name: &str) -> i32
     if install.dry_run {
         let file = if text.is_some() { "" } else { " (a new file)" };
         println!(
-            "would {verb} `{name}` in `{}` of {shown}{file}:\n{change}\n(--dry-run: nothing written)",
+            "would {verb} `{name}` {} `{}` of {shown}{file}:\n{change}\n(--dry-run: nothing written)",
+            if previous.is_some() { "in" } else { "to" },
             install.host.key()
         );
         return 0;
@@ -468,7 +469,8 @@ pub(crate) fn run(install: &Install, places: &Places, default_name: &str) -> i32
             } else {
                 "added"
             };
-            println!("{done} `{name}` in {shown}{backup}:\n{change}");
+            let to = if previous.is_some() { "in" } else { "to" };
+            println!("{done} `{name}` {to} {shown}{backup}:\n{change}");
             println!("restart {} to load it", install.host.title());
             0
         }
