@@ -1,5 +1,5 @@
 //! The subcommands of the one-line `main`: serve (the default), `tools`, `dispatch`, `mcp`,
-//! `lock`, `card`.
+//! `lock`, `card`, `check`, `install`.
 //! Each returns its exit code; only [`super::serve`] exits.
 
 use std::io::Read;
@@ -19,6 +19,12 @@ usage: <bin>                                 serve every tool over OXP (configur
        <bin> dispatch --format F             run the tool calls of a model response read on stdin
        <bin> mcp                             serve every tool over MCP on stdin/stdout
        <bin> card                            print the MCP Server Card (main calls `oxp_runtime::serve!()`)
+       <bin> check <url> [--json FILE] [options]
+                                             check an OXP server against the spec (feature `check`;
+                                             `<bin> check --help` for its options)
+       <bin> install <host> [--url URL] [--force] [--dry-run] [options]
+                                             add this server to claude-desktop, claude-code, cursor
+                                             or vscode (`<bin> install --help` for the options)
        <bin> lock [--path FILE] [--allow-removal]
                                              write tools.lock: every tool and its definition
        <bin> lock --check [--path FILE] [--allow-removal]
@@ -60,6 +66,10 @@ pub(crate) enum Command {
     },
     Mcp,
     Card,
+    /// `check`: its arguments, for `oxp_check::cli`.
+    Check(Vec<String>),
+    /// `install <host>`.
+    Install(super::install::Install),
     Lock {
         path: PathBuf,
         check: bool,
@@ -74,6 +84,14 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
     };
     if command == "lock" {
         return parse_lock(rest);
+    }
+    if command == "install" {
+        // Its errors are printed above its own usage (`install::usage_error`).
+        return super::install::parse(rest).map(Command::Install);
+    }
+    // The checker parses its own options (and prints its own usage).
+    if command == "check" {
+        return Ok(Command::Check(rest.to_vec()));
     }
     let mut format = None;
     let mut strict = false;
@@ -351,7 +369,7 @@ pub(crate) fn card(card: Option<crate::card::ServerCard>, public_url: Option<&st
 }
 
 /// The binary's name, for the commands the lines suggest.
-fn program() -> String {
+pub(crate) fn program() -> String {
     std::env::args()
         .next()
         .and_then(|p| {
@@ -408,6 +426,14 @@ mod tests {
                 allow_removal: false
             })
         );
+        assert_eq!(
+            parse(&args("check http://127.0.0.1:8000 --json r.json")),
+            Ok(Command::Check(args("http://127.0.0.1:8000 --json r.json")))
+        );
+        assert!(matches!(
+            parse(&args("install cursor --dry-run")),
+            Ok(Command::Install(_))
+        ));
         assert!(parse(&args("lock --path")).is_err());
         assert!(parse(&args("lock --format oxp")).is_err());
         assert!(parse(&args("tools")).is_err());

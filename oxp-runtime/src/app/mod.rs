@@ -15,6 +15,7 @@
 
 mod commands;
 mod config;
+mod install;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -63,6 +64,9 @@ async fn run(card: Option<crate::card::ServerCard>) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = match commands::parse(&args) {
         Ok(command) => command,
+        Err(message) if args.first().is_some_and(|a| a == "install") => {
+            std::process::exit(install::usage_error(&message))
+        }
         Err(message) => std::process::exit(commands::usage_error(&message)),
     };
     if command == Command::Card {
@@ -77,6 +81,19 @@ async fn run(card: Option<crate::card::ServerCard>) {
             .unwrap_or_else(|e| fail(&format!("configuration error: {e}")))
             .public_url;
         std::process::exit(commands::card(card, public_url.as_deref()));
+    }
+    if let Command::Install(install) = &command {
+        let code = match install::Places::from_env() {
+            Ok(places) => install::run(install, &places, &commands::program()),
+            Err(error) => {
+                eprintln!("error: {error}");
+                2
+            }
+        };
+        std::process::exit(code);
+    }
+    if let Command::Check(args) = &command {
+        std::process::exit(check(args).await);
     }
     if command != Command::Serve {
         std::process::exit(run_subcommand(command).await);
@@ -200,6 +217,21 @@ async fn run(card: Option<crate::card::ServerCard>) {
     }
 }
 
+/// `check <url>`: the OXP conformance checker against any server (this one, or another).
+#[cfg(feature = "check")]
+async fn check(args: &[String]) -> i32 {
+    oxp_check::cli::main(args).await
+}
+
+#[cfg(not(feature = "check"))]
+async fn check(_: &[String]) -> i32 {
+    eprintln!(
+        "error: this binary was built without the OXP checker: turn on oxp-runtime's `check` \
+         feature, or run it on its own (`cargo install oxp-check`, then `oxp-check <url>`)"
+    );
+    2
+}
+
 /// `tools`, `dispatch`, `mcp` and `lock`: no server, no logs on stdout (it carries the output).
 async fn run_subcommand(command: Command) -> i32 {
     // `lock` records every tool the binary has; the others expose what `OXP_TOOLS` selects.
@@ -258,7 +290,13 @@ async fn run_subcommand(command: Command) -> i32 {
             );
             2
         }
-        Command::Serve | Command::Card | Command::Lock { .. } => unreachable!("handled before"),
+        Command::Serve
+        | Command::Card
+        | Command::Check(_)
+        | Command::Install(_)
+        | Command::Lock { .. } => {
+            unreachable!("handled before")
+        }
     }
 }
 
