@@ -317,6 +317,7 @@ impl Sealer {
     }
 }
 
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's session ids are their one use
 impl Sealer {
     /// `value` sealed under this key for `domain` (what it is, so that one kind of token is
     /// never taken for another), with no expiry and bound to nothing else: for what a client

@@ -42,6 +42,7 @@
 //! ```
 
 mod asking;
+mod call;
 mod connection;
 mod exchange;
 mod fallback;
@@ -62,15 +63,14 @@ use std::time::Duration;
 
 use futures_util::future::Either;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, JsonObject,
-    ProgressNotificationParam, ProgressToken, Tool, ToolAnnotations,
+    CallToolResult, ContentBlock as Content, JsonObject, ProgressNotificationParam, ProgressToken,
+    Tool, ToolAnnotations,
 };
 use rmcp::{ErrorData as McpError, ServiceExt};
 use serde_json::Value;
 
 use crate::ask::{Capability, Round};
 use crate::call::{CallMeta, CallOutcome, Pipeline};
-use crate::idempotency::StoreError;
 use crate::principal::Principal;
 use crate::protocol::{CallContext, CallResult, CallToolRequest};
 use crate::registry::{RegisteredTool, Registry};
@@ -585,276 +585,6 @@ fn text_error(text: impl Into<String>) -> CallToolResult {
 }
 
 impl McpServer {
-    /// `tools/call`.
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        exchange: &Exchange,
-    ) -> Result<CallToolResponse, McpError> {
-        // Read once: each reading parses the revision out of the request's `_meta`.
-        let newest = exchange.newest();
-        let any_output = newest;
-        // Over HTTP, the caller's principal as the OXP server's authentication left it.
-        let http = exchange.http.as_ref();
-        let principal = exchange.principal();
-        let per_caller = http.is_some() && !self.single_tenant;
-        let Some(tool) = self.resolve(&request.name) else {
-            return Err(McpError::invalid_params(
-                format!("Tool '{}' was not found", request.name),
-                None,
-            ));
-        };
-        // A tool that runs only as a task, for a request that did not declare the extension.
-        let task = tool.hints().task;
-        let declared_tasks = task.is_some() && self.declared_tasks(exchange);
-        if task == Some(crate::tasks::TaskSupport::Required) && !declared_tasks {
-            let mut error = McpError::missing_required_client_capability(
-                rmcp::model::ClientCapabilities::builder()
-                    .enable_tasks()
-                    .build(),
-            );
-            error.message = "This tool runs only as a task: declare the tasks extension \
-                             (io.modelcontextprotocol/tasks) on the request"
-                .into();
-            return Err(error);
-        }
-        if task == Some(crate::tasks::TaskSupport::Required)
-            && declared_tasks
-            && self.pipeline.store().is_none()
-        {
-            return Err(McpError::internal_error(
-                "This tool runs only as a task, and this server keeps no tasks \
-                 (OXP_IDEMPOTENCY_TTL_MS=0 turns off the store they live in)",
-                None,
-            ));
-        }
-        let tool_id = tool.id().to_owned();
-        let contents = tool
-            .definition()
-            .output_schema
-            .as_ref()
-            .is_some_and(|output| crate::content::structured_schema(output).is_some());
-        let mut call_context = (*self.context).clone();
-        if per_caller {
-            // MCP carries no user of the caller's own: the user is the token's subject, by the
-            // rule every front shares.
-            call_context.user_id = principal.and_then(|p| p.call_user(None, false).ok().flatten());
-            call_context.authorization.clear();
-        }
-        // What the tool does if this caller cannot answer it; a relayed confirmation comes as
-        // an argument the tool itself never sees.
-        let policy = fallback::policy(tool, self.cannot_ask);
-        let client = asking::supports(exchange.capabilities.as_ref());
-        let answers = client(Capability::Elicitation);
-        if !answers && policy == crate::ask::CannotAsk::Hide {
-            self.count(crate::metrics::Fallback::Hidden);
-            return unsupported(Capability::Elicitation, newest, None);
-        }
-        let mut arguments = request.arguments.unwrap_or_default();
-        let confirmation = match policy {
-            crate::ask::CannotAsk::Relay => arguments.remove(fallback::CONFIRMATION),
-            _ => None,
-        };
-        let relayed = policy == crate::ask::CannotAsk::Relay && !answers;
-        let input = Value::Object(arguments);
-        let principal = principal
-            .filter(|p| **p != Principal::Anonymous)
-            .map(ToString::to_string);
-        // The round: what earlier rounds established (sealed, bound to this call), and this
-        // round's responses to the questions it says were asked; a state that is not ours, or
-        // not for this call, runs nothing.
-        let (caller, user) = (
-            principal.as_deref().unwrap_or_default(),
-            call_context.user_id.clone().unwrap_or_default(),
-        );
-        let binding = crate::seal::Binding {
-            tool_id: &tool_id,
-            input: &input,
-            principal: caller,
-            user: &user,
-        };
-        // A relayed confirmation is a state like any other, its question answered yes by
-        // the user through the model.
-        let (state, responses, what) = match &confirmation {
-            Some(token) => (
-                Some(token.as_str().unwrap_or_default()),
-                [(
-                    crate::ask::CONFIRM_KEY.to_owned(),
-                    serde_json::json!({"action": "accept"}),
-                )]
-                .into(),
-                fallback::CONFIRMATION,
-            ),
-            None => (
-                request.request_state.as_deref(),
-                request.input_responses.unwrap_or_default(),
-                "requestState",
-            ),
-        };
-        let ledger = match state {
-            // An input that fails validation is answered with what is wrong with it (by the
-            // pipeline, as any call's), whatever state comes with it: the state is bound to a
-            // valid input and could only say it belongs to another call.
-            Some(_) if !tool.validator().is_valid(&input) => None,
-            Some(state) => Some(self.open_state(state, &binding, what)?),
-            None => None,
-        };
-        // A round that continues a call runs under the call's own `call_id`: its end is kept,
-        // and a replay of any of its rounds gets that answer instead of a second run.
-        let call_id = ledger.as_ref().map(crate::seal::Ledger::call_id);
-        // A task made by such a round is the call's: a replay of the round finds it.
-        let task_id = ledger.as_ref().map(|ledger| ledger.call.clone());
-        // A relayed round asks its confirmation as if the client could (the model carries it).
-        let relaying = relayed || confirmation.is_some();
-        let can =
-            |capability| client(capability) || (relaying && capability == Capability::Elicitation);
-        // A round whose client cannot answer what was asked is refused before it runs: it
-        // neither runs the tool nor uses the call up.
-        if let Some(capability) = asking::lacking(ledger.as_ref(), can) {
-            self.count(crate::metrics::Fallback::Refused);
-            return unsupported(capability, newest, None);
-        }
-        // Before 2026-07-28, over stdio, the server asks by requests of its own on the call's
-        // connection, and the tool runs again with the answers within this one call.
-        let by_request = asking::by_request(exchange);
-        let mut round = Round::resume(ledger, responses, can);
-        let mut call_id = call_id;
-        let mut rounds = 0;
-        let outcome = loop {
-            let call = CallToolRequest {
-                tool_id: tool_id.clone(),
-                call_id: call_id.clone(),
-                trace_id: None,
-                input: Some(input.clone()),
-                context: Some(call_context.clone()),
-            };
-            if task.is_some() && declared_tasks && self.pipeline.store().is_some() {
-                let seed = tasks::Seed {
-                    tool_id: tool_id.clone(),
-                    input: input.clone(),
-                    user: call_context.user_id.clone(),
-                    can: (Capability::ALL.into_iter())
-                        .filter(|capability| can(*capability))
-                        .map(|capability| capability.name().to_owned())
-                        .collect(),
-                    render: tasks::Render {
-                        any_output,
-                        per_caller,
-                        contents,
-                    },
-                    id: (task_id.clone())
-                        .unwrap_or_else(|| crate::random::uuid_v4().simple().to_string()),
-                    principal: principal.clone(),
-                };
-                // A tool that may also answer as a plain call does, where the store has no
-                // room for its task; nothing runs unguarded when the store cannot be reached.
-                let plain =
-                    (task == Some(crate::tasks::TaskSupport::Optional)).then(|| call.clone());
-                match self.begin_task(seed, call, &round).await {
-                    Ok(tasks::Begun::Task(task)) => return Ok(task.into()),
-                    Ok(tasks::Begun::Answered(outcome)) => break outcome,
-                    Err(StoreError::Full | StoreError::CallerFull) if plain.is_some() => {
-                        let call = plain.expect("checked");
-                        break self.run(call, principal.clone(), &round, exchange).await?;
-                    }
-                    Err(error) => {
-                        return Err(McpError::internal_error(
-                            format!("The task could not be made, so the tool did not run: {error}"),
-                            None,
-                        ));
-                    }
-                }
-            }
-            let outcome = self.run(call, principal.clone(), &round, exchange).await?;
-            // Only what the client itself declared is asked of it (a relayed confirmation is
-            // the model's to carry, below).
-            let askable = |next: &crate::seal::Ledger| {
-                by_request
-                    && failed(&outcome)
-                    && (next.needs.iter())
-                        .filter_map(|name| Capability::from_name(name))
-                        .all(&client)
-            };
-            let Some(next) = round.next().filter(askable) else {
-                break outcome;
-            };
-            rounds += 1;
-            if rounds > asking::MAX_ROUNDS {
-                return Ok(text_error(format!(
-                    "The tool asked more than {} rounds of questions; it was stopped.",
-                    asking::MAX_ROUNDS
-                ))
-                .into());
-            }
-            let asked = self.ask_by_request(exchange, round.asked(), self.sealer.ttl());
-            let answers = tokio::select! {
-                answers = asked => answers,
-                () = exchange.cancelled() => {
-                    return Ok(text_error("The call was cancelled while it asked.").into());
-                }
-            };
-            let answers = match answers {
-                Ok(answers) => answers,
-                Err(problem) => return Ok(text_error(problem).into()),
-            };
-            call_id = Some(next.call_id());
-            round = Round::resume(Some(next), answers, can);
-        };
-        if failed(&outcome) {
-            if let Some(ledger) = round.next().filter(|_| relaying && !answers) {
-                // Only the declared confirmation travels through the model; anything else the
-                // tool asks, this caller cannot answer.
-                let only_confirm = ledger.asked.keys().eq([crate::ask::CONFIRM_KEY]);
-                let asked = round.asked();
-                let question = (asked.get(crate::ask::CONFIRM_KEY))
-                    .and_then(|ask| ask.pointer("/params/message"))
-                    .and_then(Value::as_str);
-                return match (only_confirm, question) {
-                    (true, Some(question)) => Ok(match self.sealer.seal(ledger, &binding) {
-                        Ok(token) => {
-                            self.count(crate::metrics::Fallback::Relayed);
-                            text_error(fallback::relay_text(&request.name, question, &token))
-                        }
-                        Err(too_large) => text_error(format!(
-                            "The tool's question could not be sent: {too_large}."
-                        )),
-                    }
-                    .into()),
-                    _ => {
-                        self.count(crate::metrics::Fallback::Refused);
-                        unsupported(Capability::Elicitation, newest, question)
-                    }
-                };
-            }
-            if let Some(ledger) = round.next() {
-                return Ok(match self.input_required(&round, ledger, &binding) {
-                    Ok(asks) => asks.into(),
-                    Err(problem) => {
-                        text_error(format!("The tool's question could not be sent: {problem}."))
-                            .into()
-                    }
-                });
-            }
-            if let Some((message, url)) = round.link() {
-                // A host that shows forms but not links (Claude Code): the link itself, and
-                // what to do with it, rather than an error the user cannot act on.
-                self.count(crate::metrics::Fallback::Link);
-                return Ok(text_error(format!(
-                    "{message}: the user needs to open {url} (this client cannot show links), \
-                     then call the tool again."
-                ))
-                .into());
-            }
-            if let Some(capability) = round.unsupported() {
-                self.count(crate::metrics::Fallback::Refused);
-                return unsupported(capability, newest, round.refused_question().as_deref());
-            }
-        }
-        Ok(mcp_result(outcome, any_output, per_caller, contents).into())
-    }
-}
-
-impl McpServer {
     /// The key of the task `id` for this request's caller: the principal and user a call of
     /// theirs would run with, so another caller's id finds nothing.
     fn task_key_for(&self, exchange: &Exchange, id: &str) -> crate::idempotency::IdempotencyKey {
@@ -889,40 +619,6 @@ fn failed(outcome: &CallOutcome) -> bool {
             ..
         })
     )
-}
-
-/// The answer to a call whose tool needed an ask its client cannot answer, in words a model
-/// can relay to its user: what the tool needs (a confirmation or a form, a link opened, the
-/// client's model, its roots) and the question it would have asked, if one was. From
-/// 2026-07-28 it is MCP's "missing required client capability" (HTTP 400); before, a tool error.
-fn unsupported(
-    capability: Capability,
-    newest: bool,
-    question: Option<&str>,
-) -> Result<CallToolResponse, McpError> {
-    let needs = match capability {
-        Capability::Elicitation => "its user's confirmation or answers to a form",
-        Capability::UrlElicitation => "its user to open a link",
-        Capability::Sampling => "an answer from the client's model",
-        Capability::Roots => "the client's roots (the folders it works in)",
-    };
-    let mut text = format!(
-        "This tool needs {needs} before it goes on, and this client cannot give it (it did not \
-         declare `{}`)",
-        capability.name()
-    );
-    if let Some(question) = question {
-        text.push_str(&format!(". The question was: \"{question}\""));
-    }
-    text.push_str(". Ask the user directly, or use a client that supports it.");
-    if newest {
-        let required: rmcp::model::ClientCapabilities =
-            serde_json::from_value(capability.declared()).unwrap_or_default();
-        let mut error = McpError::missing_required_client_capability(required);
-        error.message = text.into();
-        return Err(error);
-    }
-    Ok(text_error(text).into())
 }
 
 impl McpServer {
