@@ -383,6 +383,85 @@ async fn an_answer_is_the_asked_caller_s_and_is_used_once() {
     assert!(said.starts_with("emptied b9 (run 1 "), "ran once: {said}");
 }
 
+/// A replica that dies while its call waits for an answer loses nothing and runs nothing: the
+/// answer, POSTed to the other replica, finds the question (kept in Redis) and is taken, but no
+/// call waits on it, so the tool runs nowhere; the client's stream ended with the replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_dies_while_it_asks_runs_nothing() {
+    let Some(redis) = harness::start_redis() else {
+        return;
+    };
+    let key = "k_ada_0123456789abcdef0123456789ab";
+    let binary = harness::test_example_binary("confirm_server");
+    let env = [
+        ("OXP_REDIS_URL", redis.1.as_str()),
+        ("OXP_STATE_KEY", STATE_KEY),
+        ("OXP_STATE_TTL_MS", "30000"),
+        ("OXP_API_KEYS", key),
+    ];
+    let mut asking = harness::start_server(&binary, &env);
+    let other = harness::start_server(&binary, &env);
+    let session = initialize(&asking.base, key).await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "Files_Empty", "arguments": {"bin": "b7"}}});
+    let answer = post(&asking.base, key, &session, call)
+        .send()
+        .await
+        .unwrap();
+    let mut stream = Box::pin(answer.bytes_stream());
+    let mut buffer = String::new();
+    let asked = next_event(&mut stream, &mut buffer).await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    // The replica holding the call dies before the answer comes.
+    asking.child.kill().unwrap();
+    asking.child.wait().unwrap();
+    let yes =
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}});
+    let taken = post(&other.base, key, &session, yes).send().await.unwrap();
+    assert_eq!(taken.status(), 202, "the question outlives its replica");
+    // The call's stream ended with its replica, without a result.
+    use futures_util::StreamExt;
+    let rest = harness::bounded("the stream ends", async {
+        let mut rest = Vec::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            rest.extend_from_slice(&chunk);
+        }
+        rest
+    })
+    .await;
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("emptied"),
+        "no result came"
+    );
+    // Nothing ran on the replica that took the answer: its next confirmed call is its first run.
+    let client = Answering {
+        revision: "2025-11-25",
+        capabilities: json!({"elicitation": {}}),
+        asked: Arc::default(),
+        answer: user,
+    };
+    // An API key is accepted as a bearer token too.
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            format!("{}/mcp", other.base),
+        )
+        .auth_header(key);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = harness::bounded("the client connects", client.serve(transport))
+        .await
+        .unwrap();
+    let arguments = json!({"bin": "count"}).as_object().unwrap().clone();
+    let request = CallToolRequestParams::new("Files_Empty").with_arguments(arguments);
+    let counted = harness::bounded("the count", client.call_tool(request))
+        .await
+        .unwrap();
+    assert!(
+        text(&counted).starts_with("emptied count (run 1 "),
+        "the answered question ran nothing: {counted:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
 /// A client that declared nothing it could answer is told what the tool needed, and the
 /// question, in words a model can relay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
