@@ -122,8 +122,11 @@ fn function(tool: &RegisteredTool, strict: bool) -> Result<Value, ExportError> {
 /// let schema = serde_json::json!({"type": "object", "additionalProperties": false,
 ///     "properties": {"n": {"type": "integer"}, "label": {"type": "string"}}, "required": ["n"]});
 /// let strict = oxp_runtime::providers::openai::strict_schema(&schema).unwrap();
-/// // Every property required; the optional one may be null instead.
-/// assert_eq!(strict["required"], serde_json::json!(["label", "n"]));
+/// // Every property required (in the schema's order); the optional one may be null instead.
+/// let mut required: Vec<&str> = strict["required"].as_array().unwrap().iter()
+///     .map(|name| name.as_str().unwrap()).collect();
+/// required.sort();
+/// assert_eq!(required, ["label", "n"]);
 /// ```
 pub fn strict_schema(schema: &Value) -> Result<Value, Vec<String>> {
     let mut schema = schema.clone();
