@@ -73,7 +73,7 @@ impl super::McpServer {
             Ok(Ok(answer)) => answer,
             Ok(Err(error)) => {
                 return Err(format!(
-                    "The client did not answer the tool's question `{key}`: {error}."
+                    "The tool's question `{key}` got no answer: {error}."
                 ));
             }
             Err(_) => {

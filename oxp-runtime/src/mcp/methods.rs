@@ -405,6 +405,7 @@ fn missing_tasks() -> McpError {
 /// a revision that has subscriptions, is invalid params, not an unknown method.
 fn custom_request(method: &str, newest: bool) -> McpError {
     let expected = match method {
+        "tools/call" => "`name`, a string, and `arguments`, an object if present",
         "tasks/get" | "tasks/cancel" => "`taskId`, a string",
         "tasks/update" => "`taskId`, a string, and `inputResponses`, an object",
         "resources/subscribe" | "resources/unsubscribe" if !newest => "`uri`, a string",
@@ -413,4 +414,31 @@ fn custom_request(method: &str, newest: bool) -> McpError {
         }
     };
     McpError::invalid_params(format!("{method}'s params must carry {expected}"), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A known method whose params rmcp could not read is invalid params naming what they must
+    /// carry; an unknown method is not found.
+    #[test]
+    fn a_known_method_with_unreadable_params_is_invalid_params() {
+        let call = custom_request("tools/call", true);
+        assert_eq!(call.code, ErrorCode::INVALID_PARAMS);
+        assert!(call.message.contains("`name`"), "{}", call.message);
+        assert_eq!(
+            custom_request("tasks/get", false).code,
+            ErrorCode::INVALID_PARAMS
+        );
+        assert_eq!(
+            custom_request("no/such", true).code,
+            ErrorCode::METHOD_NOT_FOUND
+        );
+        assert_eq!(
+            custom_request("resources/subscribe", true).code,
+            ErrorCode::METHOD_NOT_FOUND,
+            "2026-07-28 has no resources/subscribe"
+        );
+    }
 }

@@ -59,8 +59,14 @@ impl McpServer {
         match store.create_record(&key, WAITING.to_owned(), wait).await {
             Ok(true) => {}
             Ok(false) => return Err("the question's id was taken".into()),
-            Err(StoreError::Full | StoreError::CallerFull) => {
-                return Err("the store has no room for the question".into());
+            Err(StoreError::CallerFull) => {
+                return Err("it was not asked: this caller's share of the store \
+                            (OXP_TASKS_PER_CALLER) is full of its questions and tasks; \
+                            call again when some have ended"
+                    .into());
+            }
+            Err(StoreError::Full) => {
+                return Err("it was not asked: the store is full; call again shortly".into());
             }
             Err(error) => return Err(format!("the question could not be kept: {error}")),
         }
@@ -146,6 +152,10 @@ impl McpServer {
         match answered.await {
             Ok(true) => accepted(),
             Ok(false) => unknown(),
+            Err(StoreError::Full | StoreError::CallerFull) => refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the answer is larger than this caller's share of the store can keep",
+            ),
             Err(error) => refused(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &format!("the answer could not be kept: {error}; send it again"),
