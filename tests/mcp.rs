@@ -927,22 +927,11 @@ async fn earlier_revisions_over_stdio_are_asked_by_requests() {
     let binary = harness::test_example_binary("confirm_server");
     for revision in ["2025-06-18", "2025-11-25"] {
         let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let yes = |message: &str| {
-            Some(if message.starts_with("How many") {
-                json!({"action": "accept", "content": {"stars": 4}})
-            } else if message.contains("never") {
-                json!({"action": "decline"})
-            } else if message.contains("silent") {
-                return None;
-            } else {
-                json!({"action": "accept", "content": {}})
-            })
-        };
         let client = Answering {
             revision,
             capabilities: json!({"elicitation": {}}),
             asked: asked.clone(),
-            answer: yes,
+            answer: harness::answering::user,
         };
         let mut command = tokio::process::Command::new(&binary);
         // A question waits at most this long for its answer.

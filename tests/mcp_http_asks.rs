@@ -12,7 +12,7 @@ mod harness;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness::answering::Answering;
+use harness::answering::{Answering, user};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -74,19 +74,6 @@ async fn alternating(bases: [String; 2]) -> Alternating {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     Alternating { url, served }
-}
-
-/// The answers a user gives: yes, four stars, no to "never", and nothing to "silent".
-fn user(message: &str) -> Option<Value> {
-    Some(if message.starts_with("How many") {
-        json!({"action": "accept", "content": {"stars": 4}})
-    } else if message.contains("never") {
-        json!({"action": "decline"})
-    } else if message.contains("silent") {
-        return None;
-    } else {
-        json!({"action": "accept", "content": {}})
-    })
 }
 
 /// One client session at `url`: a confirmation, a form, a loop of questions under one key, a

@@ -38,3 +38,16 @@ impl rmcp::ClientHandler for Answering {
         .unwrap()
     }
 }
+
+/// The answers a user gives: yes, four stars, no to "never", and nothing to "silent".
+pub fn user(message: &str) -> Option<Value> {
+    Some(if message.starts_with("How many") {
+        json!({"action": "accept", "content": {"stars": 4}})
+    } else if message.contains("never") {
+        json!({"action": "decline"})
+    } else if message.contains("silent") {
+        return None;
+    } else {
+        json!({"action": "accept", "content": {}})
+    })
+}
