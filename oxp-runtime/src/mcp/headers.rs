@@ -7,10 +7,18 @@
 //! header sent is therefore checked whatever revision the request names, or with none; only a
 //! 2026-07-28 request, whose revision defines them, must send them all.
 
-use axum::http::HeaderMap;
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, HeaderName};
 use rmcp::ErrorData as McpError;
 use rmcp::model::JsonObject;
 use serde_json::Value;
+
+/// The headers read on every request, named once (a name given as text is parsed at each
+/// lookup).
+pub(super) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The first revision whose requests carry the standard headers.
 const STANDARD_HEADERS: &str = "2026-07-28";
@@ -32,7 +40,7 @@ pub(super) fn check(
     tool: Option<(Option<&JsonObject>, &Value)>,
 ) -> Result<(), McpError> {
     let required = headers
-        .get("mcp-protocol-version")
+        .get(PROTOCOL_VERSION)
         .and_then(|version| version.to_str().ok())
         .is_some_and(|version| version >= STANDARD_HEADERS);
     let call = method == "tools/call";
@@ -40,7 +48,7 @@ pub(super) fn check(
         return Ok(());
     }
     let mismatch = |reason: String| Err(McpError::header_mismatch(reason, None));
-    match single(headers, "mcp-method")? {
+    match single(headers, METHOD, "mcp-method")?.as_deref() {
         Some(header) if header != method => {
             return mismatch(format!(
                 "Mcp-Method header `{header}` does not match body method `{method}`"
@@ -52,7 +60,7 @@ pub(super) fn check(
         _ => {}
     }
     if let Some(name) = name {
-        match single(headers, "mcp-name")? {
+        match single(headers, NAME, "mcp-name")?.as_deref() {
             Some(header) if header != name => {
                 return mismatch(format!(
                     "Mcp-Name header `{header}` does not match body value `{name}`"
@@ -78,8 +86,15 @@ pub(super) fn check(
         let body = arguments
             .and_then(|arguments| arguments.get(parameter))
             .and_then(primitive);
-        match (single(headers, &full)?, body) {
-            (Some(header), Some(body)) if header != body => {
+        let Ok(name) = HeaderName::try_from(full.as_str()) else {
+            // Not a name a header can have, so no header has it.
+            if body.is_some() && required {
+                return mismatch(format!("missing {full} header for `{parameter}`"));
+            }
+            continue;
+        };
+        match (single(headers, name, &full)?, body) {
+            (Some(header), Some(body)) if *header != body => {
                 return mismatch(format!(
                     "{full} header `{header}` does not match body value `{body}`"
                 ));
@@ -100,31 +115,36 @@ pub(super) fn check(
 
 /// The one value of a header, decoded; two values are refused, since an intermediary may pick
 /// the other one.
-fn single(headers: &HeaderMap, name: &str) -> Result<Option<String>, McpError> {
+/// (`shown`: the name as errors spell it.)
+fn single<'h>(
+    headers: &'h HeaderMap,
+    name: HeaderName,
+    shown: &str,
+) -> Result<Option<Cow<'h, str>>, McpError> {
     let mismatch = |reason: String| McpError::header_mismatch(reason, None);
-    let mut values = headers.get_all(name).iter();
+    let mut values = headers.get_all(&name).iter();
     let Some(value) = values.next() else {
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(mismatch(format!("duplicate {name} header")));
+        return Err(mismatch(format!("duplicate {shown} header")));
     }
     let value = value
         .to_str()
-        .map_err(|_| mismatch(format!("{name} header contains invalid characters")))?;
+        .map_err(|_| mismatch(format!("{shown} header contains invalid characters")))?;
     let Some(encoded) = value
         .strip_prefix(BASE64_PREFIX)
         .and_then(|inner| inner.strip_suffix(BASE64_SUFFIX))
     else {
-        return Ok(Some(value.to_owned()));
+        return Ok(Some(Cow::Borrowed(value)));
     };
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
-        .map(Some)
-        .ok_or_else(|| mismatch(format!("{name} header is not valid Base64")))
+        .map(|text| Some(Cow::Owned(text)))
+        .ok_or_else(|| mismatch(format!("{shown} header is not valid Base64")))
 }
 
 /// A parameter's value as its header carries it; none for null or a value no header carries.

@@ -343,34 +343,61 @@ pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     )
 }
 
-/// Reads a request's body whole before a nested front (MCP) sees it: a body over the cap, too
-/// slow or broken gets the answer it gets on every route (`413`, `400`), never the front's own
-/// reading of the guard's cut (rmcp answers any body error `500`).
-pub(super) async fn whole_body(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let (parts, body) = request.into_parts();
-    // The guard's limit applies as the body is read; this reads no further than it.
-    match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => {
-            let mount = parts.extensions.get::<Mount>().map_or("", |m| m.0.as_str());
-            if let Some(grant) = parts.extensions.get::<Grant>()
-                && let Some(refused) = mcp_scopes(&state, grant, &bytes, mount)
-            {
-                return refused;
-            }
-            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-                .await
-        }
-        Err(error) => super::respond::body_failure(&error, state.max_body_bytes),
+/// A front nested on the server's port (MCP at `/mcp`), behind the same authentication, given
+/// bodies the server has read whole: a body over the cap, too slow or broken gets the answer
+/// it gets on every route (`413`, `400`), never the front's own reading of the guard's cut.
+/// Written out rather than made with `middleware::from_fn` (which boxes a second future and
+/// clones the route behind it per request): every call to the front passes here.
+#[derive(Clone)]
+pub(super) struct Nested {
+    pub(super) front: axum::Router,
+    pub(super) state: Arc<AppState>,
+    /// The path it is nested under, which its own routes no longer see.
+    pub(super) mount: Arc<str>,
+}
+
+impl tower_service::Service<Request> for Nested {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<Response, std::convert::Infallible>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // A router is always ready.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let nested = self.clone();
+        Box::pin(async move { Ok(nested.whole_body(request).await) })
     }
 }
 
-/// The path a nested front is served under (`/mcp`), which its own routes no longer see.
-#[derive(Clone)]
-pub(super) struct Mount(pub(super) String);
+impl Nested {
+    async fn whole_body(self, request: Request) -> Response {
+        let (parts, body) = request.into_parts();
+        // The guard's limit applies as the body is read; this reads no further than it.
+        let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(error) => return super::respond::body_failure(&error, self.state.max_body_bytes),
+        };
+        if let Some(grant) = parts.extensions.get::<Grant>()
+            && let Some(refused) = mcp_scopes(&self.state, grant, &bytes, &self.mount)
+        {
+            return refused;
+        }
+        let request = Request::from_parts(parts, axum::body::Body::from(bytes));
+        let mut front = self.front;
+        match tower_service::Service::call(&mut front, request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
 
 /// MCP's `tools/call` of a tool, `resources/read` (or `resources/subscribe`) of a resource,
 /// `prompts/get` of a prompt (or `completion/complete` of one of their arguments) the caller's

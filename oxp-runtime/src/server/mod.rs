@@ -697,13 +697,12 @@ impl Server {
         let protected = nested
             .into_iter()
             .fold(protected, |routes, (path, router)| {
-                let router = router
-                    .layer(middleware::from_fn_with_state(
-                        state.clone(),
-                        handlers::whole_body,
-                    ))
-                    .layer(axum::Extension(handlers::Mount(path.clone())));
-                routes.nest_service(&path, router)
+                let front = handlers::Nested {
+                    front: router,
+                    state: state.clone(),
+                    mount: Arc::from(path.as_str()),
+                };
+                routes.nest_service(&path, front)
             });
         let protected = protected
             .fallback(not_found)

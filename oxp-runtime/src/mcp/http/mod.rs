@@ -38,10 +38,7 @@ use self::answer::Answer;
 use self::stream::Progress;
 use super::McpServer;
 use super::exchange::{Back, Exchange};
-use super::headers;
-
-/// The header naming the revision a request speaks.
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+use super::headers::{self, PROTOCOL_VERSION};
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
@@ -340,12 +337,7 @@ fn status_of(message: &ServerJsonRpcMessage, malformed: bool) -> StatusCode {
 
 /// A POST must take both JSON and SSE, and send JSON.
 fn media_types(headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
-    let (mut json, mut sse) = (false, false);
-    for essence in accepted(headers) {
-        json |= essence.eq_ignore_ascii_case("application/json");
-        sse |= essence.eq_ignore_ascii_case("text/event-stream");
-    }
-    if !json || !sse {
+    if !accepts_both(headers) {
         return Err((
             StatusCode::NOT_ACCEPTABLE,
             "Not Acceptable: Client must accept both application/json and text/event-stream",
@@ -354,6 +346,9 @@ fn media_types(headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
     let sends_json = (headers.get(header::CONTENT_TYPE))
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| {
+            if value == "application/json" {
+                return true;
+            }
             let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
             essence.trim().eq_ignore_ascii_case("application/json")
         });
@@ -364,6 +359,29 @@ fn media_types(headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
         ));
     }
     Ok(())
+}
+
+/// Whether `Accept` takes both JSON and SSE. The spellings clients send are recognised
+/// whole; any other is parsed.
+fn accepts_both(headers: &HeaderMap) -> bool {
+    const COMMON: [&[u8]; 4] = [
+        b"application/json, text/event-stream",
+        b"text/event-stream, application/json",
+        b"application/json,text/event-stream",
+        b"text/event-stream,application/json",
+    ];
+    let mut values = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (values.next(), values.next())
+        && COMMON.contains(&only.as_bytes())
+    {
+        return true;
+    }
+    let (mut json, mut sse) = (false, false);
+    for essence in accepted(headers) {
+        json |= essence.eq_ignore_ascii_case("application/json");
+        sse |= essence.eq_ignore_ascii_case("text/event-stream");
+    }
+    json && sse
 }
 
 /// The media types an `Accept` header takes: each range's essence, without those weighted
