@@ -363,6 +363,7 @@ impl Registry {
     /// latest version's versioned name, not `__v01_0_0`), so a rule written against a listed
     /// name — a gateway's deny list, the scope check, the header checks — covers every call
     /// that reaches the tool, and reaches the version the call runs.
+    #[cfg(feature = "mcp")]
     pub(crate) fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
         if let Some(tool) = self.resolve_wire_name(name) {
             return Some(tool);

@@ -52,6 +52,7 @@ mod logging;
 mod methods;
 mod prompts;
 mod resources;
+mod scopes;
 mod skills;
 mod subscriptions;
 mod tasks;

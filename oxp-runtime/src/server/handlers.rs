@@ -17,6 +17,8 @@ use super::respond::{
 };
 use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, Principal};
 use crate::call::CallMeta;
+#[cfg(feature = "mcp")]
+use crate::principal::ScopeRefusal;
 use crate::registry::Registry;
 
 /// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
@@ -58,6 +60,11 @@ pub(super) fn missing_scope(
     if grant.allows(tool_scopes) {
         return None;
     }
+    Some(insufficient_scope(state, tool_scopes, path))
+}
+
+/// The `403` of a caller without `tool_scopes`: the challenge names them with the server's own.
+fn insufficient_scope(state: &AppState, tool_scopes: &[&str], path: &str) -> Response {
     let mut needed = state.auth.required_scopes();
     for scope in tool_scopes {
         if !needed.iter().any(|n| n == scope) {
@@ -67,7 +74,7 @@ pub(super) fn missing_scope(
     let error = AuthError::insufficient_scope(needed).with_metadata(state.auth.metadata_url(path));
     // At debug, as every refusal a client can repeat at will.
     tracing::debug!(path, reason = %error, status = 403, "refused a call");
-    Some(error.into_response())
+    error.into_response()
 }
 
 pub(super) async fn authenticate(
@@ -101,6 +108,14 @@ pub(super) async fn authenticate(
         .await
     {
         Ok(caller) => {
+            // A front that reads which scopes a request needs (MCP) refuses it in our words.
+            #[cfg(feature = "mcp")]
+            if caller.grant != Grant::All {
+                let (state, path) = (state.clone(), request.uri().path().to_owned());
+                let refusal =
+                    ScopeRefusal::new(move |needed| insufficient_scope(&state, needed, &path));
+                request.extensions_mut().insert(refusal);
+            }
             request.extensions_mut().insert(caller.principal);
             request.extensions_mut().insert(caller.grant);
             next.run(request).await
@@ -341,129 +356,6 @@ pub(super) async fn method_not_allowed(method: Method, uri: Uri) -> Response {
         StatusCode::METHOD_NOT_ALLOWED,
         &json!({ "message": format!("{method} is not allowed on {}", uri.path()) }),
     )
-}
-
-/// A front nested on the server's port (MCP at `/mcp`), behind the same authentication, given
-/// bodies the server has read whole: a body over the cap, too slow or broken gets the answer
-/// it gets on every route (`413`, `400`), never the front's own reading of the guard's cut.
-/// Written out rather than made with `middleware::from_fn` (which boxes a second future and
-/// clones the route behind it per request): every call to the front passes here.
-#[derive(Clone)]
-pub(super) struct Nested {
-    pub(super) front: axum::Router,
-    pub(super) state: Arc<AppState>,
-    /// The path it is nested under, which its own routes no longer see.
-    pub(super) mount: Arc<str>,
-}
-
-impl tower_service::Service<Request> for Nested {
-    type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = std::pin::Pin<
-        Box<dyn Future<Output = Result<Response, std::convert::Infallible>> + Send + 'static>,
-    >;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        // A router is always ready.
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let nested = self.clone();
-        Box::pin(async move { Ok(nested.whole_body(request).await) })
-    }
-}
-
-impl Nested {
-    async fn whole_body(self, request: Request) -> Response {
-        let (parts, body) = request.into_parts();
-        // The guard's limit applies as the body is read; this reads no further than it.
-        let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-            Ok(bytes) => bytes,
-            Err(error) => return super::respond::body_failure(&error, self.state.max_body_bytes),
-        };
-        if let Some(grant) = parts.extensions.get::<Grant>()
-            && let Some(refused) = mcp_scopes(&self.state, grant, &bytes, &self.mount)
-        {
-            return refused;
-        }
-        let request = Request::from_parts(parts, axum::body::Body::from(bytes));
-        let mut front = self.front;
-        match tower_service::Service::call(&mut front, request).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
-    }
-}
-
-/// MCP's `tools/call` of a tool, `resources/read` (or `resources/subscribe`) of a resource,
-/// `prompts/get` of a prompt (or `completion/complete` of one of their arguments) the caller's
-/// scopes do not reach: the `403` here, at the HTTP level where MCP's authorization spec puts
-/// it, before the front reads the request.
-fn mcp_scopes(state: &AppState, grant: &Grant, body: &[u8], path: &str) -> Option<Response> {
-    if *grant == Grant::All {
-        return None;
-    }
-    let message: Value = serde_json::from_slice(body).ok()?;
-    // A batch (2025-03-26) is refused whole for any request in it the caller may not make.
-    let messages = match &message {
-        Value::Array(batch) => batch.iter().collect(),
-        single => vec![single],
-    };
-    let registry = state.pipeline.registry();
-    let mut needed: Vec<&str> = Vec::new();
-    for message in messages {
-        let param = |pointer: &str| message.pointer(pointer).and_then(Value::as_str);
-        match message.get("method").and_then(Value::as_str) {
-            Some("tools/call") => {
-                let Some(name) = param("/params/name") else {
-                    continue;
-                };
-                // The version the name resolves to, as MCP will run it (and as `tools/list`
-                // shows it): each version is listed, and called, with its own scopes.
-                if let Some(tool) = registry.resolve_mcp_name(name) {
-                    needed.extend(tool.descriptor().scopes.iter().copied());
-                }
-            }
-            // Subscribing is reading later: the same scopes.
-            Some("resources/read" | "resources/subscribe" | "resources/unsubscribe") => {
-                if let Some((resource, _)) =
-                    param("/params/uri").and_then(|uri| registry.resolve_resource(uri))
-                {
-                    needed.extend(resource.descriptor().scopes.iter().copied());
-                }
-            }
-            Some("prompts/get") => {
-                if let Some(prompt) = param("/params/name").and_then(|name| registry.prompt(name)) {
-                    needed.extend(prompt.descriptor().scopes.iter().copied());
-                }
-            }
-            // Completion offers values of what it completes: the same scopes as using it.
-            Some("completion/complete") => {
-                let scopes = match param("/params/ref/type") {
-                    Some("ref/prompt") => param("/params/ref/name")
-                        .and_then(|name| registry.prompt(name))
-                        .map(|prompt| prompt.descriptor().scopes),
-                    Some("ref/resource") => param("/params/ref/uri").and_then(|uri| {
-                        registry
-                            .resources()
-                            .iter()
-                            .find(|r| r.descriptor().uri == uri)
-                            .map(|r| r.descriptor().scopes)
-                    }),
-                    _ => None,
-                };
-                needed.extend(scopes.unwrap_or_default().iter().copied());
-            }
-            _ => {}
-        }
-    }
-    needed.sort_unstable();
-    needed.dedup();
-    missing_scope(state, grant, &needed, path)
 }
 
 /// The tool a call names, as the pipeline will resolve it.

@@ -692,17 +692,11 @@ impl Server {
         } else {
             protected
         };
-        // Other fronts on the same port (MCP), behind the same authentication, given bodies
-        // the server has read whole.
+        // Other fronts on the same port (MCP), behind the same authentication.
         let protected = nested
             .into_iter()
             .fold(protected, |routes, (path, router)| {
-                let front = handlers::Nested {
-                    front: router,
-                    state: state.clone(),
-                    mount: Arc::from(path.as_str()),
-                };
-                routes.nest_service(&path, front)
+                routes.nest_service(&path, router)
             });
         let protected = protected
             .fallback(not_found)

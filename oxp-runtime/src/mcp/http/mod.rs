@@ -39,6 +39,8 @@ use self::stream::Progress;
 use super::McpServer;
 use super::exchange::{Back, Exchange};
 use super::headers::{self, PROTOCOL_VERSION};
+use super::scopes;
+use crate::principal::{Grant, ScopeRefusal};
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
@@ -66,7 +68,12 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
         Err(error) => return body_failure(&error, server.max_body_bytes),
     };
     match read::message(&bytes) {
-        Ok(ClientJsonRpcMessage::Request(request)) => answer(server, request, parts).await,
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            if let Some(refused) = out_of_scope(&server, &request.request, &parts) {
+                return refused;
+            }
+            answer(server, request, parts).await
+        }
         Ok(ClientJsonRpcMessage::Notification(notification)) => {
             let method = notification_method(&notification.notification);
             match method.map_or(Ok(()), |m| headers::check(&parts.headers, m, None, None)) {
@@ -85,6 +92,15 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
             StatusCode::BAD_REQUEST,
         ),
     }
+}
+
+/// The `403` of a request whose caller's grant lacks a scope it needs (MCP's authorization
+/// spec puts it at the HTTP level), in the words of the server's authentication.
+fn out_of_scope(server: &McpServer, request: &ClientRequest, parts: &Parts) -> Option<Response> {
+    let refusal = parts.extensions.get::<ScopeRefusal>()?;
+    let grant = parts.extensions.get::<Grant>()?;
+    let needed = scopes::needed(server.pipeline.registry(), request);
+    (!grant.allows(&needed)).then(|| refusal.refuse(&needed))
 }
 
 /// A request: the revision's checks, then its method, answered as JSON or, if it sends
