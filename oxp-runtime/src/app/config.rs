@@ -1,22 +1,8 @@
 //! [`ServerConfig`]: every `OXP_*` variable, read into typed configuration and applied to a
 //! server. Each variable is read through its entry in [`SETTINGS`](super::SETTINGS) (its name,
 //! its range, its default), a concern at a time: the address, authentication, logs, limits,
-//! the store, and the calls that ask.
-//!
-//! # Rotating `OXP_STATE_KEY`
-//!
-//! The state key seals what a call that asks hands its client between rounds (and the MCP
-//! session ids of earlier revisions' clients that can be asked); a state names the key that
-//! sealed it, by an id derived from the key. `OXP_STATE_KEY` seals, and each key in
-//! `OXP_STATE_KEYS_PREVIOUS` (comma-separated) still opens what it sealed. To change the key
-//! without breaking a call in flight, roll out each step to every replica before the next:
-//!
-//! 1. add the new key to `OXP_STATE_KEYS_PREVIOUS`;
-//! 2. make the new key `OXP_STATE_KEY`, and the old one `OXP_STATE_KEYS_PREVIOUS`;
-//! 3. once `OXP_STATE_TTL_MS` has passed, drop the old key from `OXP_STATE_KEYS_PREVIOUS`.
-//!
-//! Replicas one step apart open each other's states; a state sealed with a key no longer held
-//! is refused as "sealed with another key".
+//! the store, and the calls that ask. How the state key is rotated is in [`ServerConfig`]'s
+//! docs ("Rotating `OXP_STATE_KEY`"), beside the table.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -57,6 +43,34 @@ pub enum LogFormat {
 /// `docs/settings.md` copies. A value a variable cannot take is a [`ConfigError`] naming it.
 ///
 #[doc = super::settings::settings_table!()]
+///
+/// # Rotating `OXP_STATE_KEY`
+///
+/// The state key seals what a call that asks hands its client between rounds (and the MCP
+/// session ids of earlier revisions' clients that can be asked); a state names the key that
+/// sealed it, by an id derived from the key. `OXP_STATE_KEY` seals, and each key in
+/// `OXP_STATE_KEYS_PREVIOUS` (comma-separated) still opens what it sealed. To change the key
+/// without breaking a call in flight, roll out each step to every replica before the next:
+///
+/// 1. add the new key to `OXP_STATE_KEYS_PREVIOUS`;
+/// 2. make the new key `OXP_STATE_KEY`, and the old one `OXP_STATE_KEYS_PREVIOUS`;
+/// 3. once `OXP_STATE_TTL_MS` has passed, drop the old key from `OXP_STATE_KEYS_PREVIOUS`.
+///
+/// Replicas one step apart open each other's states; a state sealed with a key no longer held
+/// is refused as "sealed with another key".
+///
+/// ```
+/// // Step 2 on one replica: the new key seals, the old one still opens.
+/// let config = oxp_runtime::app::ServerConfig::from_lookup(|name| match name {
+///     "OXP_STATE_KEY" => Some("the new state key of 32 bytes or more".into()),
+///     "OXP_STATE_KEYS_PREVIOUS" => Some("the old state key of 32 bytes or more".into()),
+///     _ => None,
+/// })
+/// .unwrap();
+/// assert_eq!(config.previous_state_keys.len(), 1);
+/// ```
+///
+/// # Reading the environment
 ///
 /// ```
 /// use oxp_runtime::app::ServerConfig;
@@ -102,7 +116,7 @@ pub struct ServerConfig {
     /// `OXP_STATE_KEY` (`None`: the server makes one at start-up).
     pub state_key: Option<Sensitive>,
     /// `OXP_STATE_KEYS_PREVIOUS`: earlier state keys, which open what they sealed but seal
-    /// nothing (see the module's "Rotating `OXP_STATE_KEY`").
+    /// nothing (see "Rotating `OXP_STATE_KEY`" above).
     pub previous_state_keys: Vec<Sensitive>,
     /// `OXP_STATE_TTL_MS`.
     pub state_ttl: Duration,
@@ -424,7 +438,7 @@ const SHORT_STATE_KEY: &str =
     "is shorter than 32 bytes: use 32 random bytes or more (`openssl rand -base64 48`)";
 
 /// The keys that seal and open request states: the one that seals, and earlier ones that still
-/// open (see the module's "Rotating `OXP_STATE_KEY`").
+/// open (see [`ServerConfig`]'s "Rotating `OXP_STATE_KEY`").
 fn state_keys(env: &Env<'_>) -> Result<(Option<Sensitive>, Vec<Sensitive>), ConfigError> {
     let state_key = env.set(&var::OXP_STATE_KEY);
     if state_key.as_ref().is_some_and(|key| key.len() < 32) {
