@@ -9,6 +9,23 @@
 //! the binding (the tool as resolved, its input, the caller and the user) and the payload. The
 //! binding is not stored: a state opened for another call fails its tag. States are
 //! authenticated, not encrypted: the answers are the client's own.
+//!
+//! # Rotating the key
+//!
+//! A state names the key that sealed it by the key's id, a few bytes of a MAC of a fixed label
+//! under the key: public, derived from the key alone, so no setting names keys. A server seals
+//! with one key (`OXP_STATE_KEY`) and opens with it and with every key still listed as previous
+//! (`OXP_STATE_KEYS_PREVIOUS`, comma-separated), choosing by the id. A key changes without
+//! breaking a call in flight in three steps, each rolled out to every replica before the next:
+//!
+//! 1. add the new key to `OXP_STATE_KEYS_PREVIOUS`: every replica opens what it will seal;
+//! 2. make it `OXP_STATE_KEY`, the old one moving to `OXP_STATE_KEYS_PREVIOUS`: replicas seal
+//!    with the new key and still open what the old one sealed;
+//! 3. once states sealed with the old key have expired (`OXP_STATE_TTL_MS` after the last
+//!    replica took step 2), drop it: a state it sealed is refused as sealed with another key.
+//!
+//! MCP session ids ([`Sealer::seal_value`]) are sealed with the same keys; one whose key was
+//! dropped is answered as a session that ended, and its client initializes again.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -105,19 +122,43 @@ pub(crate) fn question_digest(question: &Value) -> String {
     Fingerprint::of("oxp question", question, &[]).to_hex()
 }
 
-/// The server's key for request states, and how long they live.
+/// The server's keys for request states, and how long they live.
 #[derive(Clone)]
 pub(crate) struct Sealer {
-    key: std::sync::Arc<[u8]>,
-    /// A public name for the key (a MAC of a fixed label), so that a state sealed with another
-    /// key (a replica configured differently) can be told from an altered one.
-    key_id: String,
+    /// The key that seals, then the keys that still open what they sealed (see the module's
+    /// "Rotating the key"). Never empty.
+    keys: std::sync::Arc<[Key]>,
     ttl: Duration,
+}
+
+/// One key, with its public name.
+#[derive(Clone)]
+struct Key {
+    secret: Box<[u8]>,
+    /// A MAC of a fixed label under the key: names the key in the states it seals, so that the
+    /// key that opens a state is found without trying each, and a state sealed with a key this
+    /// server does not hold (a replica configured differently, a key dropped) can be told from
+    /// an altered one.
+    id: String,
+}
+
+impl Key {
+    fn new(secret: &[u8]) -> Key {
+        let mut id = <Hmac as KeyInit>::new_from_slice(secret).expect("HMAC takes any key");
+        id.update(KEY_ID_DOMAIN);
+        Key {
+            id: URL_SAFE_NO_PAD.encode(&id.finalize().into_bytes()[..9]),
+            secret: secret.into(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Sealer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sealer").field("ttl", &self.ttl).finish()
+        f.debug_struct("Sealer")
+            .field("keys", &self.keys.len())
+            .field("ttl", &self.ttl)
+            .finish()
     }
 }
 
@@ -127,7 +168,8 @@ impl std::fmt::Debug for Sealer {
 pub(crate) enum BadState {
     /// Not a state at all (not two base64url parts, not JSON, too large).
     Malformed,
-    /// Sealed with another key: another server, or a replica without the shared key.
+    /// Sealed with a key this server does not hold: another server, a replica without the
+    /// shared key, or a key dropped from the previous ones.
     OtherKey,
     /// Altered, or presented for another call or caller than it was sealed for.
     Mismatch,
@@ -142,7 +184,9 @@ impl BadState {
             BadState::Malformed => "is not a state this server made",
             BadState::OtherKey => {
                 "was sealed with another key: every replica needs the same state key \
-                 (OXP_STATE_KEY), and a server without one makes a new key at each start"
+                 (OXP_STATE_KEY), and a server without one makes a new key at each start; a \
+                 key being rotated out opens states only while it is listed in \
+                 OXP_STATE_KEYS_PREVIOUS"
             }
             BadState::Mismatch => "belongs to another call or caller, or was altered",
             BadState::Expired => "has expired: call the tool again to ask anew",
@@ -219,28 +263,59 @@ impl Sealer {
     /// A sealer with `key` (at least [`MIN_KEY_BYTES`]), or with a random key of its own when
     /// none is given.
     pub(crate) fn new(key: Option<&[u8]>, ttl: Duration) -> Result<Self, String> {
-        let key: Vec<u8> = match key {
+        let key = match key {
             Some(key) if key.len() < MIN_KEY_BYTES => {
                 return Err(format!(
                     "a state key needs at least {MIN_KEY_BYTES} bytes; this one has {}",
                     key.len()
                 ));
             }
-            Some(key) => key.to_vec(),
+            Some(key) => Key::new(key),
             None => {
-                let mut key = vec![0u8; MIN_KEY_BYTES];
+                let mut key = [0u8; MIN_KEY_BYTES];
                 getrandom::fill(&mut key).map_err(|e| e.to_string())?;
-                key
+                Key::new(&key)
             }
         };
-        let mut id = <Hmac as KeyInit>::new_from_slice(&key).expect("HMAC takes any key");
-        id.update(KEY_ID_DOMAIN);
-        let key_id = URL_SAFE_NO_PAD.encode(&id.finalize().into_bytes()[..9]);
         Ok(Sealer {
-            key: key.into(),
-            key_id,
+            keys: [key].into(),
             ttl,
         })
+    }
+
+    /// The same sealer, also opening what each of `previous` sealed (each at least
+    /// [`MIN_KEY_BYTES`]; `Err` names the first that is not by its place, from 1, and never
+    /// shows it), in place of any given before. It still seals with its own key; a previous key
+    /// equal to it, or to another, adds nothing.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's `OXP_STATE_KEYS_PREVIOUS`
+    pub(crate) fn with_previous_keys<'k>(
+        self,
+        previous: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Result<Self, String> {
+        let mut keys = Vec::new();
+        keys.push(self.current().clone());
+        for (at, key) in previous.into_iter().enumerate() {
+            if key.len() < MIN_KEY_BYTES {
+                return Err(format!(
+                    "previous state key {} needs at least {MIN_KEY_BYTES} bytes; it has {}",
+                    at + 1,
+                    key.len()
+                ));
+            }
+            let key = Key::new(key);
+            if keys.iter().all(|known| known.id != key.id) {
+                keys.push(key);
+            }
+        }
+        Ok(Sealer {
+            keys: keys.into(),
+            ttl: self.ttl,
+        })
+    }
+
+    /// The key that seals.
+    fn current(&self) -> &Key {
+        &self.keys[0]
     }
 
     /// The same key, with states that live `ttl`.
@@ -269,13 +344,14 @@ impl Sealer {
         } else {
             *ledger.deadline.get_or_insert(from_now)
         };
+        let key = self.current();
         let payload = Payload {
-            kid: self.key_id.clone(),
+            kid: key.id.clone(),
             exp,
             ledger,
         };
         let payload = serde_json::to_vec(&payload).expect("JSON values serialize");
-        let tag = binding.mac(&self.key, &payload).finalize().into_bytes();
+        let tag = binding.mac(&key.secret, &payload).finalize().into_bytes();
         let state = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
@@ -301,12 +377,12 @@ impl Sealer {
         let kid = serde_json::from_slice::<KeyIdOnly>(&payload)
             .map_err(|_| Malformed)?
             .kid;
-        if kid != self.key_id {
-            return Err(BadState::OtherKey);
-        }
+        let key = (self.keys.iter())
+            .find(|key| key.id == kid)
+            .ok_or(BadState::OtherKey)?;
         // Compared in constant time by the MAC itself.
         binding
-            .mac(&self.key, &payload)
+            .mac(&key.secret, &payload)
             .verify_slice(&tag)
             .map_err(|_| Mismatch)?;
         let Payload { exp, ledger, .. } = serde_json::from_slice(&payload).map_err(|_| Mismatch)?;
@@ -324,7 +400,9 @@ impl Sealer {
     /// keeps and sends back unchanged, such as an MCP session id.
     pub(crate) fn seal_value(&self, domain: &[u8], value: &impl Serialize) -> String {
         let payload = serde_json::to_vec(value).expect("JSON values serialize");
-        let tag = self.tag(domain, &payload).finalize().into_bytes();
+        let tag = tag(&self.current().secret, domain, &payload)
+            .finalize()
+            .into_bytes();
         format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(&payload),
@@ -333,7 +411,9 @@ impl Sealer {
     }
 
     /// What [`seal_value`](Self::seal_value) sealed for `domain`, if `token` is such a seal
-    /// under this key.
+    /// under one of this sealer's keys. Such a token names no key: it is tried under each, the
+    /// sealing key first, so that the ids clients already hold stay as they are; a few keys at
+    /// most are held, and nothing is told apart here (any refusal is "no such session").
     pub(crate) fn open_value<T: serde::de::DeserializeOwned>(
         &self,
         domain: &[u8],
@@ -342,20 +422,27 @@ impl Sealer {
         if token.len() > MAX_STATE_BYTES {
             return None;
         }
-        let (payload, tag) = token.split_once('.')?;
+        let (payload, tag_bytes) = token.split_once('.')?;
         let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-        self.tag(domain, &payload).verify_slice(&tag).ok()?;
-        serde_json::from_slice(&payload).ok()
+        let tag_bytes = URL_SAFE_NO_PAD.decode(tag_bytes).ok()?;
+        (self.keys.iter())
+            .any(|key| {
+                tag(&key.secret, domain, &payload)
+                    .verify_slice(&tag_bytes)
+                    .is_ok()
+            })
+            .then(|| serde_json::from_slice(&payload).ok())?
     }
+}
 
-    fn tag(&self, domain: &[u8], payload: &[u8]) -> Hmac {
-        let mut mac = <Hmac as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key");
-        mac.update(&(domain.len() as u64).to_be_bytes());
-        mac.update(domain);
-        mac.update(payload);
-        mac
-    }
+/// The tag of a [`Sealer::seal_value`] seal.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+fn tag(key: &[u8], domain: &[u8], payload: &[u8]) -> Hmac {
+    let mut mac = <Hmac as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
+    mac.update(&(domain.len() as u64).to_be_bytes());
+    mac.update(domain);
+    mac.update(payload);
+    mac
 }
 
 #[derive(Deserialize)]
@@ -465,5 +552,152 @@ mod tests {
             matches!(sealed, Err(TooLarge(n)) if n > MAX_STATE_BYTES),
             "{sealed:?}"
         );
+    }
+
+    const OLD: [u8; 32] = [1; 32];
+    const NEW: [u8; 32] = [2; 32];
+
+    /// A replica at each step of a rotation from `OLD` to `NEW`: (a) the new key listed as
+    /// previous, (b) the new key sealing and the old one previous, (c) the old one dropped.
+    fn steps() -> [Sealer; 3] {
+        let ttl = Duration::from_secs(60);
+        let sealer = |key: &[u8], previous: &[&[u8]]| {
+            Sealer::new(Some(key), ttl)
+                .unwrap()
+                .with_previous_keys(previous.iter().copied())
+                .unwrap()
+        };
+        [
+            sealer(&OLD, &[&NEW]),
+            sealer(&NEW, &[&OLD]),
+            sealer(&NEW, &[]),
+        ]
+    }
+
+    #[test]
+    fn adjacent_steps_of_a_rotation_open_each_other_s_states() {
+        let [a, b, c] = steps();
+        let input = serde_json::json!({"path": "/srv"});
+        let at = binding(&input, "key:1");
+        let before = Sealer::new(Some(&OLD), DEFAULT_TTL).unwrap();
+        let from_before = before.seal(answered(), &at).unwrap();
+        let from_a = a.seal(answered(), &at).unwrap();
+        let from_b = b.seal(answered(), &at).unwrap();
+        let from_c = c.seal(answered(), &at).unwrap();
+        for (state, opens) in [
+            (&from_before, [true, true, false]),
+            (&from_a, [true, true, false]),
+            (&from_b, [true, true, true]),
+            (&from_c, [true, true, true]),
+        ] {
+            for (sealer, opens) in [&a, &b, &c].into_iter().zip(opens) {
+                let opened = sealer.open(state, &at);
+                if opens {
+                    assert_eq!(opened.unwrap().answers, answered().answers);
+                } else {
+                    assert_eq!(opened, Err(BadState::OtherKey), "the old key was dropped");
+                }
+            }
+        }
+        // A state names the key that sealed it: (a) seals with the old key, (b) with the new.
+        let kid = |state: &str| {
+            let payload = URL_SAFE_NO_PAD
+                .decode(state.split('.').next().unwrap())
+                .unwrap();
+            serde_json::from_slice::<KeyIdOnly>(&payload).unwrap().kid
+        };
+        assert_eq!(kid(&from_a), kid(&from_before));
+        assert_ne!(kid(&from_b), kid(&from_a));
+        assert_eq!(kid(&from_b), kid(&from_c));
+    }
+
+    #[test]
+    fn a_key_no_longer_held_is_refused_saying_how_to_keep_it() {
+        let [_, b, c] = steps();
+        let input = serde_json::json!({});
+        let state = Sealer::new(Some(&[3; 32]), DEFAULT_TTL)
+            .unwrap()
+            .seal(answered(), &binding(&input, "p"))
+            .unwrap();
+        for sealer in [&b, &c] {
+            assert_eq!(
+                sealer.open(&state, &binding(&input, "p")),
+                Err(BadState::OtherKey)
+            );
+        }
+        let reason = BadState::OtherKey.reason();
+        assert!(
+            reason.starts_with("was sealed with another key"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("OXP_STATE_KEY") && reason.contains("OXP_STATE_KEYS_PREVIOUS"),
+            "{reason}"
+        );
+    }
+
+    /// A state altered to name another key this server holds is refused as altered: the tag
+    /// is checked under the key the state names, and no key's tag fits another's.
+    #[test]
+    fn a_state_altered_under_a_previous_key_is_refused() {
+        let [a, b, _] = steps();
+        let input = serde_json::json!({"path": "/srv"});
+        let at = binding(&input, "key:1");
+        let state = a.seal(answered(), &at).unwrap();
+        let (payload, tag) = state.split_once('.').unwrap();
+        let payload = URL_SAFE_NO_PAD.decode(payload).unwrap();
+        let mut json: Value = serde_json::from_slice(&payload).unwrap();
+        let new_kid = {
+            let other = b.seal(answered(), &at).unwrap();
+            let payload = URL_SAFE_NO_PAD
+                .decode(other.split('.').next().unwrap())
+                .unwrap();
+            serde_json::from_slice::<KeyIdOnly>(&payload).unwrap().kid
+        };
+        json["kid"] = Value::String(new_kid);
+        let renamed = format!(
+            "{}.{tag}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&json).unwrap())
+        );
+        assert_eq!(b.open(&renamed, &at), Err(BadState::Mismatch));
+        json = serde_json::from_slice(&payload).unwrap();
+        json["answers"][0]["value"]["action"] = Value::String("decline".into());
+        let altered = format!(
+            "{}.{tag}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&json).unwrap())
+        );
+        assert_eq!(b.open(&altered, &at), Err(BadState::Mismatch));
+        assert_eq!(
+            b.open(&state, &binding(&input, "key:2")),
+            Err(BadState::Mismatch)
+        );
+    }
+
+    #[test]
+    fn sealed_values_open_under_any_key_held_and_no_other() {
+        let [a, b, c] = steps();
+        let token = a.seal_value(b"session", &"declared");
+        assert_eq!(
+            b.open_value::<String>(b"session", &token).as_deref(),
+            Some("declared")
+        );
+        assert_eq!(c.open_value::<String>(b"session", &token), None, "dropped");
+        assert_eq!(
+            b.open_value::<String>(b"other", &token),
+            None,
+            "another domain"
+        );
+        let from_c = c.seal_value(b"session", &"declared");
+        assert!(a.open_value::<String>(b"session", &from_c).is_some());
+    }
+
+    #[test]
+    fn a_short_previous_key_is_refused_by_its_place_and_never_shown() {
+        let error = Sealer::new(Some(&NEW), DEFAULT_TTL)
+            .unwrap()
+            .with_previous_keys([&OLD[..], b"too short a key"])
+            .unwrap_err();
+        assert!(error.contains("previous state key 2"), "{error}");
+        assert!(!error.contains("too short"), "{error}");
     }
 }

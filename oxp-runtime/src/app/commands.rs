@@ -227,7 +227,8 @@ pub(crate) fn context_from_env(registry: &Registry) -> CallContext {
                 });
         }
     }
-    context.user_id = std::env::var("OXP_USER_ID").ok().filter(|u| !u.is_empty());
+    context.user_id =
+        (std::env::var(super::settings::OXP_USER_ID.name).ok()).filter(|u| !u.is_empty());
     context
 }
 

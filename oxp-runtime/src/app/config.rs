@@ -1,15 +1,18 @@
 //! [`ServerConfig`]: every `OXP_*` variable, read into typed configuration and applied to a
-//! server.
+//! server. Each variable is read through its entry in [`SETTINGS`](super::SETTINGS) (its name,
+//! its range, its default), a concern at a time: the address, authentication, logs, limits,
+//! the store, and the calls that ask. How the state key is rotated is in [`ServerConfig`]'s
+//! docs ("Rotating `OXP_STATE_KEY`"), beside the table.
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::settings::{self as var, Env, Setting};
 use crate::idempotency::InMemoryIdempotency;
+use crate::protocol::Sensitive;
 use crate::registry::{Registry, RegistryError};
-use crate::server::{
-    ConnectionLimits, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, Server, ServerAuth,
-};
+use crate::server::{ConnectionLimits, Server, ServerAuth};
 
 /// The default address: loopback only, so nothing is exposed by accident.
 ///
@@ -35,56 +38,39 @@ pub enum LogFormat {
     Json,
 }
 
-/// Everything [`serve`](super::serve) reads from the environment.
+/// Everything [`serve`](super::serve) reads from the environment: every variable, its default
+/// and what it means, is in [`SETTINGS`](super::SETTINGS), whose table the guide's
+/// `docs/settings.md` copies. A value a variable cannot take is a [`ConfigError`] naming it.
 ///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `OXP_ADDR` | `127.0.0.1:8000` | address to listen on |
-/// | `OXP_JWT_SECRET` | – | accept HS256 JWT bearer tokens signed with this secret |
-/// | `OXP_JWT_AUDIENCE` | – | comma-separated audiences a token's `aud` may name |
-/// | `OXP_API_KEYS` | – | comma-separated API keys |
-/// | `OXP_OAUTH_ISSUER` | – | accept access tokens of these identity providers (comma-separated issuer URLs; cargo feature `oauth`; needs `OXP_PUBLIC_URL`) |
-/// | `OXP_OAUTH_JWKS_URL` | from each issuer's metadata | the key set's URL, instead of discovering it |
-/// | `OXP_OAUTH_AUDIENCE` | `OXP_PUBLIC_URL` and its `/mcp` | comma-separated audiences a token's `aud` must name one of |
-/// | `OXP_OAUTH_SCOPES` | – | comma- or space-separated scopes every request needs |
-/// | `OXP_OAUTH_STRICT_TOKEN_TYPE` | `false` | accept only `typ: at+jwt` tokens (refuses plain `JWT` and ID tokens) |
-/// | `OXP_OAUTH_INTROSPECTION_URL` | – | check opaque tokens at this RFC 7662 endpoint, as `OXP_OAUTH_CLIENT_ID` with `OXP_OAUTH_CLIENT_SECRET` |
-/// | `OXP_OAUTH_CA_FILE` | – | a PEM file of certificates to trust besides Mozilla's roots when fetching from the provider |
-/// | `OXP_OAUTH_SCOPE_HIERARCHY` | – | comma-separated `broader>narrower` pairs: a token granting the first is granted the second |
-/// | `OXP_MAX_BODY_BYTES` | `1048576` | request body cap, every route |
-/// | `OXP_BODY_TIMEOUT_MS` | `30000` | how long a request body may take to arrive |
-/// | `OXP_MAX_RESULT_BYTES` | `16777216` | the largest result a tool may return (as JSON) |
-/// | `OXP_TOOL_TIMEOUT_MS` | `60000` | time limit for tools without their own `timeout_ms` (`0`: none) |
-/// | `OXP_TOOLS` | every tool | which tools to expose on every front: `Toolkit.*`, `Toolkit.Name`, `Toolkit.Name@1`, `tag:NAME`, `resource:URI`, `prompt:NAME`, `-` to exclude, comma-separated |
-/// | `OXP_PUBLIC_URL` | – | the URL clients reach the server at (for `check_url`s and the MCP Server Card's endpoint; its origin is allowed) |
-/// | `OXP_ALLOWED_ORIGINS` | – | comma-separated origins whose pages may call the server, besides its own |
-/// | `OXP_ALLOWED_HOSTS` | – | host names the server answers to besides its listening addresses, the loopback names on loopback and `OXP_PUBLIC_URL`'s host |
-/// | `OXP_MAX_CONCURRENT_CALLS` | 512 per core | tool runs at once (a run outlives its client's hang-up); over it, "temporarily unavailable"; `0`: no limit |
-/// | `OXP_MAX_BLOCKING_TOOLS` | `64` | sync tools running at once on blocking threads |
-/// | `OXP_MAX_CONNECTIONS` | under the file limit, ≤ 10000 | open connections; one over it is closed at once |
-/// | `OXP_HEADER_TIMEOUT_MS` | `10000` | how long a request head may take; also the idle keep-alive timeout |
-/// | `OXP_WRITE_TIMEOUT_MS` | `30000` | how long a write may wait on a client that does not read |
-/// | `OXP_MAX_HEADER_BYTES` | `65536` | the largest request head (`431` above it) |
-/// | `OXP_SHUTDOWN_GRACE_MS` | `30000` | how long shutdown waits for runs in flight |
-/// | `OXP_IDEMPOTENCY_TTL_MS` | `600000` | how long an answer is kept for a repeated `call_id` (`0`: off) |
-/// | `OXP_IDEMPOTENCY_CAPACITY` | `10000` | how many answers and task records are kept in memory; task records in Redis |
-/// | `OXP_IDEMPOTENCY_MAX_BYTES` | `67108864` | how many bytes of answers and task records are kept in memory; of task records in Redis |
-/// | `OXP_MCP_LIST_TTL_MS` | `300000` | how long an MCP client may keep the tool list (`ttlMs`) |
-/// | `OXP_STATE_KEY` | made at start-up | the key (32 bytes or more) that seals MCP request states of tools that ask; **required for replicas**: the same on every one |
-/// | `OXP_STATE_TTL_MS` | `OXP_IDEMPOTENCY_TTL_MS`'s | how long a call that asks may wait for its answers, counted from the first answer; at most `OXP_IDEMPOTENCY_TTL_MS` |
-/// | `OXP_TASK_TTL_MS` | `3600000` | how long an MCP task (and its result) is kept from its creation, its `ttlMs`; at least `OXP_STATE_TTL_MS` (see `tasks`) |
-/// | `OXP_TASKS_PER_CALLER` | a tenth of `OXP_IDEMPOTENCY_CAPACITY` | one caller's (principal and user's) share of the store: that many MCP task records, and the same fraction of `OXP_IDEMPOTENCY_MAX_BYTES` for their bytes |
-/// | `OXP_LEASE_MS` | `30000` (at least `100`) | how long a run's lease holds without its process renewing it (every tenth, at most every second): a task whose process died is `failed` this long after, and a `call_id` run in Redis answered as interrupted |
-/// | `OXP_CANNOT_ASK` | `refuse` | what a tool that asks does for an MCP caller that cannot answer, unless it says (`refuse`, `hide`, `relay`; see `ask::CannotAsk`) |
-/// | `OXP_TRUST_USER_ID` | `false` | callers with a token (OAuth, HS256) may name another user in `context.user_id` (a trusted gateway); off: the user is the token's `sub` |
-/// | `OXP_MCP_SINGLE_TENANT` | `false` | MCP callers over HTTP act as `OXP_USER_ID`, with `OXP_TOKEN_*` |
-/// | `OXP_REDIS_URL` | – | keep answers in Redis instead (cargo feature `redis`), shared by replicas |
-/// | `OXP_LANGCHAIN_COMPAT` | `false` | LangChain client compatibility |
-/// | `OXP_PLAYGROUND` | on for loopback addresses | the playground page at `GET /` |
-/// | `OXP_METRICS` | `true` | count and time calls for `GET /metrics` (Prometheus) |
-/// | `OXP_METRICS_ADDR` | – | serve `/metrics` on this address instead, without authentication (`127.0.0.1:9100`) |
-/// | `OXP_LOG` | `info` | log filter (`debug`, `oxp_runtime=trace,info`, …); dependencies (rmcp, hyper, …) stay at `warn` unless named (`info,rmcp=info`) |
-/// | `OXP_LOG_FORMAT` | `pretty` | `pretty` or `json` |
+#[doc = super::settings::settings_table!()]
+///
+/// # Rotating `OXP_STATE_KEY`
+///
+/// The state key seals what a call that asks hands its client between rounds (and the MCP
+/// session ids of earlier revisions' clients that can be asked); a state names the key that
+/// sealed it, by an id derived from the key. `OXP_STATE_KEY` seals, and each key in
+/// `OXP_STATE_KEYS_PREVIOUS` (comma-separated) still opens what it sealed. To change the key
+/// without breaking a call in flight, roll out each step to every replica before the next:
+///
+/// 1. add the new key to `OXP_STATE_KEYS_PREVIOUS`;
+/// 2. make the new key `OXP_STATE_KEY`, and the old one `OXP_STATE_KEYS_PREVIOUS`;
+/// 3. once `OXP_STATE_TTL_MS` has passed, drop the old key from `OXP_STATE_KEYS_PREVIOUS`.
+///
+/// Replicas one step apart open each other's states; a state sealed with a key no longer held
+/// is refused as "sealed with another key".
+///
+/// ```
+/// // Step 2 on one replica: the new key seals, the old one still opens.
+/// let config = oxp_runtime::app::ServerConfig::from_lookup(|name| match name {
+///     "OXP_STATE_KEY" => Some("the new state key of 32 bytes or more".into()),
+///     "OXP_STATE_KEYS_PREVIOUS" => Some("the old state key of 32 bytes or more".into()),
+///     _ => None,
+/// })
+/// .unwrap();
+/// assert_eq!(config.previous_state_keys.len(), 1);
+/// ```
+///
+/// # Reading the environment
 ///
 /// ```
 /// use oxp_runtime::app::ServerConfig;
@@ -128,7 +114,10 @@ pub struct ServerConfig {
     /// `OXP_MCP_LIST_TTL_MS`.
     pub mcp_list_ttl: Duration,
     /// `OXP_STATE_KEY` (`None`: the server makes one at start-up).
-    pub state_key: Option<crate::protocol::Sensitive>,
+    pub state_key: Option<Sensitive>,
+    /// `OXP_STATE_KEYS_PREVIOUS`: earlier state keys, which open what they sealed but seal
+    /// nothing (see "Rotating `OXP_STATE_KEY`" above).
+    pub previous_state_keys: Vec<Sensitive>,
     /// `OXP_STATE_TTL_MS`.
     pub state_ttl: Duration,
     /// `OXP_CANNOT_ASK`.
@@ -195,33 +184,15 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The `OXP_OAUTH_*` variables, each an error when it cannot be used.
-const OAUTH_VARIABLES: [&str; 10] = [
-    "OXP_OAUTH_ISSUER",
-    "OXP_OAUTH_JWKS_URL",
-    "OXP_OAUTH_AUDIENCE",
-    "OXP_OAUTH_SCOPES",
-    "OXP_OAUTH_STRICT_TOKEN_TYPE",
-    "OXP_OAUTH_INTROSPECTION_URL",
-    "OXP_OAUTH_CLIENT_ID",
-    "OXP_OAUTH_CLIENT_SECRET",
-    "OXP_OAUTH_CA_FILE",
-    "OXP_OAUTH_SCOPE_HIERARCHY",
-];
-
 /// Adds the resource server `OXP_OAUTH_*` configures, if it does.
 #[cfg(feature = "oauth")]
-fn oauth_from_lookup(
-    auth: ServerAuth,
-    get: &dyn Fn(&str) -> Option<String>,
-    list: &dyn Fn(&str) -> Vec<String>,
-) -> Result<ServerAuth, ConfigError> {
+fn oauth_from_env(auth: ServerAuth, env: &Env<'_>) -> Result<ServerAuth, ConfigError> {
     use crate::oauth::OAuth;
-    let issuers = list("OXP_OAUTH_ISSUER");
+    let issuers = env.list(&var::OXP_OAUTH_ISSUER);
     if issuers.is_empty() {
-        return match OAUTH_VARIABLES[1..].iter().find(|v| get(v).is_some()) {
-            Some(variable) => Err(ConfigError {
-                variable,
+        return match oauth_settings().skip(1).find(|s| env.is_set(s)) {
+            Some(setting) => Err(ConfigError {
+                variable: setting.name,
                 problem:
                     "is set but OXP_OAUTH_ISSUER is not: name the identity provider's issuer URL"
                         .into(),
@@ -229,62 +200,40 @@ fn oauth_from_lookup(
             None => Ok(auth),
         };
     }
-    let Some(resource) = get("OXP_PUBLIC_URL") else {
+    let Some(resource) = env.set(&var::OXP_PUBLIC_URL) else {
         return Err(ConfigError {
-            variable: "OXP_PUBLIC_URL",
+            variable: var::OXP_PUBLIC_URL.name,
             problem: "must be set with OXP_OAUTH_ISSUER: it is the URL clients reach this server at, which tokens must be issued for (`https://tools.example.com`)".into(),
         });
     };
-    let mut oauth = OAuth::new(resource).audience(list("OXP_OAUTH_AUDIENCE"));
+    let mut oauth = OAuth::new(resource).audience(env.list(&var::OXP_OAUTH_AUDIENCE));
     for issuer in issuers {
         oauth = oauth.issuer(issuer);
     }
-    if let Some(url) = get("OXP_OAUTH_JWKS_URL") {
+    if let Some(url) = env.set(&var::OXP_OAUTH_JWKS_URL) {
         oauth = oauth.jwks_url(url);
     }
     // Providers and docs write scope lists with spaces (the claim's own form) or commas.
-    let scopes = get("OXP_OAUTH_SCOPES").unwrap_or_default();
+    let scopes = env.set(&var::OXP_OAUTH_SCOPES).unwrap_or_default();
     oauth = oauth.scopes(scopes.split([',', ' ']).filter(|s| !s.is_empty()));
-    oauth = oauth.strict_token_type(match get("OXP_OAUTH_STRICT_TOKEN_TYPE").as_deref() {
-        None | Some("false" | "0") => false,
-        Some("true" | "1") => true,
-        Some(_) => {
-            return Err(ConfigError {
-                variable: "OXP_OAUTH_STRICT_TOKEN_TYPE",
-                problem: "must be `true` or `false`".into(),
-            });
-        }
-    });
-    match (
-        get("OXP_OAUTH_INTROSPECTION_URL"),
-        get("OXP_OAUTH_CLIENT_ID"),
-        get("OXP_OAUTH_CLIENT_SECRET"),
-    ) {
-        (Some(url), Some(id), Some(secret)) => oauth = oauth.introspection(url, id, secret),
-        (None, None, None) => {}
-        (None, _, _) => {
-            return Err(ConfigError {
-                variable: "OXP_OAUTH_INTROSPECTION_URL",
-                problem: "must be set with OXP_OAUTH_CLIENT_ID and OXP_OAUTH_CLIENT_SECRET: they are the client it introspects as".into(),
-            });
-        }
-        (Some(_), None, _) => {
-            return Err(ConfigError {
-                variable: "OXP_OAUTH_CLIENT_ID",
-                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the client the server introspects tokens as".into(),
-            });
-        }
-        (Some(_), _, None) => {
-            return Err(ConfigError {
-                variable: "OXP_OAUTH_CLIENT_SECRET",
-                problem: "must be set with OXP_OAUTH_INTROSPECTION_URL: the secret of the client the server introspects tokens as".into(),
-            });
-        }
-    }
-    for rule in list("OXP_OAUTH_SCOPE_HIERARCHY") {
+    // Stricter than other switches: the words identity providers' docs use, no `on`/`off`.
+    oauth = oauth.strict_token_type(
+        match env.text(&var::OXP_OAUTH_STRICT_TOKEN_TYPE)?.as_ref() {
+            "false" | "0" => false,
+            "true" | "1" => true,
+            _ => {
+                return Err(ConfigError {
+                    variable: var::OXP_OAUTH_STRICT_TOKEN_TYPE.name,
+                    problem: "must be `true` or `false`".into(),
+                });
+            }
+        },
+    );
+    oauth = oauth_introspection(oauth, env)?;
+    for rule in env.list(&var::OXP_OAUTH_SCOPE_HIERARCHY) {
         let Some((broader, narrower)) = rule.split_once('>') else {
             return Err(ConfigError {
-                variable: "OXP_OAUTH_SCOPE_HIERARCHY",
+                variable: var::OXP_OAUTH_SCOPE_HIERARCHY.name,
                 problem: format!(
                     "`{rule}` is not `broader>narrower`: write e.g. `files:admin>files:write,files:write>files:read`"
                 ),
@@ -292,9 +241,9 @@ fn oauth_from_lookup(
         };
         oauth = oauth.scope_implies(broader.trim(), [narrower.trim()]);
     }
-    if let Some(path) = get("OXP_OAUTH_CA_FILE") {
+    if let Some(path) = env.set(&var::OXP_OAUTH_CA_FILE) {
         let pem = std::fs::read(&path).map_err(|error| ConfigError {
-            variable: "OXP_OAUTH_CA_FILE",
+            variable: var::OXP_OAUTH_CA_FILE.name,
             problem: format!("`{path}` cannot be read: {error}"),
         })?;
         oauth = oauth.ca_certificates(pem);
@@ -306,21 +255,262 @@ fn oauth_from_lookup(
     Ok(auth.oauth(oauth))
 }
 
+/// Opaque tokens checked at `OXP_OAUTH_INTROSPECTION_URL`, as the client its two companions
+/// name: all three, or none.
+#[cfg(feature = "oauth")]
+fn oauth_introspection(
+    oauth: crate::oauth::OAuth,
+    env: &Env<'_>,
+) -> Result<crate::oauth::OAuth, ConfigError> {
+    let problem = |setting: &Setting, problem: &str| ConfigError {
+        variable: setting.name,
+        problem: problem.into(),
+    };
+    match (
+        env.set(&var::OXP_OAUTH_INTROSPECTION_URL),
+        env.set(&var::OXP_OAUTH_CLIENT_ID),
+        env.set(&var::OXP_OAUTH_CLIENT_SECRET),
+    ) {
+        (Some(url), Some(id), Some(secret)) => Ok(oauth.introspection(url, id, secret)),
+        (None, None, None) => Ok(oauth),
+        (None, _, _) => Err(problem(
+            &var::OXP_OAUTH_INTROSPECTION_URL,
+            "must be set with OXP_OAUTH_CLIENT_ID and OXP_OAUTH_CLIENT_SECRET: they are the client it introspects as",
+        )),
+        (Some(_), None, _) => Err(problem(
+            &var::OXP_OAUTH_CLIENT_ID,
+            "must be set with OXP_OAUTH_INTROSPECTION_URL: the client the server introspects tokens as",
+        )),
+        (Some(_), _, None) => Err(problem(
+            &var::OXP_OAUTH_CLIENT_SECRET,
+            "must be set with OXP_OAUTH_INTROSPECTION_URL: the secret of the client the server introspects tokens as",
+        )),
+    }
+}
+
 /// Without the `oauth` feature, an `OXP_OAUTH_*` variable is a mistake to say, not to ignore:
 /// the server would otherwise run without the authentication its operator asked for.
 #[cfg(not(feature = "oauth"))]
-fn oauth_from_lookup(
-    auth: ServerAuth,
-    get: &dyn Fn(&str) -> Option<String>,
-    _list: &dyn Fn(&str) -> Vec<String>,
-) -> Result<ServerAuth, ConfigError> {
-    match OAUTH_VARIABLES.iter().find(|v| get(v).is_some()) {
-        Some(variable) => Err(ConfigError {
-            variable,
+fn oauth_from_env(auth: ServerAuth, env: &Env<'_>) -> Result<ServerAuth, ConfigError> {
+    match oauth_settings().find(|s| env.is_set(s)) {
+        Some(setting) => Err(ConfigError {
+            variable: setting.name,
             problem: "needs the `oauth` cargo feature: `oxp-runtime = { version = \"0.1\", features = [\"oauth\"] }`".into(),
         }),
         None => Ok(auth),
     }
+}
+
+/// The `OXP_OAUTH_*` variables, `OXP_OAUTH_ISSUER` first: each an error when it cannot be used.
+fn oauth_settings() -> impl Iterator<Item = &'static Setting> {
+    (super::SETTINGS.iter()).filter(|s| s.feature == Some("oauth"))
+}
+
+/// `setting`'s address (its default's when unset), or an error showing one `like`.
+fn address(env: &Env<'_>, setting: &Setting, like: &str) -> Result<SocketAddr, ConfigError> {
+    let value = env.text(setting)?;
+    value.parse().map_err(|_| ConfigError {
+        variable: setting.name,
+        problem: format!("`{value}` is not an address like {like}"),
+    })
+}
+
+/// Who may call: HS256 tokens, API keys, an identity provider's tokens.
+fn auth(env: &Env<'_>) -> Result<ServerAuth, ConfigError> {
+    let mut auth = ServerAuth::default();
+    if let Some(secret) = env.set(&var::OXP_JWT_SECRET) {
+        auth = auth
+            .jwt_secret(secret)
+            .jwt_audience(env.list(&var::OXP_JWT_AUDIENCE));
+    } else if env.is_set(&var::OXP_JWT_AUDIENCE) {
+        return Err(ConfigError {
+            variable: var::OXP_JWT_AUDIENCE.name,
+            problem: "is set but OXP_JWT_SECRET is not: set both".into(),
+        });
+    }
+    for key in env.list(&var::OXP_API_KEYS) {
+        auth = auth.api_key(key);
+    }
+    oauth_from_env(auth, env)
+}
+
+/// The log filter, checked here so that a typo is an error rather than a quiet default, and
+/// the log's format.
+fn logging(env: &Env<'_>) -> Result<(String, LogFormat), ConfigError> {
+    let log = env.text(&var::OXP_LOG)?.into_owned();
+    if let Err(error) = tracing_subscriber::EnvFilter::try_new(&log) {
+        return Err(ConfigError {
+            variable: var::OXP_LOG.name,
+            problem: format!(
+                "`{log}` is not a log filter ({error}); write a level (`info`) or \
+                 directives (`oxp_runtime=debug,info`)"
+            ),
+        });
+    }
+    let log_format = match env.text(&var::OXP_LOG_FORMAT)?.as_ref() {
+        "pretty" => LogFormat::Pretty,
+        "json" => LogFormat::Json,
+        other => {
+            return Err(ConfigError {
+                variable: var::OXP_LOG_FORMAT.name,
+                problem: format!("`{other}` is not `pretty` or `json`"),
+            });
+        }
+    };
+    Ok((log, log_format))
+}
+
+/// A size in bytes or a count, as the platform holds it (saturating where it cannot).
+fn size(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// A duration where `0` turns the feature off.
+fn zero_is_off(duration: Duration) -> Option<Duration> {
+    (!duration.is_zero()).then_some(duration)
+}
+
+/// The accept loop's limits: connections, how long a head and a write may take, how large a
+/// head may be.
+fn connections(env: &Env<'_>) -> Result<ConnectionLimits, ConfigError> {
+    Ok(ConnectionLimits {
+        max_connections: env.number_if_set(&var::OXP_MAX_CONNECTIONS)?.map(size),
+        header_timeout: env.millis(&var::OXP_HEADER_TIMEOUT_MS)?,
+        write_timeout: env.millis(&var::OXP_WRITE_TIMEOUT_MS)?,
+        max_header_bytes: size(env.number(&var::OXP_MAX_HEADER_BYTES)?),
+        ..Default::default()
+    })
+}
+
+/// `OXP_REDIS_URL`, in a binary that can use it.
+fn redis_url(env: &Env<'_>) -> Result<Option<String>, ConfigError> {
+    let redis_url = env.set(&var::OXP_REDIS_URL);
+    if redis_url.is_some() && !cfg!(feature = "redis") {
+        return Err(ConfigError {
+            variable: var::OXP_REDIS_URL.name,
+            problem: "needs oxp-runtime's `redis` cargo feature: add `features = [\"redis\"]`"
+                .into(),
+        });
+    }
+    Ok(redis_url)
+}
+
+/// Whether calls are counted, and where `/metrics` is served when not on `addr`.
+fn metrics(env: &Env<'_>, addr: SocketAddr) -> Result<(bool, Option<SocketAddr>), ConfigError> {
+    let metrics = env.switch(&var::OXP_METRICS)?;
+    let metrics_addr = match env.is_set(&var::OXP_METRICS_ADDR) {
+        false => None,
+        true if !metrics => {
+            return Err(ConfigError {
+                variable: var::OXP_METRICS_ADDR.name,
+                problem: "is set but OXP_METRICS is false: unset one".into(),
+            });
+        }
+        true => Some(address(env, &var::OXP_METRICS_ADDR, "127.0.0.1:9100")?),
+    };
+    if metrics_addr == Some(addr) {
+        return Err(ConfigError {
+            variable: var::OXP_METRICS_ADDR.name,
+            problem: "is the same address as OXP_ADDR: pick another port".into(),
+        });
+    }
+    Ok((metrics, metrics_addr))
+}
+
+/// A retired variable is refused: MCP keeps no sessions (any replica answers any request), so
+/// the session limits have nothing to limit, and a setting that would do nothing is a mistake
+/// to report.
+fn refuse_retired(env: &Env<'_>) -> Result<(), ConfigError> {
+    let retired = (super::SETTINGS.iter()).filter(|s| s.kind == var::SettingKind::Retired);
+    match retired.into_iter().find(|s| env.is_set(s)) {
+        Some(setting) => Err(ConfigError {
+            variable: setting.name,
+            problem: "MCP over HTTP keeps no sessions (every request is served on its own, by \
+                      any replica): unset it"
+                .into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What `OXP_STATE_KEY` and each of `OXP_STATE_KEYS_PREVIOUS` must be.
+const SHORT_STATE_KEY: &str =
+    "is shorter than 32 bytes: use 32 random bytes or more (`openssl rand -base64 48`)";
+
+/// The keys that seal and open request states: the one that seals, and earlier ones that still
+/// open (see [`ServerConfig`]'s "Rotating `OXP_STATE_KEY`").
+fn state_keys(env: &Env<'_>) -> Result<(Option<Sensitive>, Vec<Sensitive>), ConfigError> {
+    let state_key = env.set(&var::OXP_STATE_KEY);
+    if state_key.as_ref().is_some_and(|key| key.len() < 32) {
+        return Err(ConfigError {
+            variable: var::OXP_STATE_KEY.name,
+            problem: SHORT_STATE_KEY.into(),
+        });
+    }
+    let previous = var::secret_list(env, &var::OXP_STATE_KEYS_PREVIOUS, |at, key| {
+        match key.len() < 32 {
+            true => Err(format!("entry {at} {SHORT_STATE_KEY}")),
+            false => Ok(()),
+        }
+    })?;
+    if !previous.is_empty() && state_key.is_none() {
+        return Err(ConfigError {
+            variable: var::OXP_STATE_KEYS_PREVIOUS.name,
+            problem: "is set but OXP_STATE_KEY is not: earlier keys open states only beside the \
+                      key that seals them (see rotating the state key in docs/settings.md)"
+                .into(),
+        });
+    }
+    Ok((state_key.map(Sensitive::new), previous))
+}
+
+/// How long what a call that asks establishes is kept: its request states, and the task it may
+/// become.
+fn asking_lifetimes(
+    env: &Env<'_>,
+    idempotency_ttl: Option<Duration>,
+) -> Result<(Duration, Duration), ConfigError> {
+    // A call that asks completes once because its end is kept in the idempotency store:
+    // a state that outlived that record could run the call's last round again.
+    let state_ttl = env
+        .millis_if_set(&var::OXP_STATE_TTL_MS)?
+        .unwrap_or(idempotency_ttl.unwrap_or(crate::idempotency::DEFAULT_TTL));
+    if let Some(kept) = idempotency_ttl.filter(|kept| state_ttl > *kept) {
+        return Err(ConfigError {
+            variable: var::OXP_STATE_TTL_MS.name,
+            problem: format!(
+                "is longer than OXP_IDEMPOTENCY_TTL_MS ({} ms): a call that asks is kept from \
+                 running twice only while its end is remembered, so a request state may \
+                 live at most as long",
+                kept.as_millis()
+            ),
+        });
+    }
+    // The round that makes a task is kept from running twice by the task's record: a
+    // state that outlived it could make the task again.
+    let task_ttl = env.millis(&var::OXP_TASK_TTL_MS)?;
+    if task_ttl < state_ttl {
+        return Err(ConfigError {
+            variable: var::OXP_TASK_TTL_MS.name,
+            problem: format!(
+                "is shorter than OXP_STATE_TTL_MS ({} ms): a call that asks before it becomes \
+                 a task is kept from making it twice only while the task is kept, so a task \
+                 must live at least as long as a request state",
+                state_ttl.as_millis()
+            ),
+        });
+    }
+    Ok((state_ttl, task_ttl))
+}
+
+/// What a tool that asks does for a caller that cannot answer, unless it says.
+fn cannot_ask(env: &Env<'_>) -> Result<crate::ask::CannotAsk, ConfigError> {
+    env.text(&var::OXP_CANNOT_ASK)?
+        .parse()
+        .map_err(|_| ConfigError {
+            variable: var::OXP_CANNOT_ASK.name,
+            problem: format!("is not one of {}", crate::rules::CANNOT_ASK.join(", ")),
+        })
 }
 
 impl ServerConfig {
@@ -350,257 +540,60 @@ impl ServerConfig {
     /// assert_eq!(config.tool_timeout, Some(std::time::Duration::from_secs(5)));
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let list = |name: &str| -> Vec<String> {
-            get(name)
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let number = |variable: &'static str| -> Result<Option<u64>, ConfigError> {
-            get(variable)
-                .map(|v| {
-                    v.parse::<u64>().map_err(|_| ConfigError {
-                        variable,
-                        problem: "must be a whole number".into(),
-                    })
-                })
-                .transpose()
-        };
-
-        let addr = get("OXP_ADDR").unwrap_or_else(|| DEFAULT_ADDR.to_owned());
-        let addr: SocketAddr = addr.parse().map_err(|_| ConfigError {
-            variable: "OXP_ADDR",
-            problem: format!("`{addr}` is not an address like 127.0.0.1:8000"),
-        })?;
-
-        let mut auth = ServerAuth::default();
-        if let Some(secret) = get("OXP_JWT_SECRET") {
-            auth = auth
-                .jwt_secret(secret)
-                .jwt_audience(list("OXP_JWT_AUDIENCE"));
-        } else if get("OXP_JWT_AUDIENCE").is_some() {
-            return Err(ConfigError {
-                variable: "OXP_JWT_AUDIENCE",
-                problem: "is set but OXP_JWT_SECRET is not: set both".into(),
-            });
-        }
-        for key in list("OXP_API_KEYS") {
-            auth = auth.api_key(key);
-        }
-        auth = oauth_from_lookup(auth, &get, &list)?;
-
-        let log = get("OXP_LOG").unwrap_or_else(|| "info".to_owned());
-        if let Err(error) = tracing_subscriber::EnvFilter::try_new(&log) {
-            return Err(ConfigError {
-                variable: "OXP_LOG",
-                problem: format!(
-                    "`{log}` is not a log filter ({error}); write a level (`info`) or \
-                     directives (`oxp_runtime=debug,info`)"
-                ),
-            });
-        }
-        let log_format = match get("OXP_LOG_FORMAT").as_deref() {
-            None | Some("pretty") => LogFormat::Pretty,
-            Some("json") => LogFormat::Json,
-            Some(other) => {
-                return Err(ConfigError {
-                    variable: "OXP_LOG_FORMAT",
-                    problem: format!("`{other}` is not `pretty` or `json`"),
-                });
-            }
-        };
-        // A switch, `default` when unset.
-        let switch = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
-            match get(variable).as_deref() {
-                None => Ok(default),
-                Some("0" | "false" | "off") => Ok(false),
-                Some("1" | "true" | "on") => Ok(true),
-                Some(other) => Err(ConfigError {
-                    variable,
-                    problem: format!("`{other}` is not true or false"),
-                }),
-            }
-        };
-        let playground = switch("OXP_PLAYGROUND", addr.ip().is_loopback())?;
-        // Every number has a range: a value past it is a mistake to report, never a panic
-        // deep in the runtime (a semaphore's permit count, a timer's deadline) or a silent cap.
-        let bounded =
-            |variable: &'static str, min: u64, max: u64| -> Result<Option<u64>, ConfigError> {
-                match number(variable)? {
-                    Some(n) if n < min || n > max => Err(ConfigError {
-                        variable,
-                        problem: format!("must be from {min} to {max}"),
-                    }),
-                    n => Ok(n),
-                }
-            };
-        /// Ten years: the longest any duration setting may be.
-        const MAX_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
-        let millis = |variable: &'static str, min: u64| -> Result<Option<Duration>, ConfigError> {
-            Ok(bounded(variable, min, MAX_MS)?.map(Duration::from_millis))
-        };
-        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        let langchain_compat = switch("OXP_LANGCHAIN_COMPAT", false)?;
-        let max_body_bytes =
-            bounded("OXP_MAX_BODY_BYTES", 1, 1 << 40)?.map_or(DEFAULT_MAX_BODY_BYTES, size);
-        let idempotency_ttl = match millis("OXP_IDEMPOTENCY_TTL_MS", 0)? {
-            Some(Duration::ZERO) => None,
-            Some(ttl) => Some(ttl),
-            None => Some(crate::idempotency::DEFAULT_TTL),
-        };
-        let redis_url = get("OXP_REDIS_URL");
-        if redis_url.is_some() && !cfg!(feature = "redis") {
-            return Err(ConfigError {
-                variable: "OXP_REDIS_URL",
-                problem: "needs oxp-runtime's `redis` cargo feature: add `features = [\"redis\"]`"
-                    .into(),
-            });
-        }
-        let mut connections = ConnectionLimits {
-            max_connections: bounded("OXP_MAX_CONNECTIONS", 1, 10_000_000)?.map(size),
-            ..Default::default()
-        };
-        if let Some(timeout) = millis("OXP_HEADER_TIMEOUT_MS", 1)? {
-            connections.header_timeout = timeout;
-        }
-        if let Some(timeout) = millis("OXP_WRITE_TIMEOUT_MS", 1)? {
-            connections.write_timeout = timeout;
-        }
-        if let Some(bytes) = bounded("OXP_MAX_HEADER_BYTES", 8 * 1024, 16 * 1024 * 1024)? {
-            connections.max_header_bytes = size(bytes);
-        }
-        let metrics = switch("OXP_METRICS", true)?;
-        let metrics_addr = match get("OXP_METRICS_ADDR") {
-            None => None,
-            Some(_) if !metrics => {
-                return Err(ConfigError {
-                    variable: "OXP_METRICS_ADDR",
-                    problem: "is set but OXP_METRICS is false: unset one".into(),
-                });
-            }
-            Some(addr) => Some(addr.parse::<SocketAddr>().map_err(|_| ConfigError {
-                variable: "OXP_METRICS_ADDR",
-                problem: format!("`{addr}` is not an address like 127.0.0.1:9100"),
-            })?),
-        };
-        if metrics_addr == Some(addr) {
-            return Err(ConfigError {
-                variable: "OXP_METRICS_ADDR",
-                problem: "is the same address as OXP_ADDR: pick another port".into(),
-            });
-        }
-        // MCP keeps no sessions (any replica answers any request), so these have nothing to
-        // limit, and a setting that would do nothing is a mistake to report.
-        for variable in ["OXP_MCP_MAX_SESSIONS", "OXP_MCP_SESSION_IDLE_MS"] {
-            if get(variable).is_some() {
-                return Err(ConfigError {
-                    variable,
-                    problem: "MCP over HTTP keeps no sessions (every request is served on its \
-                              own, by any replica): unset it"
-                        .into(),
-                });
-            }
-        }
-        let state_key = get("OXP_STATE_KEY");
-        if state_key.as_ref().is_some_and(|key| key.len() < 32) {
-            return Err(ConfigError {
-                variable: "OXP_STATE_KEY",
-                problem: "is shorter than 32 bytes: use 32 random bytes or more (`openssl rand \
-                          -base64 48`)"
-                    .into(),
-            });
-        }
-        let state_key = state_key.map(crate::protocol::Sensitive::new);
-        let cannot_ask = match get("OXP_CANNOT_ASK") {
-            None => crate::ask::CannotAsk::default(),
-            Some(choice) => choice.parse().map_err(|_| ConfigError {
-                variable: "OXP_CANNOT_ASK",
-                problem: format!("is not one of {}", crate::rules::CANNOT_ASK.join(", ")),
-            })?,
-        };
-        // A call that asks completes once because its end is kept in the idempotency store:
-        // a state that outlived that record could run the call's last round again.
-        let state_ttl = millis("OXP_STATE_TTL_MS", 1)?
-            .unwrap_or(idempotency_ttl.unwrap_or(crate::idempotency::DEFAULT_TTL));
-        if let Some(kept) = idempotency_ttl.filter(|kept| state_ttl > *kept) {
-            return Err(ConfigError {
-                variable: "OXP_STATE_TTL_MS",
-                problem: format!(
-                    "is longer than OXP_IDEMPOTENCY_TTL_MS ({} ms): a call that asks is kept from \
-                     running twice only while its end is remembered, so a request state may \
-                     live at most as long",
-                    kept.as_millis()
-                ),
-            });
-        }
-        // The round that makes a task is kept from running twice by the task's record: a
-        // state that outlived it could make the task again.
-        let task_ttl = millis("OXP_TASK_TTL_MS", 1)?.unwrap_or(crate::tasks::DEFAULT_TTL);
-        if task_ttl < state_ttl {
-            return Err(ConfigError {
-                variable: "OXP_TASK_TTL_MS",
-                problem: format!(
-                    "is shorter than OXP_STATE_TTL_MS ({} ms): a call that asks before it becomes \
-                     a task is kept from making it twice only while the task is kept, so a task \
-                     must live at least as long as a request state",
-                    state_ttl.as_millis()
-                ),
-            });
-        }
-        let idempotency_capacity = bounded("OXP_IDEMPOTENCY_CAPACITY", 1, 100_000_000)?
-            .unwrap_or(crate::idempotency::DEFAULT_CAPACITY);
-        let tool_timeout = match millis("OXP_TOOL_TIMEOUT_MS", 0)? {
-            Some(Duration::ZERO) => None,
-            Some(timeout) => Some(timeout),
-            None => Some(crate::call::DEFAULT_TOOL_TIMEOUT),
-        };
+        let env = Env::new(&lookup);
+        let addr = address(&env, &var::OXP_ADDR, "127.0.0.1:8000")?;
+        let auth = auth(&env)?;
+        let (log, log_format) = logging(&env)?;
+        let playground =
+            (env.switch_if_set(&var::OXP_PLAYGROUND)?).unwrap_or_else(|| addr.ip().is_loopback());
+        let langchain_compat = env.switch(&var::OXP_LANGCHAIN_COMPAT)?;
+        let max_body_bytes = size(env.number(&var::OXP_MAX_BODY_BYTES)?);
+        let idempotency_ttl = zero_is_off(env.millis(&var::OXP_IDEMPOTENCY_TTL_MS)?);
+        let redis_url = redis_url(&env)?;
+        let connections = connections(&env)?;
+        let (metrics, metrics_addr) = metrics(&env, addr)?;
+        refuse_retired(&env)?;
+        let (state_key, previous_state_keys) = state_keys(&env)?;
+        let cannot_ask = cannot_ask(&env)?;
+        let (state_ttl, task_ttl) = asking_lifetimes(&env, idempotency_ttl)?;
+        let idempotency_capacity = env.number(&var::OXP_IDEMPOTENCY_CAPACITY)?;
+        let tool_timeout = zero_is_off(env.millis(&var::OXP_TOOL_TIMEOUT_MS)?);
         Ok(ServerConfig {
-            max_concurrent_calls: match bounded("OXP_MAX_CONCURRENT_CALLS", 0, 10_000_000)? {
+            max_concurrent_calls: match env.number_if_set(&var::OXP_MAX_CONCURRENT_CALLS)? {
                 None => Some(crate::call::default_max_calls()),
                 Some(0) => None,
                 Some(n) => Some(size(n)),
             },
-            max_blocking_tools: bounded("OXP_MAX_BLOCKING_TOOLS", 1, 100_000)?
-                .map_or(crate::call::DEFAULT_MAX_BLOCKING, size),
-            shutdown_grace: millis("OXP_SHUTDOWN_GRACE_MS", 0)?.unwrap_or(Duration::from_secs(30)),
+            max_blocking_tools: size(env.number(&var::OXP_MAX_BLOCKING_TOOLS)?),
+            shutdown_grace: env.millis(&var::OXP_SHUTDOWN_GRACE_MS)?,
             idempotency_ttl,
             idempotency_capacity,
-            tasks_per_caller: bounded("OXP_TASKS_PER_CALLER", 1, 100_000_000)?
+            tasks_per_caller: env
+                .number_if_set(&var::OXP_TASKS_PER_CALLER)?
                 .unwrap_or((idempotency_capacity / crate::idempotency::CALLERS_SHARING).max(1)),
-            idempotency_max_bytes: bounded("OXP_IDEMPOTENCY_MAX_BYTES", 1, 1 << 40)?
-                .unwrap_or(crate::idempotency::DEFAULT_MAX_BYTES),
+            idempotency_max_bytes: env.number(&var::OXP_IDEMPOTENCY_MAX_BYTES)?,
             redis_url,
             addr,
             auth,
             max_body_bytes,
-            body_timeout: millis("OXP_BODY_TIMEOUT_MS", 1)?.unwrap_or(DEFAULT_BODY_TIMEOUT),
-            max_result_bytes: bounded("OXP_MAX_RESULT_BYTES", 1, 1 << 40)?
-                .map_or(crate::call::DEFAULT_MAX_RESULT_BYTES, size),
+            body_timeout: env.millis(&var::OXP_BODY_TIMEOUT_MS)?,
+            max_result_bytes: size(env.number(&var::OXP_MAX_RESULT_BYTES)?),
             tool_timeout,
-            public_url: get("OXP_PUBLIC_URL"),
-            tools: lookup("OXP_TOOLS"),
-            allowed_origins: list("OXP_ALLOWED_ORIGINS"),
-            allowed_hosts: list("OXP_ALLOWED_HOSTS"),
+            public_url: env.set(&var::OXP_PUBLIC_URL),
+            tools: env.raw(&var::OXP_TOOLS),
+            allowed_origins: env.list(&var::OXP_ALLOWED_ORIGINS),
+            allowed_hosts: env.list(&var::OXP_ALLOWED_HOSTS),
             connections,
-            mcp_single_tenant: switch("OXP_MCP_SINGLE_TENANT", false)?,
-            mcp_list_ttl: millis("OXP_MCP_LIST_TTL_MS", 0)?.unwrap_or(Duration::from_secs(300)),
+            mcp_single_tenant: env.switch(&var::OXP_MCP_SINGLE_TENANT)?,
+            mcp_list_ttl: env.millis(&var::OXP_MCP_LIST_TTL_MS)?,
             state_key,
+            previous_state_keys,
             state_ttl,
             cannot_ask,
             task_ttl,
-            lease: millis("OXP_LEASE_MS", 100)?.unwrap_or(crate::tasks::DEFAULT_LEASE),
+            lease: env.millis(&var::OXP_LEASE_MS)?,
             langchain_compat,
-            trust_user_id: switch("OXP_TRUST_USER_ID", false)?,
+            trust_user_id: env.switch(&var::OXP_TRUST_USER_ID)?,
             playground,
             metrics,
             metrics_addr,
@@ -722,14 +715,24 @@ impl ServerConfig {
             .as_ref()
             .map(|key| key.expose().as_bytes().to_vec());
         let mcp = crate::mcp::McpServer::new(pipeline);
-        let mcp = match key {
+        let mut mcp = match key {
             Some(key) => mcp.state_key(key, self.state_ttl),
             None => mcp.state_ttl(self.state_ttl),
         }
         .map_err(|problem| ConfigError {
-            variable: "OXP_STATE_KEY",
+            variable: var::OXP_STATE_KEY.name,
             problem,
         })?;
+        if !self.previous_state_keys.is_empty() {
+            let previous =
+                (self.previous_state_keys.iter()).map(|key| key.expose().as_bytes().to_vec());
+            mcp = mcp
+                .previous_state_keys(previous)
+                .map_err(|problem| ConfigError {
+                    variable: var::OXP_STATE_KEYS_PREVIOUS.name,
+                    problem,
+                })?;
+        }
         Ok(mcp
             .with_context(context)
             .single_tenant(self.mcp_single_tenant)
@@ -909,7 +912,140 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::ServerConfig;
+
+    fn with(pairs: &[(&'static str, &str)]) -> Result<ServerConfig, super::ConfigError> {
+        let pairs: Vec<(&str, String)> =
+            (pairs.iter()).map(|(k, v)| (*k, (*v).to_owned())).collect();
+        ServerConfig::from_lookup(move |n| {
+            (pairs.iter())
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.clone())
+        })
+    }
+
+    /// The list is the parser's: every variable it reads is listed, and every listed one is
+    /// read (but `OXP_USER_ID`, which the stdio context reads on its own).
+    #[test]
+    fn the_parser_reads_exactly_the_listed_variables() {
+        let asked = std::sync::Mutex::new(std::collections::BTreeSet::new());
+        ServerConfig::from_lookup(|name| {
+            asked.lock().unwrap().insert(name.to_owned());
+            None
+        })
+        .unwrap();
+        let asked = asked.into_inner().unwrap();
+        let listed: std::collections::BTreeSet<String> = (super::super::SETTINGS.iter())
+            .map(|s| s.name.to_owned())
+            .collect();
+        let unlisted: Vec<&String> = asked.difference(&listed).collect();
+        assert!(
+            unlisted.is_empty(),
+            "read but not in SETTINGS: {unlisted:?}"
+        );
+        let unread: Vec<&String> = listed.difference(&asked).collect();
+        assert_eq!(unread, ["OXP_USER_ID"], "in SETTINGS but never read");
+    }
+
+    /// An unset variable is what the builders do without it: the table's defaults are the
+    /// runtime's own.
+    #[test]
+    fn unset_variables_take_the_builders_defaults() {
+        let config = with(&[]).unwrap();
+        let limits = crate::server::ConnectionLimits::default();
+        assert_eq!(config.addr.to_string(), super::DEFAULT_ADDR);
+        assert_eq!(config.max_body_bytes, crate::server::DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(config.body_timeout, crate::server::DEFAULT_BODY_TIMEOUT);
+        assert_eq!(
+            config.max_result_bytes,
+            crate::call::DEFAULT_MAX_RESULT_BYTES
+        );
+        assert_eq!(config.tool_timeout, Some(crate::call::DEFAULT_TOOL_TIMEOUT));
+        assert_eq!(config.max_blocking_tools, crate::call::DEFAULT_MAX_BLOCKING);
+        assert_eq!(config.connections.header_timeout, limits.header_timeout);
+        assert_eq!(config.connections.write_timeout, limits.write_timeout);
+        assert_eq!(config.connections.max_header_bytes, limits.max_header_bytes);
+        assert_eq!(config.connections.max_connections, limits.max_connections);
+        assert_eq!(
+            config.idempotency_ttl,
+            Some(crate::idempotency::DEFAULT_TTL)
+        );
+        assert_eq!(
+            config.idempotency_capacity,
+            crate::idempotency::DEFAULT_CAPACITY
+        );
+        assert_eq!(
+            config.idempotency_max_bytes,
+            crate::idempotency::DEFAULT_MAX_BYTES
+        );
+        assert_eq!(config.task_ttl, crate::tasks::DEFAULT_TTL);
+        assert_eq!(config.lease, crate::tasks::DEFAULT_LEASE);
+        assert_eq!(config.state_ttl, crate::idempotency::DEFAULT_TTL);
+        assert_eq!(config.shutdown_grace, Duration::from_secs(30));
+        assert_eq!(config.mcp_list_ttl, Duration::from_secs(300));
+        assert_eq!(config.cannot_ask, crate::ask::CannotAsk::default());
+        assert_eq!(config.log_format, super::LogFormat::default());
+        assert_eq!(
+            config.max_concurrent_calls,
+            Some(crate::call::default_max_calls())
+        );
+        assert!(config.state_key.is_none() && config.previous_state_keys.is_empty());
+        // Each listed value default reads as if it were set to it (an `OXP_OAUTH_*` one is
+        // read only beside an issuer).
+        for setting in super::super::SETTINGS {
+            let crate::app::SettingDefault::Value(value) = setting.default else {
+                continue;
+            };
+            if setting.feature == Some("oauth") {
+                continue;
+            }
+            let set = with(&[(setting.name, value)]).unwrap();
+            assert_eq!(
+                format!("{set:?}"),
+                format!("{config:?}"),
+                "{}",
+                setting.name
+            );
+        }
+    }
+
+    #[test]
+    fn previous_state_keys_are_checked_by_place_and_never_shown() {
+        let key = "the current state key of 32 bytes or more";
+        let old = "an earlier state key of 32 bytes or more";
+        let config = with(&[
+            ("OXP_STATE_KEY", key),
+            ("OXP_STATE_KEYS_PREVIOUS", &format!(" {old} ,{key},")),
+        ])
+        .unwrap();
+        let previous: Vec<&str> = (config.previous_state_keys.iter())
+            .map(|k| k.expose())
+            .collect();
+        assert_eq!(previous, [old, key]);
+        assert!(!format!("{config:?}").contains(old), "redacted in Debug");
+        let error = with(&[
+            ("OXP_STATE_KEY", key),
+            (
+                "OXP_STATE_KEYS_PREVIOUS",
+                &format!("{old},secret-but-short"),
+            ),
+        ])
+        .unwrap_err();
+        assert_eq!(error.variable, "OXP_STATE_KEYS_PREVIOUS");
+        assert!(
+            error
+                .problem
+                .starts_with("entry 2 is shorter than 32 bytes"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("secret-but-short"), "{error}");
+        let error = with(&[("OXP_STATE_KEYS_PREVIOUS", old)]).unwrap_err();
+        assert_eq!(error.variable, "OXP_STATE_KEYS_PREVIOUS");
+        assert!(error.problem.contains("OXP_STATE_KEY is not"), "{error}");
+        assert!(!error.to_string().contains(old), "{error}");
+    }
 
     #[test]
     fn dependencies_are_held_at_warn_unless_named() {

@@ -16,11 +16,13 @@
 mod commands;
 mod config;
 mod install;
+mod settings;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use config::{ConfigError, DEFAULT_ADDR, LogFormat, ServerConfig};
+pub use settings::{SETTINGS, SETTINGS_TABLE, Setting, SettingDefault, SettingKind};
 
 use crate::registry::Registry;
 use crate::server::{Server, Shutdown};
@@ -44,7 +46,7 @@ pub async fn serve() {
 }
 
 /// [`serve()`], publishing `card` as this server's MCP Server Card (see [`crate::card`]):
-/// what [`serve!`](crate::serve) calls with the card of the user's `Cargo.toml`. The card's
+/// what [`serve!`](crate::serve!) calls with the card of the user's `Cargo.toml`. The card's
 /// endpoint is `OXP_PUBLIC_URL` + `/mcp` unless the card names one. A card that cannot be served
 /// (no description in `Cargo.toml`, say) is reported at start-up, and the tools are served
 /// without it; `<bin> card` prints the card or, exiting 2, what is wrong with it.
@@ -61,49 +63,81 @@ pub async fn serve_with(card: crate::card::ServerCard) {
 }
 
 async fn run(card: Option<crate::card::ServerCard>) {
+    let command = command_line();
+    if command != Command::Serve {
+        std::process::exit(run_command(command, card).await);
+    }
+    let config = ServerConfig::from_env()
+        .unwrap_or_else(|error| fail(&format!("configuration error: {error}")));
+    config.init_logging();
+    crate::call::install_panic_hook();
+    let server = server(&config, card).await;
+    let listener = match tokio::net::TcpListener::bind(config.addr).await {
+        Ok(listener) => listener,
+        Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
+    };
+    let addr = listener.local_addr().unwrap_or(config.addr);
+    let mut endpoints = endpoints(&config, addr);
+    endpoints.extend(serve_metrics_apart(&config, &server).await);
+    let shutdown = shutdown_signal();
+    warn_about_state_keys(&config);
+    warn_about_exposure(&config, addr);
+    warn_about_authorization(&server);
+    for endpoint in &endpoints {
+        tracing::info!("serving {endpoint}");
+    }
+    let ended = server
+        .serve(listener, shutdown, config.shutdown_grace)
+        .await;
+    // The last calls' spans go out before the process does.
+    #[cfg(feature = "otel")]
+    crate::otel::flush();
+    stop(ended).await
+}
+
+/// The command the arguments name; a usage error ends the process with its usage.
+fn command_line() -> Command {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let command = match commands::parse(&args) {
+    match commands::parse(&args) {
         Ok(command) => command,
         Err(message) if args.first().is_some_and(|a| a == "install") => {
             std::process::exit(install::usage_error(&message))
         }
         Err(message) => std::process::exit(commands::usage_error(&message)),
-    };
-    if command == Command::Card {
-        if !cfg!(feature = "mcp") {
+    }
+}
+
+/// Every command but serving: its exit code.
+async fn run_command(command: Command, card: Option<crate::card::ServerCard>) -> i32 {
+    match command {
+        Command::Card if !cfg!(feature = "mcp") => {
             eprintln!(
                 "error: this binary was built without MCP, so it serves no MCP Server Card: turn on \
                  oxp-runtime's `mcp` feature"
             );
-            std::process::exit(2);
+            2
         }
-        let public_url = ServerConfig::from_env()
-            .unwrap_or_else(|e| fail(&format!("configuration error: {e}")))
-            .public_url;
-        std::process::exit(commands::card(card, public_url.as_deref()));
-    }
-    if let Command::Install(install) = &command {
-        let code = match install::Places::from_env() {
-            Ok(places) => install::run(install, &places, &commands::program()),
+        Command::Card => {
+            let public_url = ServerConfig::from_env()
+                .unwrap_or_else(|e| fail(&format!("configuration error: {e}")))
+                .public_url;
+            commands::card(card, public_url.as_deref())
+        }
+        Command::Install(install) => match install::Places::from_env() {
+            Ok(places) => install::run(&install, &places, &commands::program()),
             Err(error) => {
                 eprintln!("error: {error}");
                 2
             }
-        };
-        std::process::exit(code);
+        },
+        Command::Check(args) => check(&args).await,
+        command => run_subcommand(command).await,
     }
-    if let Command::Check(args) = &command {
-        std::process::exit(check(args).await);
-    }
-    if command != Command::Serve {
-        std::process::exit(run_subcommand(command).await);
-    }
-    let config = match ServerConfig::from_env() {
-        Ok(config) => config,
-        Err(error) => fail(&format!("configuration error: {error}")),
-    };
-    config.init_logging();
-    crate::call::install_panic_hook();
+}
+
+/// The server `config` makes of every `#[tool]` the binary has, with `card` where it can be
+/// served; a registration or configuration problem ends the process.
+async fn server(config: &ServerConfig, card: Option<crate::card::ServerCard>) -> Server {
     let registry = match config.registry() {
         Ok(registry) => registry,
         Err(error) => fail(&error.to_string()),
@@ -120,12 +154,12 @@ async fn run(card: Option<crate::card::ServerCard>) {
             Err(error) => tracing::warn!("serving no MCP Server Card: {error}"),
         }
     }
-    let listener = match tokio::net::TcpListener::bind(config.addr).await {
-        Ok(listener) => listener,
-        Err(error) => fail(&format!("cannot listen on {}: {error}", config.addr)),
-    };
-    let addr = listener.local_addr().unwrap_or(config.addr);
-    // Every endpoint, one line each, so that a newcomer sees where to point an agent.
+    server
+}
+
+/// Every endpoint served at `addr`, one line each, so that a newcomer sees where to point an
+/// agent.
+fn endpoints(config: &ServerConfig, addr: SocketAddr) -> Vec<String> {
     let mut endpoints = vec![format!(
         "OXP 1.0 on http://{addr} (GET /tools, POST /tools/call)"
     )];
@@ -140,35 +174,42 @@ async fn run(card: Option<crate::card::ServerCard>) {
     if config.metrics && config.metrics_addr.is_none() {
         endpoints.push(format!("metrics on http://{addr}/metrics"));
     }
-    // Metrics on a port of their own, with the main port's connection limits and guard,
-    // stopped with the process.
-    if let Some(metrics_addr) = config.metrics_addr {
-        let metrics_listener = match tokio::net::TcpListener::bind(metrics_addr).await {
-            Ok(listener) => listener,
-            Err(error) => fail(&format!(
-                "cannot listen on {metrics_addr} (OXP_METRICS_ADDR): {error}"
-            )),
-        };
-        let metrics_addr = metrics_listener.local_addr().unwrap_or(metrics_addr);
-        endpoints.push(format!(
-            "metrics on http://{metrics_addr}/metrics (OXP_METRICS_ADDR)"
-        ));
-        if !metrics_addr.ip().is_loopback() {
-            tracing::warn!(
-                "OXP_METRICS_ADDR is not a loopback address: anyone who reaches {metrics_addr} \
-                 reads the metrics (tool ids and call counts) without authentication"
-            );
-        }
-        let metrics = server
-            .clone()
-            .serve_metrics(metrics_listener, std::future::pending());
-        tokio::spawn(async move {
-            if let Err(error) = metrics.await {
-                tracing::error!(%error, "the metrics listener stopped");
-            }
-        });
+    endpoints
+}
+
+/// Metrics on a port of their own (`OXP_METRICS_ADDR`), with the main port's connection limits
+/// and guard, stopped with the process; the endpoint's line, when there is one.
+async fn serve_metrics_apart(config: &ServerConfig, server: &Server) -> Option<String> {
+    let metrics_addr = config.metrics_addr?;
+    let metrics_listener = match tokio::net::TcpListener::bind(metrics_addr).await {
+        Ok(listener) => listener,
+        Err(error) => fail(&format!(
+            "cannot listen on {metrics_addr} (OXP_METRICS_ADDR): {error}"
+        )),
+    };
+    let metrics_addr = metrics_listener.local_addr().unwrap_or(metrics_addr);
+    if !metrics_addr.ip().is_loopback() {
+        tracing::warn!(
+            "OXP_METRICS_ADDR is not a loopback address: anyone who reaches {metrics_addr} \
+             reads the metrics (tool ids and call counts) without authentication"
+        );
     }
-    let shutdown = shutdown_signal();
+    let metrics = server
+        .clone()
+        .serve_metrics(metrics_listener, std::future::pending());
+    tokio::spawn(async move {
+        if let Err(error) = metrics.await {
+            tracing::error!(%error, "the metrics listener stopped");
+        }
+    });
+    Some(format!(
+        "metrics on http://{metrics_addr}/metrics (OXP_METRICS_ADDR)"
+    ))
+}
+
+/// What replicas of a server with tools that ask need, said once at start-up: a shared state
+/// key, a shared store, and a store at all.
+fn warn_about_state_keys(config: &ServerConfig) {
     if cfg!(feature = "mcp") && config.state_key.is_none() {
         tracing::info!(
             "MCP request states of tools that ask are sealed with a key made at start-up: \
@@ -190,17 +231,11 @@ async fn run(card: Option<crate::card::ServerCard>) {
              as an MCP task (`task = \"required\"` tools are refused to clients that ask for one)"
         );
     }
-    warn_about_exposure(&config, addr);
-    warn_about_authorization(&server);
-    for endpoint in &endpoints {
-        tracing::info!("serving {endpoint}");
-    }
-    let ended = server
-        .serve(listener, shutdown, config.shutdown_grace)
-        .await;
-    // The last calls' spans go out before the process does.
-    #[cfg(feature = "otel")]
-    crate::otel::flush();
+}
+
+/// How the process ends once the server stopped: 0 drained, 1 when the grace period ran out
+/// with calls in flight, 2 when the server failed.
+async fn stop(ended: Result<Shutdown, std::io::Error>) {
     match ended {
         Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
         Ok(Shutdown::GraceExpired { active }) => {

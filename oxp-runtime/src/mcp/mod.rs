@@ -259,6 +259,28 @@ impl McpServer {
         Ok(self)
     }
 
+    /// Earlier state keys (`OXP_STATE_KEYS_PREVIOUS`), each at least 32 bytes: what they
+    /// sealed still opens, while the key of [`state_key`](Self::state_key) (call that first)
+    /// seals. A state names the key that sealed it, so replicas rotate their key without
+    /// breaking a call in flight: add the new key here on every replica, then make it the
+    /// state key with the old one here, then drop the old one.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let server = oxp_runtime::mcp::McpServer::new(pipeline)
+    ///     .state_key(b"the new key, of 32 bytes or more!!".to_vec(), std::time::Duration::from_secs(600))?
+    ///     .previous_state_keys([b"the old key, of 32 bytes or more!!".to_vec()])?;
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn previous_state_keys(
+        mut self,
+        keys: impl IntoIterator<Item = Vec<u8>>,
+    ) -> Result<Self, String> {
+        let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+        self.sealer = (self.sealer).with_previous_keys(keys.iter().map(Vec::as_slice))?;
+        Ok(self)
+    }
+
     /// How long a call that asks may wait for its answers, keeping the key (the one given to
     /// [`state_key`](Self::state_key), or the one the server made). Keep it within the
     /// idempotency store's time-to-live: a call's end is remembered that long, and a state
