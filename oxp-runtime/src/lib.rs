@@ -74,6 +74,8 @@ pub mod signals;
 pub mod skill;
 mod striped;
 pub mod tasks;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod version;
 
 pub use app::serve;

@@ -798,24 +798,21 @@ impl Template {
     }
 }
 
+/// `text` percent-decoded, if every `%` starts an escape of two hex digits and the bytes are
+/// UTF-8: a URI with a malformed escape matches nothing (the crate would pass one through as it
+/// is).
 fn percent_decode(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return Some(text.to_owned());
+    let malformed = text.match_indices('%').any(|(at, _)| {
+        !(text.as_bytes().get(at + 1..at + 3))
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return None;
     }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    let decoded = percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()?;
+    Some(decoded.into_owned())
 }
 
 /// The values an argument's type allows, when it is an enum of strings (`enum`, or `oneOf`
@@ -901,6 +898,22 @@ mod tests {
         let fixed = Template::parse("config://app").unwrap();
         assert!(fixed.matches("config://app").unwrap().is_empty());
         assert!(fixed.matches("config://apps").is_none());
+    }
+
+    /// A value is decoded only when every escape is two hex digits and the bytes are UTF-8.
+    #[test]
+    fn a_value_is_percent_decoded_or_matches_nothing() {
+        let template = Template::parse("file:///{name}").unwrap();
+        let name = |uri: &str| template.matches(uri).map(|values| values["name"].clone());
+        assert_eq!(name("file:///a%2Fb%C3%A9%e2%82%ac"), Some("a/bé€".into()));
+        assert_eq!(
+            name("file:///a+b"),
+            Some("a+b".into()),
+            "`+` is no space in a URI"
+        );
+        for malformed in ["%", "a%2", "a%zz", "a%+5", "%%41", "%C3", "%FF"] {
+            assert_eq!(name(&format!("file:///{malformed}")), None, "{malformed}");
+        }
     }
 
     /// Scopes written by hand (not through the attribute, which checks them as it compiles)

@@ -149,15 +149,13 @@ impl Fetcher {
 
 /// `application/x-www-form-urlencoded`: every byte but the unreserved ones as `%XX`.
 fn form_encode(value: &str) -> String {
-    let mut encoded = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            encoded.push(char::from(byte));
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    const ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    utf8_percent_encode(value, ENCODED).to_string()
 }
 
 /// The URL as a request target, if it may be fetched: `https`, or `http` to a loopback host.

@@ -1,4 +1,5 @@
-//! The keys of a JWKS that may verify an access token, and the verification itself, by `ring`.
+//! The keys of a JWKS that may verify an access token, as the `DecodingKey`s `jsonwebtoken`
+//! verifies with.
 //!
 //! A key is kept only if it is a public signing key of a supported kind: `RSA` (2048 bits and
 //! up, ring's floor), `EC` P-256/P-384, `OKP` Ed25519. Secret (`oct`) keys, encryption keys
@@ -7,11 +8,10 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use jsonwebtoken::Algorithm;
 use jsonwebtoken::jwk::{
     AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, KeyOperations, PublicKeyUse,
 };
-use ring::signature;
+use jsonwebtoken::{Algorithm, DecodingKey};
 
 /// The algorithms a token may be signed with: asymmetric ones only, so a public key can never
 /// be used as an HMAC secret, and never `none`.
@@ -31,12 +31,13 @@ pub(crate) const ALLOWED: [Algorithm; 9] = [
 /// attempt to make every lookup slow.
 pub(crate) const MAX_KEYS: usize = 64;
 
-#[derive(Debug)]
-enum Material {
-    Rsa { n: Vec<u8>, e: Vec<u8> },
-    P256(Vec<u8>),
-    P384(Vec<u8>),
-    Ed25519(Vec<u8>),
+/// What a key is, which decides the algorithms it may check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Rsa,
+    P256,
+    P384,
+    Ed25519,
 }
 
 /// One usable public key.
@@ -45,7 +46,9 @@ pub(crate) struct Key {
     pub(crate) kid: Option<String>,
     /// The JWK's own `alg`, when it names one: the token's must then be the same.
     alg: Option<Algorithm>,
-    material: Material,
+    kind: Kind,
+    /// What `jsonwebtoken::decode` checks the signature with.
+    pub(crate) decoding: DecodingKey,
 }
 
 impl Key {
@@ -69,16 +72,17 @@ impl Key {
             }
         };
         let decode = |b64: &str| URL_SAFE_NO_PAD.decode(b64).map_err(|_| "bad base64url");
-        let material = match &jwk.algorithm {
+        let (kind, decoding) = match &jwk.algorithm {
             AlgorithmParameters::RSA(rsa) => {
                 let n = decode(&rsa.n)?;
                 let e = decode(&rsa.e)?;
-                // Big-endian integers; a leading zero byte is allowed by some encoders.
-                let strip = |v: Vec<u8>| {
+                // Big-endian integers; a leading zero byte is allowed by some encoders, and
+                // ring reads them without.
+                let strip = |v: &[u8]| {
                     let first = v.iter().position(|b| *b != 0).unwrap_or(v.len());
                     v[first..].to_vec()
                 };
-                let n = strip(n);
+                let n = strip(&n);
                 // What ring verifies (2048 to 8192 bits): a key outside it is left out here,
                 // not kept to fail each token later, so a set of one good key and one such key
                 // still has one usable key.
@@ -86,36 +90,31 @@ impl Key {
                 if !(2048..=8192).contains(&bits) {
                     return Err("an RSA key of fewer than 2048 or more than 8192 bits");
                 }
-                Material::Rsa { n, e: strip(e) }
+                let key = DecodingKey::from_rsa_raw_components(&n, &strip(&e));
+                (Kind::Rsa, key)
             }
             AlgorithmParameters::EllipticCurve(ec) => {
                 let (x, y) = (decode(&ec.x)?, decode(&ec.y)?);
-                let size = match ec.curve {
-                    EllipticCurve::P256 => 32,
-                    EllipticCurve::P384 => 48,
+                let (kind, size) = match ec.curve {
+                    EllipticCurve::P256 => (Kind::P256, 32),
+                    EllipticCurve::P384 => (Kind::P384, 48),
                     _ => return Err("an elliptic curve this server does not verify"),
                 };
                 if x.len() != size || y.len() != size {
                     return Err("coordinates of the wrong length");
                 }
-                // The uncompressed point ring expects: 0x04 ‖ x ‖ y.
-                let mut point = Vec::with_capacity(1 + 2 * size);
-                point.push(4);
-                point.extend_from_slice(&x);
-                point.extend_from_slice(&y);
-                if size == 32 {
-                    Material::P256(point)
-                } else {
-                    Material::P384(point)
-                }
+                let key =
+                    DecodingKey::from_ec_components(&ec.x, &ec.y).map_err(|_| "bad base64url")?;
+                (kind, key)
             }
             AlgorithmParameters::OctetKeyPair(okp) => match okp.curve {
                 EllipticCurve::Ed25519 => {
-                    let x = decode(&okp.x)?;
-                    if x.len() != 32 {
+                    if decode(&okp.x)?.len() != 32 {
                         return Err("an Ed25519 key of the wrong length");
                     }
-                    Material::Ed25519(x)
+                    let key =
+                        DecodingKey::from_ed_components(&okp.x).map_err(|_| "bad base64url")?;
+                    (Kind::Ed25519, key)
                 }
                 _ => return Err("an OKP curve this server does not verify"),
             },
@@ -125,7 +124,8 @@ impl Key {
         let key = Key {
             kid: common.key_id.clone(),
             alg,
-            material,
+            kind,
+            decoding,
         };
         if let Some(alg) = key.alg
             && !key.fits(alg)
@@ -142,54 +142,19 @@ impl Key {
             return false;
         }
         matches!(
-            (&self.material, alg),
+            (self.kind, alg),
             (
-                Material::Rsa { .. },
+                Kind::Rsa,
                 Algorithm::RS256
                     | Algorithm::RS384
                     | Algorithm::RS512
                     | Algorithm::PS256
                     | Algorithm::PS384
                     | Algorithm::PS512
-            ) | (Material::P256(_), Algorithm::ES256)
-                | (Material::P384(_), Algorithm::ES384)
-                | (Material::Ed25519(_), Algorithm::EdDSA)
+            ) | (Kind::P256, Algorithm::ES256)
+                | (Kind::P384, Algorithm::ES384)
+                | (Kind::Ed25519, Algorithm::EdDSA)
         )
-    }
-
-    /// Checks `signature` over `message` (the token's `header.payload`) with `alg`, which must
-    /// [fit](Self::fits) the key.
-    pub(crate) fn verify(&self, alg: Algorithm, message: &[u8], signature: &[u8]) -> bool {
-        if !self.fits(alg) {
-            return false;
-        }
-        let rsa = |params: &'static signature::RsaParameters| match &self.material {
-            Material::Rsa { n, e } => signature::RsaPublicKeyComponents { n, e }
-                .verify(params, message, signature)
-                .is_ok(),
-            _ => false,
-        };
-        let unparsed = |algorithm: &'static dyn signature::VerificationAlgorithm, key: &[u8]| {
-            signature::UnparsedPublicKey::new(algorithm, key)
-                .verify(message, signature)
-                .is_ok()
-        };
-        match (alg, &self.material) {
-            (Algorithm::RS256, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA256),
-            (Algorithm::RS384, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA384),
-            (Algorithm::RS512, _) => rsa(&signature::RSA_PKCS1_2048_8192_SHA512),
-            (Algorithm::PS256, _) => rsa(&signature::RSA_PSS_2048_8192_SHA256),
-            (Algorithm::PS384, _) => rsa(&signature::RSA_PSS_2048_8192_SHA384),
-            (Algorithm::PS512, _) => rsa(&signature::RSA_PSS_2048_8192_SHA512),
-            (Algorithm::ES256, Material::P256(point)) => {
-                unparsed(&signature::ECDSA_P256_SHA256_FIXED, point)
-            }
-            (Algorithm::ES384, Material::P384(point)) => {
-                unparsed(&signature::ECDSA_P384_SHA384_FIXED, point)
-            }
-            (Algorithm::EdDSA, Material::Ed25519(x)) => unparsed(&signature::ED25519, x),
-            _ => false,
-        }
     }
 }
 

@@ -19,15 +19,19 @@
 //! assert!(auth.is_enabled());
 //! ```
 //!
-//! Signatures are verified by `ring` (RS256/384/512, PS256/384/512, ES256/384, EdDSA with
-//! Ed25519); JWKs are read by `jsonwebtoken`'s types. The checks, in order: the token's size;
-//! its header (`alg` from the list above, never `none` or `HS*`; no `crit`; `typ` `at+jwt`, or
-//! `JWT`/none unless [strict](OAuth::strict_token_type)); its `iss`, exactly one of the issuers;
-//! the key its `kid` names in that issuer's set, which must be of the `alg`'s kind (and of its
-//! own `alg`, when it declares one); the signature; then `exp` (required), `nbf`, `iat` (not in
-//! the future), each with a small leeway; `aud` (required, one of the audiences); `sub`
-//! (required); the scopes (`scope` or `scp`, a string or an array of strings).
+//! Tokens are decoded and verified by `jsonwebtoken` (`decode` with a `Validation`), its
+//! cryptography ring's (RS256/384/512, PS256/384/512, ES256/384, EdDSA with Ed25519; installed
+//! as the process's `jsonwebtoken` provider unless one already is); JWKs are read by its types.
+//! The checks, in order: the token's size; its header (`alg` from the list above, never `none`
+//! or `HS*`; no `crit`; `typ` `at+jwt`, or `JWT`/none unless
+//! [strict](OAuth::strict_token_type)); its `iss`, exactly one of the issuers; the key its `kid`
+//! names in that issuer's set, which must be of the `alg`'s kind (and of its own `alg`, when it
+//! declares one); then `jsonwebtoken`'s: the signature, `exp` (required), `nbf`, `iss`, with a
+//! small leeway; then `iat` (not in the future, with the same leeway); `aud` (required, one of
+//! the audiences); `sub` (required); the scopes (`scope` or `scp`, a string or an array of
+//! strings).
 
+pub(crate) mod crypto;
 mod fetch;
 mod jwks;
 mod keys;
@@ -38,7 +42,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use jsonwebtoken::Algorithm;
+use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
 use crate::principal::Principal;
@@ -609,13 +613,12 @@ pub(crate) struct Verified {
 /// A JWS as it reads before any key is looked at.
 struct Parsed {
     alg: Algorithm,
+    /// The claims, not yet verified: their `iss` picks the key set, and once `jsonwebtoken`
+    /// refuses them (after the signature), they name what was wrong.
     claims: Map<String, Value>,
     /// The issuer's place in the configuration.
     place: usize,
     kid: Option<String>,
-    /// How many bytes of the token are signed (`header.payload`).
-    signed: usize,
-    signature: Vec<u8>,
 }
 
 /// Introspections under way at once, across every client: past it, a token no kept answer
@@ -765,6 +768,8 @@ impl Verifier {
             MAX_DOCUMENT_BYTES,
             &config.ca_certificates,
         );
+        // Before any token is checked: a `Verifier` exists only through here.
+        crypto::install();
         let (burst, per_second) = config.forged_limit;
         Verifier {
             limit: limit::FailureLimit::new(burst, per_second),
@@ -958,8 +963,6 @@ impl Verifier {
             claims,
             place,
             kid,
-            signed,
-            signature,
         } = parsed;
         let sets = self.key_sets().await.map_err(Refusal::Unavailable)?;
         let found = sets[place]
@@ -979,10 +982,29 @@ impl Verifier {
                 "The token's algorithm does not match its key.",
             ));
         }
-        if !key.verify(alg, &token.as_bytes()[..signed], &signature) {
-            return Err(Refusal::forged("The token's signature is not valid."));
-        }
-        self.check_claims(&claims, &self.config.issuers[place])
+        let issuer = &self.config.issuers[place];
+        let verified = jsonwebtoken::decode::<Map<String, Value>>(
+            token,
+            &key.decoding,
+            &self.validation(alg, issuer),
+        )
+        .map_err(|error| refused_by_jsonwebtoken(&error, &claims))?;
+        self.grant(&verified.claims, issuer)
+    }
+
+    /// What `jsonwebtoken` checks of a token signed with `alg` by `issuer`: the signature, then
+    /// `exp` (required), `nbf` and `iss`, the times with the leeway.
+    fn validation(&self, alg: Algorithm, issuer: &str) -> Validation {
+        let mut validation = Validation::new(alg);
+        // `jsonwebtoken` takes the leeway from the time now: no more than that, or it wraps.
+        validation.leeway =
+            (self.config.tuning.leeway.as_secs()).min(jsonwebtoken::get_current_timestamp());
+        validation.validate_nbf = true;
+        validation.set_issuer(&[issuer]);
+        // `aud` names this server in the audience's own spelling of a URL, matched in `grant`
+        // as an introspection answer's is.
+        validation.validate_aud = false;
+        validation
     }
 
     /// What a JWS says of itself before any key is looked at; `None` for a token that is not
@@ -993,12 +1015,12 @@ impl Verifier {
         }
         let mut parts = token.split('.');
         let jws = match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some(header), Some(payload), Some(signature), None) => decode_object(header)
-                .ok()
-                .map(|decoded| (decoded, header, payload, signature)),
+            (Some(header), Some(payload), Some(_signature), None) => {
+                decode_object(header).ok().map(|decoded| (decoded, payload))
+            }
             _ => None,
         };
-        let Some((header, header_part, payload_part, signature)) = jws else {
+        let Some((header, payload)) = jws else {
             if self.config.introspection.is_some() {
                 return Ok(None);
             }
@@ -1007,7 +1029,7 @@ impl Verifier {
             ));
         };
         let alg = check_header(&header, self.config.strict_typ)?;
-        let claims = decode_object(payload_part)?;
+        let claims = decode_object(payload)?;
         // The issuer picks the key set; it is trusted only once the signature is.
         let place = match claims.get("iss") {
             Some(Value::String(iss)) => self.config.issuers.iter().position(|i| i == iss),
@@ -1019,16 +1041,11 @@ impl Verifier {
             Some(Value::String(kid)) => Some(kid.clone()),
             Some(_) => return Err(Refusal::forged("The token's `kid` is not a string.")),
         };
-        let signature = URL_SAFE_NO_PAD
-            .decode(signature)
-            .map_err(|_| Refusal::forged("The token's signature is not base64url."))?;
         Ok(Some(Parsed {
             alg,
             claims,
             place,
             kid,
-            signed: header_part.len() + 1 + payload_part.len(),
-            signature,
         }))
     }
 
@@ -1176,32 +1193,35 @@ impl Verifier {
                 return Err(Refusal::invalid("The token's issuer is not trusted here."));
             }
         };
-        self.check_claims(&claims, issuer)
+        self.check_times(&claims)?;
+        self.grant(&claims, issuer)
     }
 
-    fn check_claims(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
+    /// Checks an introspection answer's `exp` (required) and `nbf` as `jsonwebtoken` checks a
+    /// JWT's, with the leeway: an answer is no JWT, and `jsonwebtoken` checks claims only as it
+    /// decodes one.
+    fn check_times(&self, claims: &Map<String, Value>) -> Result<(), Refusal> {
         let now = unix_now();
         let leeway = self.config.tuning.leeway.as_secs();
-        let time = |name: &str| -> Result<Option<u64>, Refusal> {
-            match claims.get(name) {
-                None => Ok(None),
-                Some(value) => value
-                    .as_u64()
-                    .or_else(|| value.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
-                    .map(Some)
-                    .ok_or(Refusal::invalid(
-                        "A time claim of the token is not a number.",
-                    )),
-            }
-        };
-        let exp = time("exp")?.ok_or(Refusal::invalid("The token must have an `exp` claim."))?;
+        let exp = time(claims, "exp")?.ok_or(MISSING_EXP)?;
         if now > exp.saturating_add(leeway) {
-            return Err(Refusal::invalid("The token has expired."));
+            return Err(EXPIRED);
         }
-        if time("nbf")?.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
-            return Err(Refusal::invalid("The token is not valid yet (`nbf`)."));
+        if time(claims, "nbf")?.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
+            return Err(NOT_YET_VALID);
         }
-        if time("iat")?.is_some_and(|iat| iat > now.saturating_add(leeway)) {
+        Ok(())
+    }
+
+    /// What a token whose signature (or introspection), `exp` and `nbf` were found good grants,
+    /// if its other claims let it in: `iat` not in the future, `aud` naming this server (a URL
+    /// in any case of scheme and host), `sub` naming someone, and the scopes every request
+    /// needs (a broader one standing for those it implies).
+    fn grant(&self, claims: &Map<String, Value>, issuer: &str) -> Result<Verified, Refusal> {
+        let now = unix_now();
+        let leeway = self.config.tuning.leeway.as_secs();
+        let exp = time(claims, "exp")?.ok_or(MISSING_EXP)?;
+        if time(claims, "iat")?.is_some_and(|iat| iat > now.saturating_add(leeway)) {
             return Err(Refusal::invalid(
                 "The token was issued in the future (`iat`).",
             ));
@@ -1334,6 +1354,52 @@ fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+const MISSING_EXP: Refusal = Refusal::Invalid("The token must have an `exp` claim.");
+const NOT_A_TIME: Refusal = Refusal::Invalid("A time claim of the token is not a number.");
+const EXPIRED: Refusal = Refusal::Invalid("The token has expired.");
+const NOT_YET_VALID: Refusal = Refusal::Invalid("The token is not valid yet (`nbf`).");
+
+/// A time claim in seconds since the epoch, if there is one.
+fn time(claims: &Map<String, Value>, name: &str) -> Result<Option<u64>, Refusal> {
+    match claims.get(name) {
+        None => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .or_else(|| value.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .map(Some)
+            .ok_or(NOT_A_TIME),
+    }
+}
+
+/// Why `jsonwebtoken` refused a token whose header and `iss` were found good, in the words of
+/// the check that failed. `claims` are the token's, read before its signature was checked
+/// (and the bytes `jsonwebtoken` read after): they tell a missing `exp` from one that is no
+/// number.
+fn refused_by_jsonwebtoken(
+    error: &jsonwebtoken::errors::Error,
+    claims: &Map<String, Value>,
+) -> Refusal {
+    use jsonwebtoken::errors::ErrorKind;
+    match error.kind() {
+        ErrorKind::InvalidSignature => Refusal::forged("The token's signature is not valid."),
+        // The header and payload were read already: only the signature is left to be bad.
+        ErrorKind::Base64(_) => Refusal::forged("The token's signature is not base64url."),
+        // A header field of a type the JOSE header does not allow (`x5c` not a list, say).
+        ErrorKind::Json(_) => Refusal::forged("The token is not a JWT (JSON objects)."),
+        ErrorKind::ExpiredSignature => EXPIRED,
+        ErrorKind::ImmatureSignature => NOT_YET_VALID,
+        ErrorKind::MissingRequiredClaim(_) if !claims.contains_key("exp") => MISSING_EXP,
+        ErrorKind::MissingRequiredClaim(_) | ErrorKind::InvalidClaimFormat(_) => NOT_A_TIME,
+        ErrorKind::InvalidIssuer => Refusal::invalid("The token's issuer is not trusted here."),
+        // The key and the algorithm were matched before: only a process-wide provider that is
+        // not ours (an app's own, lacking the algorithm) gets here.
+        other => {
+            tracing::warn!(error = ?other, "jsonwebtoken could not check a token's signature");
+            Refusal::forged("The token's signature is not valid.")
+        }
+    }
 }
 
 fn decode_object(part: &str) -> Result<Map<String, Value>, Refusal> {
@@ -1531,6 +1597,75 @@ mod tests {
             "https://h.example"
         ));
         assert!(!same_resource("api://Tools", "api://tools"));
+    }
+
+    /// What `jsonwebtoken` refuses of a token whose header and issuer were found good is named
+    /// in the words of the check that failed, with the configured leeway however large.
+    #[test]
+    fn jsonwebtoken_refusals_are_named_by_the_check_that_failed() {
+        use jsonwebtoken::{DecodingKey, EncodingKey, Header};
+        use ring::signature::{Ed25519KeyPair, KeyPair};
+        use serde_json::json;
+        let oauth = |leeway| OAuth::new("https://h").issuer("https://id").leeway(leeway);
+        let verifier = Verifier::new(oauth(Duration::from_secs(60)));
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
+        let public = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let public = URL_SAFE_NO_PAD.encode(public.public_key().as_ref());
+        let decoding = DecodingKey::from_ed_components(&public).unwrap();
+        let sign = |claims: &Value| {
+            let key = EncodingKey::from_ed_der(pkcs8.as_ref());
+            jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), claims, &key).unwrap()
+        };
+        let check = |verifier: &Verifier, token: &str, claims: &Value| {
+            let validation = verifier.validation(Algorithm::EdDSA, "https://id");
+            jsonwebtoken::decode::<Map<String, Value>>(token, &decoding, &validation)
+                .map(|_| ())
+                .map_err(|error| refused_by_jsonwebtoken(&error, claims.as_object().unwrap()))
+        };
+        let now = unix_now();
+        let good = json!({"iss": "https://id", "exp": now + 60});
+        assert_eq!(check(&verifier, &sign(&good), &good), Ok(()));
+        let with = |name: &str, value: Value| {
+            let mut claims = good.clone();
+            claims[name] = value;
+            claims
+        };
+        let without_exp = json!({"iss": "https://id"});
+        let cases = [
+            (without_exp, MISSING_EXP),
+            (with("exp", json!("soon")), NOT_A_TIME),
+            (with("nbf", json!("now")), NOT_A_TIME),
+            (with("exp", json!(now - 120)), EXPIRED),
+            (with("nbf", json!(now + 300)), NOT_YET_VALID),
+            (
+                with("iss", json!("https://other")),
+                Refusal::invalid("The token's issuer is not trusted here."),
+            ),
+        ];
+        for (claims, refusal) in cases {
+            assert_eq!(
+                check(&verifier, &sign(&claims), &claims),
+                Err(refusal),
+                "{claims}"
+            );
+        }
+        let token = sign(&good);
+        let (signed, signature) = token.rsplit_once('.').unwrap();
+        let flipped = if signature.starts_with('A') { "B" } else { "A" };
+        let forged = format!("{signed}.{flipped}{}", &signature[1..]);
+        assert_eq!(
+            check(&verifier, &forged, &good),
+            Err(Refusal::forged("The token's signature is not valid."))
+        );
+        assert_eq!(
+            check(&verifier, &format!("{signed}.*"), &good),
+            Err(Refusal::forged("The token's signature is not base64url."))
+        );
+        // A leeway past the time since the epoch lets every token's times pass, as if it had no
+        // end, and takes nothing below zero.
+        let lenient = Verifier::new(oauth(Duration::from_secs(u64::MAX)));
+        let old = with("exp", json!(1));
+        assert_eq!(check(&lenient, &sign(&old), &old), Ok(()));
     }
 
     #[test]

@@ -395,8 +395,11 @@ impl Jwt {
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp"]);
-        // `aud` is checked below, where "absent is fine, present must match" is expressible.
-        validation.validate_aud = false;
+        // An `aud` (a string or a list of them) must name one of the audiences, and with none
+        // configured no `aud` is let in; a token without one is (the spec: "if `aud` is
+        // present, the server MUST validate it against its allowed-client list").
+        validation.aud =
+            (!self.audiences.is_empty()).then(|| self.audiences.iter().cloned().collect());
         let data =
             jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &self.key, &validation)
                 .map_err(|e| match e.kind() {
@@ -405,6 +408,9 @@ impl Jwt {
                 }
                 jsonwebtoken::errors::ErrorKind::MissingRequiredClaim(_) => {
                     AuthError::invalid("The token must have an `exp` claim.")
+                }
+                jsonwebtoken::errors::ErrorKind::InvalidAudience => {
+                    AuthError::invalid("The token's audience is not allowed.")
                 }
                 _ => AuthError::invalid("The token is not valid."),
             })?;
@@ -416,18 +422,15 @@ impl Jwt {
             ));
         }
         let claims = data.claims;
-        let audiences: Vec<&str> = match claims.get("aud") {
-            None => Vec::new(),
-            Some(Value::String(aud)) => vec![aud.as_str()],
-            Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).collect(),
-            Some(_) => return Err(AuthError::invalid("The token's `aud` is not valid.")),
+        // `jsonwebtoken` passes over an `aud` it cannot read (a number, a list holding one)
+        // as if there were none.
+        let readable = |aud: &Value| match aud {
+            Value::String(_) => true,
+            Value::Array(auds) => auds.iter().all(Value::is_string),
+            _ => false,
         };
-        if claims.contains_key("aud")
-            && !audiences
-                .iter()
-                .any(|aud| self.audiences.iter().any(|allowed| allowed == aud))
-        {
-            return Err(AuthError::invalid("The token's audience is not allowed."));
+        if claims.get("aud").is_some_and(|aud| !readable(aud)) {
+            return Err(AuthError::invalid("The token's `aud` is not valid."));
         }
         // The subject is who the caller is: idempotency and MCP users are scoped by it, so a
         // token that names no one cannot be let in as a shared anyone.
@@ -699,6 +702,110 @@ impl IntoResponse for AuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HS256 tokens go through `jsonwebtoken`'s `Validation`, and each refusal is in the words
+    /// of the check that failed.
+    #[test]
+    fn hs256_tokens_are_refused_in_the_words_of_the_check_they_fail() {
+        use jsonwebtoken::{EncodingKey, Header};
+        use serde_json::json;
+        let secret = "a-shared-secret-of-at-least-32-bytes!";
+        let checked = |auth: &ServerAuth, header: Header, claims: Value, key: &str| {
+            let key = EncodingKey::from_secret(key.as_bytes());
+            let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+            let jwt = auth.jwt.as_ref().unwrap();
+            jwt.verify(&token).map_err(|refused| refused.to_string())
+        };
+        let auth = ServerAuth::default()
+            .jwt_secret(secret)
+            .jwt_audience(["agent-1"]);
+        let check = |claims: Value| checked(&auth, Header::default(), claims, secret);
+        let now = jsonwebtoken::get_current_timestamp();
+        let ada = Ok(Principal::Jwt("ada".into()));
+        assert_eq!(check(json!({"sub": "ada", "exp": now + 60})), ada);
+        assert_eq!(
+            check(json!({"sub": "ada", "exp": now + 60, "aud": "agent-1"})),
+            ada
+        );
+        assert_eq!(
+            check(json!({"sub": "ada", "exp": now + 60, "aud": ["x", "agent-1"]})),
+            ada
+        );
+        assert_eq!(
+            check(json!({"sub": "ada", "exp": now - 30})),
+            ada,
+            "within the leeway"
+        );
+        let refused = [
+            (
+                json!({"sub": "ada", "exp": now - 120}),
+                "The token has expired.",
+            ),
+            (json!({"sub": "ada"}), "The token must have an `exp` claim."),
+            (
+                json!({"sub": "ada", "exp": now + 600, "nbf": now + 300}),
+                "The token is not valid.",
+            ),
+            (
+                json!({"sub": "ada", "exp": now + 60, "aud": ["agent-2"]}),
+                "The token's audience is not allowed.",
+            ),
+            (
+                json!({"sub": "ada", "exp": now + 60, "aud": 7}),
+                "The token's `aud` is not valid.",
+            ),
+            (
+                json!({"sub": "ada", "exp": now + 60, "aud": ["agent-1", 7]}),
+                "The token's `aud` is not valid.",
+            ),
+            (
+                json!({"exp": now + 60}),
+                "The token must have a `sub` claim naming its subject.",
+            ),
+            (
+                json!({"sub": "", "exp": now + 60}),
+                "The token must have a `sub` claim naming its subject.",
+            ),
+        ];
+        for (claims, says) in refused {
+            assert_eq!(check(claims.clone()), Err(says.to_owned()), "{claims}");
+        }
+        let good = json!({"sub": "ada", "exp": now + 60});
+        let critical = Header {
+            crit: Some(vec!["exp".into()]),
+            ..Header::default()
+        };
+        assert_eq!(
+            checked(&auth, critical, good.clone(), secret),
+            Err("The token names critical header extensions this server does not support.".into())
+        );
+        let another_secret = checked(&auth, Header::default(), good.clone(), "another secret");
+        assert_eq!(another_secret, Err("The token is not valid.".into()));
+        // Another algorithm named in the header (the signature HS256's, as a forger would).
+        let token = jsonwebtoken::encode(
+            &Header::default(),
+            &good,
+            &EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap();
+        let (_, rest) = token.split_once('.').unwrap();
+        use base64::Engine;
+        let hs384 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"alg":"HS384"}"#);
+        let refused = auth
+            .jwt
+            .as_ref()
+            .unwrap()
+            .verify(&format!("{hs384}.{rest}"));
+        assert_eq!(refused.unwrap_err().to_string(), "The token is not valid.");
+        // No audiences configured: a token without `aud` is let in, one with any is not.
+        let open = ServerAuth::default().jwt_secret(secret);
+        let check = |claims: Value| checked(&open, Header::default(), claims, secret);
+        assert_eq!(check(json!({"sub": "ada", "exp": now + 60})), ada);
+        assert_eq!(
+            check(json!({"sub": "ada", "exp": now + 60, "aud": "agent-1"})),
+            Err("The token's audience is not allowed.".into())
+        );
+    }
 
     #[test]
     fn challenge_parameters_cannot_be_broken_out_of() {

@@ -374,19 +374,9 @@ fn resolve<'a>(state: &'a AppState, tool_id: &str) -> Option<&'a crate::registry
 fn names_access_token(query: &str) -> bool {
     query.split(['&', ';']).any(|parameter| {
         let name = parameter.split('=').next().unwrap_or_default();
-        let mut decoded = Vec::with_capacity(name.len());
-        let mut bytes = name.bytes();
-        while let Some(b) = bytes.next() {
-            let hex = |b: Option<u8>| b.and_then(|b| char::from(b).to_digit(16));
-            decoded.push(match b {
-                b'%' => match (hex(bytes.next()), hex(bytes.next())) {
-                    (Some(hi), Some(lo)) => (hi * 16 + lo) as u8,
-                    _ => return false,
-                },
-                b'+' => b' ',
-                b => b,
-            });
-        }
+        // A malformed escape is passed through as `%`, and `+` (a space in a form) stays `+`:
+        // neither is in `access_token`, so neither name can be taken for it.
+        let decoded: Vec<u8> = percent_encoding::percent_decode_str(name).collect();
         decoded.eq_ignore_ascii_case(b"access_token")
     })
 }
@@ -405,7 +395,15 @@ mod query_tests {
         ] {
             assert!(super::names_access_token(query), "{query}");
         }
-        for query in ["a=1", "access_tokens=x", "x=access_token", "access%5"] {
+        for query in [
+            "a=1",
+            "access_tokens=x",
+            "x=access_token",
+            "access%5",
+            "access+token=x",
+            "access_token%=x",
+            "access%5ftoken%",
+        ] {
             assert!(!super::names_access_token(query), "{query}");
         }
     }
