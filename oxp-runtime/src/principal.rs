@@ -218,9 +218,11 @@ mod tests {
 /// moves with the fronts when the core stands on its own.)
 #[cfg(feature = "mcp")]
 #[derive(Clone)]
-pub(crate) struct ScopeRefusal(
-    std::sync::Arc<dyn Fn(&[&str]) -> axum::response::Response + Send + Sync>,
-);
+pub(crate) struct ScopeRefusal(std::sync::Arc<Refuse>);
+
+/// The refusal of a request that needs these scopes.
+#[cfg(feature = "mcp")]
+type Refuse = dyn Fn(&[&str]) -> axum::response::Response + Send + Sync;
 
 #[cfg(feature = "mcp")]
 impl ScopeRefusal {
