@@ -449,7 +449,9 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
 
 fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
     // A message of MCP's own types always serializes.
-    let body = serde_json::to_vec(message).expect("an MCP message serializes");
+    // Room for a typical answer at once, rather than growing through five sizes to it.
+    let mut body = Vec::with_capacity(256);
+    serde_json::to_writer(&mut body, message).expect("an MCP message serializes");
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     (response.headers_mut()).insert(

@@ -7,8 +7,6 @@
 //! any other message, or a call this reading does not take whole, by rmcp's own reading: the
 //! two agree on every call (a unit test holds them to it), and what rmcp refuses is refused.
 
-use std::borrow::Cow;
-
 use axum::body::Bytes;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -40,32 +38,94 @@ pub(super) fn message(bytes: &Bytes) -> Result<ClientJsonRpcMessage, McpError> {
     })
 }
 
-/// A JSON-RPC message with its parts unread.
-#[derive(Deserialize)]
+/// A JSON-RPC message with its parts unread, but for a `tools/call`'s params when its method
+/// comes first (as clients write it): those are read in the same pass.
 struct Envelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
+    jsonrpc: Option<&'a str>,
     id: Option<RequestId>,
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
+    method: Option<&'a str>,
+    params: Option<Params<'a>>,
+    /// A `result` or an `error`: a response, not a request.
+    answer: bool,
+}
+
+enum Params<'a> {
+    Call(CallToolRequestParams),
+    Unread(&'a RawValue),
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<Envelope<'de>, A::Error> {
+        use serde::de::Error;
+        let mut envelope = Envelope {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            answer: false,
+        };
+        // A key that escapes, or comes twice, is left to rmcp's reading (an error here).
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "jsonrpc" if envelope.jsonrpc.is_none() => {
+                    envelope.jsonrpc = Some(map.next_value()?)
+                }
+                "id" if envelope.id.is_none() => envelope.id = Some(map.next_value()?),
+                "method" if envelope.method.is_none() => envelope.method = Some(map.next_value()?),
+                "params" if envelope.params.is_none() => {
+                    envelope.params = Some(if envelope.method == Some("tools/call") {
+                        Params::Call(map.next_value()?)
+                    } else {
+                        Params::Unread(map.next_value()?)
+                    });
+                }
+                "result" | "error" => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    envelope.answer = true;
+                }
+                "jsonrpc" | "id" | "method" | "params" => {
+                    return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(envelope)
+    }
 }
 
 /// A `tools/call` request read straight into its types, its `_meta` where rmcp keeps it (the
 /// request's extensions); `None` for anything else.
 fn tool_call(bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
     let envelope: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
-    let plain = envelope.jsonrpc == "2.0" && envelope.result.is_none() && envelope.error.is_none();
-    if !plain || envelope.method.as_deref() != Some("tools/call") {
+    let plain = envelope.jsonrpc == Some("2.0") && !envelope.answer;
+    if !plain || envelope.method != Some("tools/call") {
         return None;
     }
     let id = envelope.id?;
-    let mut params: CallToolRequestParams = serde_json::from_str(envelope.params?.get()).ok()?;
+    let mut params = match envelope.params? {
+        Params::Call(params) => params,
+        // Its params came before its method.
+        Params::Unread(raw) => serde_json::from_str::<CallToolRequestParams>(raw.get()).ok()?,
+    };
     let meta = params.meta.take();
     let mut request = CallToolRequest::new(params);
     if let Some(meta) = meta {
@@ -125,6 +185,27 @@ mod tests {
                 serde_json::to_value(&theirs).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn params_before_the_method_are_read_as_well() {
+        let body = br#"{"params":{"name":"t","arguments":{"a":1}},"method":"tools/call","id":3,"jsonrpc":"2.0"}"#;
+        let Some(ClientJsonRpcMessage::Request(request)) = tool_call(body) else {
+            panic!("not read");
+        };
+        let ClientRequest::CallToolRequest(call) = request.request else {
+            panic!("not a call");
+        };
+        assert_eq!(call.params.name, "t");
+    }
+
+    #[test]
+    fn a_repeated_or_escaped_key_is_left_to_rmcp() {
+        let twice = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"t"}}"#;
+        assert!(tool_call(twice).is_none());
+        let escaped =
+            br#"{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"name":"t"}}"#;
+        assert!(tool_call(escaped).is_none());
     }
 
     #[test]
