@@ -44,7 +44,7 @@ pub async fn serve() {
 }
 
 /// [`serve()`], publishing `card` as this server's MCP Server Card (see [`crate::card`]):
-/// what [`serve!`](crate::serve) calls with the card of the user's `Cargo.toml`. The card's
+/// what [`serve!`](crate::serve!) calls with the card of the user's `Cargo.toml`. The card's
 /// endpoint is `OXP_PUBLIC_URL` + `/mcp` unless the card names one. A card that cannot be served
 /// (no description in `Cargo.toml`, say) is reported at start-up, and the tools are served
 /// without it; `<bin> card` prints the card or, exiting 2, what is wrong with it.
