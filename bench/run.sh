@@ -252,7 +252,7 @@ accept() {
   need_wrk
   local dir=$work/profile-default
   CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    cargo build --release -q -p oxp-tests --example accept_loop --target-dir "$dir"
+    cargo build --release -q -p oxp-runtime --example accept_loop --target-dir "$dir"
   local bin=$dir/release/examples/accept_loop
   serve_logged accept-serve env OXP_ADDR=127.0.0.1:18083 "$bin" oxp
   local ours=$!

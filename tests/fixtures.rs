@@ -8,14 +8,15 @@ pub struct ReadmeAuthors;
 
 #[cfg(test)]
 mod readme {
-    /// README's "What authors ask" shows the block `readme_authors.md` compiles, word for word.
+    /// The guide's "What authors ask" shows the block `readme_authors.md` compiles, word for
+    /// word.
     #[test]
     fn readme_shows_the_compiled_example() {
         let compiled = include_str!("readme_authors.md");
         let block = &compiled[compiled.find("```rust").expect("a rust block")..];
         assert!(
-            include_str!("../README.md").contains(block),
-            "README's example under \"What authors ask\" differs from tests/readme_authors.md"
+            include_str!("../oxp-runtime/guide/writing_tools.md").contains(block),
+            "the guide's example under \"What authors ask\" differs from tests/readme_authors.md"
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The promises README makes, held against hostile and broken clients on a real socket
+//! The promises `docs/hostile-clients.md` makes, held against hostile and broken clients on a real socket
 //! (127.0.0.1). Each test names the promise it holds, and fails when the promise breaks.
 
 #[path = "harness/mod.rs"]
@@ -456,7 +456,7 @@ async fn the_listeners_share_one_connection_budget_and_the_main_port_keeps_its_s
     drop(idle);
 }
 
-/// The check order README gives: a declared length over the cap is a 413 by its head, before
+/// The check order the guide gives (`oxp-runtime/guide/deploying.md`): a declared length over the cap is a 413 by its head, before
 /// authentication; a chunked body from a caller without credentials is a 401, unread; with
 /// credentials, the same body is cut off at the cap as it is read, a 413.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1221,7 +1221,7 @@ async fn an_http2_preface_to_a_default_server_is_closed_at_once() {
 /// With the `http2` feature, HTTP/2 (h2c, prior knowledge) is served on the same port, with the
 /// stream limit advertised in the server's SETTINGS, and a call on it answered like any other.
 /// This package builds the runtime without the feature (every other test runs on a default
-/// server), so the server here is `examples/accept_loop`, built with it.
+/// server), so the server here is `oxp-runtime/examples/accept_loop.rs`, built with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_with_its_feature_serves_calls_under_its_stream_limit() {
     let (mut child, base) = accept_loop_with_http2(&[]);
@@ -1391,17 +1391,17 @@ async fn http2_windows_and_keep_alive_pings_hold_on_a_real_socket() {
     );
 }
 
-/// `examples/accept_loop` built with the `http2` feature (this package leaves it off), serving
-/// OXP on a free port with `env`; the process and its base URL.
+/// `oxp-runtime/examples/accept_loop.rs` built with the `http2` feature (this package leaves it
+/// off), serving OXP on a free port with `env`; the process and its base URL.
 fn accept_loop_with_http2(env: &[(&str, &str)]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let target = harness::cargo_build(&[
         "-p",
-        "oxp-tests",
+        "oxp-runtime",
         "--example",
         "accept_loop",
         "--features",
-        "oxp-runtime/http2",
+        "http2",
     ]);
     let mut child = std::process::Command::new(target.join("debug/examples/accept_loop"))
         .arg("oxp")

@@ -3,7 +3,7 @@
 //! `#[tool]` under the names the suite calls: the scenarios MCP 2026-07-28 requires
 //! (`--requirements 2026-07-28`), three more on headers and schemas, the skills and tasks
 //! extensions', and the earlier revisions' scenarios at 2025-11-25. What may fail is listed in `mcp_conformance/expected-failures.yaml`,
-//! each with its reason (README's table); a listed scenario that passes fails the run too.
+//! each with its reason (the table in `oxp-runtime/guide/mcp.md`); a listed scenario that passes fails the run too.
 
 #[path = "harness/mod.rs"]
 mod harness;

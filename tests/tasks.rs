@@ -1,4 +1,4 @@
-//! MCP tasks (SEP-2663) on real sockets, against `tests/examples/task_server.rs` as
+//! MCP tasks (SEP-2663) on real sockets, against `oxp-runtime/examples/task_server.rs` as
 //! `oxp_runtime::serve()` runs it: the lifecycle and its MUSTs, asks inside a task, and what a
 //! hostile or unlucky world does to them: another caller's ids, a flood, a huge result, two
 //! replicas sharing Redis, a replica killed mid-run, Redis gone.

@@ -1,8 +1,9 @@
 //! The `#[tool]` attribute of oxp. Use it through `oxp_runtime::tool`; its documentation is there.
 //!
-//! The pipeline, as in serde_derive: [`parse`] reads the attribute's arguments strictly,
-//! [`model`] turns the fn into a typed tool description, [`validate`] settles the identity and
-//! checks it by [`rules`] (shared word for word with the registry), [`expand`] writes the glue. Every error is collected with its own span; on
+//! The pipeline, as in serde_derive: `parse` reads the attribute's arguments strictly,
+//! `model` turns the fn into a typed tool description, `validate` settles the identity and
+//! checks it by `rules` (shared word for word with the registry), `expand` writes the glue.
+//! Every error is collected with its own span; on
 //! error the fn is still emitted, and so is its `TOOL` item (a placeholder that only
 //! type-checks), so the rest of the crate (and the IDE) keeps working and shows only the error
 //! that matters.

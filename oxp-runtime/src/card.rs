@@ -7,7 +7,7 @@
 //!
 //! The card describes the user's binary, not oxp, so its fields are read in the user's crate:
 //! [`server_card!`](crate::server_card) takes the package's name, version, description,
-//! repository and homepage from `Cargo.toml`, and [`serve!`](crate::serve) serves it.
+//! repository and homepage from `Cargo.toml`, and [`serve!`](crate::serve!) serves it.
 //!
 //! ```
 //! let card = oxp_runtime::server_card!()

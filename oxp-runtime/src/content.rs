@@ -369,14 +369,20 @@ impl Content {
     }
 
     /// A link to a resource, which a host may open for its user: its URI must be one of
-    /// [`LINK_SCHEMES`] (`https`, `http`, `file`) — not `javascript:`, not `data:`, not a
-    /// scheme only this server could resolve (it serves no resources).
+    /// [`LINK_SCHEMES`] (`https`, `http`, `file`) — not `javascript:`, not `data:`. A resource
+    /// this server serves under another scheme (a [`#[resource]`](macro@crate::resource) at
+    /// `notes://today`) cannot be linked: carry it whole with
+    /// [`text_resource`](Self::text_resource) or [`blob_resource`](Self::blob_resource), whose
+    /// URI is not checked (the client is handed the contents, and opens nothing).
     ///
     /// ```
     /// use oxp_runtime::content::Content;
     /// let link = Content::link("file:///reports/q3.pdf", "Q3 report").unwrap();
     /// assert_eq!(serde_json::to_value(link).unwrap()["type"], "resource_link");
     /// assert!(Content::link("javascript:alert(1)", "Q3 report").is_err());
+    /// // A resource of this server's own scheme is carried whole, not linked.
+    /// assert!(Content::link("notes://today", "Today").is_err());
+    /// assert!(Content::text_resource("notes://today", "text/plain", "buy milk").is_ok());
     /// ```
     pub fn link(uri: impl Into<String>, name: impl Into<String>) -> Result<Self, ContentError> {
         let uri = uri.into();

@@ -28,9 +28,18 @@
 //!
 //! The modules, in the order data flows through them: [`protocol`] (wire types) →
 //! [`registry`] (tools, versions, validators) → [`call`] (the one pipeline) → the fronts.
+//!
+//! **The [`guide`]** teaches the rest, a page per topic, each built around a compiled example:
+//! [writing tools](guide::writing_tools), [asking mid-call](guide::asking),
+//! [tasks](guide::tasks), [resources, prompts and skills](guide::resources_prompts_skills),
+//! [versioning](guide::versioning), [embedding](guide::embedding),
+//! [model providers](guide::providers), [agent frameworks](guide::agents),
+//! [testing](guide::testing), [MCP](guide::mcp) and [deploying](guide::deploying).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(any(feature = "rig", feature = "adk"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "rig", feature = "adk"))))]
 pub mod agents;
 pub mod app;
 pub mod ask;
@@ -39,20 +48,25 @@ pub mod card;
 extern crate self as oxp_runtime;
 pub mod call;
 #[cfg(feature = "client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
 mod clock;
 pub mod content;
 mod context;
 mod descriptor;
 mod error;
+pub mod guide;
 pub mod idempotency;
 pub mod lock;
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
 mod metrics;
 #[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub mod oauth;
 #[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 mod outcome;
 mod principal;

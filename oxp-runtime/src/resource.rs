@@ -73,8 +73,9 @@ use crate::error::ToolError;
 /// Call it wherever the data behind a resource changes — a tool that wrote it, a watcher, a
 /// timer. It never blocks and never fails, and with no one subscribed it only checks that.
 /// Notifications reach clients on a connection (stdio, `<bin> mcp`); stateless HTTP has no
-/// stream to carry them, so `/mcp` does not declare `resources.subscribe` (README, "Resources,
-/// prompts and completion"). A template's resource is named by the URI read
+/// stream to carry them, so `/mcp` does not declare `resources.subscribe` (see
+/// [the guide](crate::guide::resources_prompts_skills#subscriptions-served-over-stdio-acknowledged-over-http)).
+/// A template's resource is named by the URI read
 /// (`file:///logs/monday`), not the template.
 ///
 /// ```

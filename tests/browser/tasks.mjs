@@ -1,4 +1,4 @@
-// Drives the playground page in headless Chromium against tests/examples/task_server.rs:
+// Drives the playground page in headless Chromium against oxp-runtime/examples/task_server.rs:
 // argv = server base URL. A task tool is called as an MCP task: the page shows its status and
 // status message while it runs, cancels it, shows a finished task's value, and asks the user
 // the questions a tool asks inside its task and before it, sending the answers; a plain tool

@@ -292,13 +292,23 @@ pub fn start_example(env: &[(&str, &str)]) -> Example {
     start_server(&example_binary(), env)
 }
 
-/// `tests/examples/<name>.rs`, built as the example is; its path.
+/// `oxp-runtime/examples/<name>.rs`, built with the features this package turns on (so that a
+/// test may give it `OXP_REDIS_URL`, say); its path.
 pub fn test_example_binary(name: &str) -> String {
-    cargo_build(&["-p", "calculator", "-p", "oxp-tests", "--example", name])
-        .join("debug/examples")
-        .join(name)
-        .display()
-        .to_string()
+    cargo_build(&[
+        "-p",
+        "calculator",
+        "-p",
+        "oxp-tests",
+        "-p",
+        "oxp-runtime",
+        "--example",
+        name,
+    ])
+    .join("debug/examples")
+    .join(name)
+    .display()
+    .to_string()
 }
 
 /// The server `binary` (one that calls `oxp_runtime::serve()`), on a free loopback port with

@@ -1,5 +1,5 @@
 """The Python `mcp` package's client answers a tool's questions over stdio: argv = the server
-binary (tests/examples/confirm_server). The client initializes at a revision before 2026-07-28,
+binary (oxp-runtime/examples/confirm_server.rs). The client initializes at a revision before 2026-07-28,
 so the server asks by `elicitation/create` requests of its own, and the call goes on."""
 import asyncio
 import sys

@@ -12,8 +12,10 @@
 //! the model is told what the tool needed and that it cannot be asked from here.
 
 #[cfg(feature = "adk")]
+#[cfg_attr(docsrs, doc(cfg(feature = "adk")))]
 pub mod adk;
 #[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub mod rig;
 
 use std::collections::BTreeMap;

@@ -25,7 +25,7 @@ pub const DEFAULT_MAX_BLOCKING: usize = 64;
 /// start runs without end (a run outlives its client's hang-up).
 const RUNS_PER_CORE: usize = 512;
 
-/// The default cap on calls at once: [`RUNS_PER_CORE`] for each core the process may use
+/// The default cap on calls at once: 512 for each core the process may use
 /// (`std::thread::available_parallelism`, which honours CPU affinity and cgroup quotas).
 ///
 /// ```

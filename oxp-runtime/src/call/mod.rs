@@ -207,7 +207,8 @@ impl Pipeline {
     }
 
     /// Every metric, in the OpenMetrics text format Prometheus scrapes (what `GET /metrics`
-    /// answers); `None` when metrics are off. The names and labels are in README's table.
+    /// answers); `None` when metrics are off. The names and labels are in the repository's
+    /// `docs/observability.md`.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, tool, Registry};

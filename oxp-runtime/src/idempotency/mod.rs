@@ -621,4 +621,5 @@ pub(crate) fn task_ended(error: tokio::task::JoinError) -> CallOutcome {
 #[cfg(feature = "redis")]
 mod redis_store;
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisIdempotency;

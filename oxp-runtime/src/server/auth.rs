@@ -152,6 +152,7 @@ impl ServerAuth {
     /// assert!(auth.is_enabled());
     /// ```
     #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     #[must_use]
     pub fn oauth(mut self, config: crate::oauth::OAuth) -> Self {
         self.oauth = Some(Arc::new(crate::oauth::Verifier::new(config)));
@@ -171,6 +172,7 @@ impl ServerAuth {
     /// # });
     /// ```
     #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub async fn ready(&self) -> Result<(), crate::oauth::OAuthError> {
         match &self.oauth {
             Some(oauth) => oauth.ready().await,

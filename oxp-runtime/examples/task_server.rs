@@ -1,7 +1,9 @@
-//! A server whose tools run as MCP tasks (and a tool and a prompt that ask), served by
-//! `oxp_runtime::serve()` as `cargo run` serves the example (every `OXP_*` setting read from the
-//! environment): `tests/tasks.rs` starts one or two, with Redis, and drives tasks across them,
-//! kills them mid-run and floods them; `tests/playground.rs` drives its tools from the page.
+//! Tools that run as MCP tasks (and a tool and a prompt that ask)
+//! (`cargo run -p oxp-runtime --example task_server`), served by `oxp_runtime::serve()` as
+//! `cargo run` serves the example, every `OXP_*` setting read from the environment. The guide's
+//! "Long-running tools" page is built around it; `tests/tasks.rs` starts one or two, with Redis,
+//! and drives tasks across them, kills them mid-run and floods them; `tests/playground.rs`
+//! drives its tools from the page.
 //!
 //! Each tool's answer names its run's number in this process and the process, so a test tells
 //! a run from a kept answer, and one replica's run from another's.
@@ -9,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use oxp_runtime::{ToolContext, ToolError, prompt, tool};
+use oxp_runtime::{ToolContext, ToolError, prompt, schemars, serde, tool};
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -50,6 +52,8 @@ async fn ship(ctx: &ToolContext, items: Vec<String>) -> Result<String, ToolError
 
 /// A name.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "oxp_runtime::serde")]
+#[schemars(crate = "oxp_runtime::schemars")]
 struct Name {
     /// Who to welcome.
     name: String,
@@ -81,6 +85,8 @@ async fn archive(name: String) -> String {
 
 /// A team.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "oxp_runtime::serde")]
+#[schemars(crate = "oxp_runtime::schemars")]
 struct Team {
     /// Which team's stand-up.
     team: String,

@@ -1,13 +1,14 @@
-//! A server whose tool asks its user before it runs, served by `oxp_runtime::serve()` as
-//! `cargo run` serves the example (every `OXP_*` setting read from the environment): the replica
-//! tests of `tests/mcp.rs` start two and send each round of one call to the other.
+//! Tools that ask their user before they run (`cargo run -p oxp-runtime --example confirm_server`),
+//! served by `oxp_runtime::serve()` as `cargo run` serves the example, every `OXP_*` setting read
+//! from the environment. The guide's "Asking mid-call" page is built around it; the replica tests
+//! of `tests/mcp.rs` start two and send each round of one call to the other.
 //!
 //! Each tool answers with the number of times it ran in this process, so a test tells a run from
 //! a replayed answer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use oxp_runtime::{ToolContext, ToolError, tool};
+use oxp_runtime::{ToolContext, ToolError, schemars, serde, tool};
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
@@ -43,6 +44,8 @@ fn delete_each(ctx: &ToolContext, paths: Vec<String>) -> Result<String, ToolErro
 
 /// A rating.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(crate = "oxp_runtime::serde")]
+#[schemars(crate = "oxp_runtime::schemars")]
 struct Rating {
     /// One to five stars.
     #[schemars(range(min = 1, max = 5))]

@@ -1,5 +1,7 @@
-//! A server whose resources change when its tool writes them, served by `oxp_runtime::serve()`:
-//! `tests/resources.rs` subscribes to them over stdio (`<bin> mcp`).
+//! A resource that changes when a tool writes it (`cargo run -p oxp-runtime --example
+//! notes_server -- mcp`), served by `oxp_runtime::serve()`. The guide's "Resources, prompts and
+//! skills" page is built around it; `tests/resources.rs` subscribes to it over stdio
+//! (`<bin> mcp`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
