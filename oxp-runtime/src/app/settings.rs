@@ -188,8 +188,7 @@ settings! {
     /// no list, a token with `aud` is refused); needs `OXP_JWT_SECRET`
     OXP_JWT_AUDIENCE(List, unset);
     /// accept access tokens of these identity providers: comma-separated issuer URLs, each
-    /// matched exactly against `iss`; needs `OXP_PUBLIC_URL`; see "Deploy behind an identity
-    /// provider" in the README
+    /// matched exactly against `iss`; needs `OXP_PUBLIC_URL`; see docs/oauth.md
     OXP_OAUTH_ISSUER(List, unset, feature "oauth");
     /// the key set's URL, instead of RFC 8414 / OpenID discovery
     OXP_OAUTH_JWKS_URL(Text, derived "from each issuer's metadata", feature "oauth");
@@ -290,7 +289,7 @@ settings! {
     /// `cacheScope: "private"`)
     OXP_MCP_LIST_TTL_MS(Millis { min: 0 }, value "300000");
     /// the key, 32 bytes or more, that seals the `requestState` of MCP calls whose tools ask
-    /// (see "Asking mid-call" in the README) and the session ids of earlier revisions' clients
+    /// (see the guide's `asking` page) and the session ids of earlier revisions' clients
     /// that can be asked; **required for replicas**: give every one the same key, or a call's
     /// next round on another replica is refused ("sealed with another key"); change it with
     /// `OXP_STATE_KEYS_PREVIOUS`
@@ -304,7 +303,7 @@ settings! {
     /// initialize again); needs `OXP_STATE_KEY`
     OXP_STATE_KEYS_PREVIOUS(SecretList, unset);
     /// what a tool that asks does for an MCP caller that cannot answer, unless it says:
-    /// `refuse`, `hide` or `relay` (see "Asking mid-call" in the README)
+    /// `refuse`, `hide` or `relay` (see the guide's `asking` page)
     OXP_CANNOT_ASK(OneOf(&crate::rules::CANNOT_ASK), value "refuse");
     /// how long a call that asks may wait for its answers, from the first answer; at most
     /// `OXP_IDEMPOTENCY_TTL_MS`
@@ -316,11 +315,11 @@ settings! {
     OXP_TASKS_PER_CALLER(Number { min: 1, max: 100_000_000 },
         derived "a tenth of `OXP_IDEMPOTENCY_CAPACITY`");
     /// how long an MCP task and its result are kept from its creation (its `ttlMs`); at least
-    /// `OXP_STATE_TTL_MS` (see "Long-running tools: tasks" in the README)
+    /// `OXP_STATE_TTL_MS` (see the guide's `tasks` page)
     OXP_TASK_TTL_MS(Millis { min: 1 }, value "3600000");
     /// how long a run's lease holds without its process renewing it: a task whose process died
     /// is `failed`, and a `call_id` run in Redis answered as interrupted, this long after (see
-    /// "Long-running tools: tasks" in the README); at least `100`
+    /// the guide's `tasks` page); at least `100`
     OXP_LEASE_MS(Millis { min: 100 }, value "30000");
     /// let callers with a token (OAuth, HS256) name another user in `context.user_id`: for a
     /// gateway that signs in its own users and calls as itself. Off, the user a tool is told is
@@ -339,7 +338,7 @@ settings! {
     OXP_REDIS_URL(Text, unset, feature "redis");
     /// the playground page at `GET /`
     OXP_PLAYGROUND(Switch, derived "on for loopback addresses");
-    /// count and time calls for `GET /metrics` (see "Metrics and traces" in the README)
+    /// count and time calls for `GET /metrics` (see docs/observability.md)
     OXP_METRICS(Switch, value "true");
     /// serve `/metrics` on this address instead (`127.0.0.1:9100`), without authentication but
     /// with the main port's timeouts and browser guard, its connections counted in
