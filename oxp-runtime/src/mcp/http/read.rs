@@ -49,6 +49,9 @@ struct Envelope<'a> {
     answer: bool,
 }
 
+// One per request, on the stack for the length of a parse: boxing the call would cost the
+// allocation this reading saves.
+#[allow(clippy::large_enum_variant)]
 enum Params<'a> {
     Call(CallToolRequestParams),
     Unread(&'a RawValue),
