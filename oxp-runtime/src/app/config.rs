@@ -695,7 +695,7 @@ impl ServerConfig {
         {
             // MCP on the same port, over the same pipeline (limits, idempotency, the lot).
             let mcp = self.mcp(server.pipeline().clone())?;
-            server = server.nest("/mcp", mcp.into_router());
+            server = server.mount("/mcp", mcp.into_service());
         }
         Ok(server)
     }

@@ -419,6 +419,19 @@ impl McpServer {
         http::router(self)
     }
 
+    /// The same transport as the service of one path (it answers at whatever path it is
+    /// routed to): what the OXP server [`mount`](crate::server::Server::mount)s at `/mcp`,
+    /// without the nesting a router needs.
+    ///
+    /// ```
+    /// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+    /// let app: axum::Router = axum::Router::new()
+    ///     .route_service("/mcp", oxp_runtime::mcp::McpServer::new(pipeline).into_service());
+    /// ```
+    pub fn into_service(self) -> axum::routing::MethodRouter {
+        http::service(self)
+    }
+
     /// Serves MCP over stdin/stdout until the client disconnects.
     ///
     /// ```no_run

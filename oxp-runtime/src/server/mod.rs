@@ -112,8 +112,11 @@ pub struct Server {
     connections: ConnectionLimits,
     /// The open connections of every listener this server (and its clones) serves.
     budget: listen::ConnectionBudget,
-    /// Routers nested under paths, behind the same guard and authentication (MCP at `/mcp`).
+    /// Routers nested under paths, behind the same guard and authentication.
     nested: Vec<(String, Router)>,
+    /// Services answering at one path each, behind the same guard and authentication (MCP at
+    /// `/mcp`).
+    mounted: Vec<(String, axum::routing::MethodRouter)>,
     /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
     metrics_route: bool,
     /// The MCP Server Card, checked, served with the AI Catalog when set.
@@ -169,6 +172,7 @@ impl Server {
             connections: ConnectionLimits::default(),
             budget: listen::ConnectionBudget::default(),
             nested: Vec::new(),
+            mounted: Vec::new(),
             metrics_route: true,
             card: None,
         }
@@ -308,7 +312,7 @@ impl Server {
     }
 
     /// Serves `router` under `path`, behind the server's guard and authentication: how another
-    /// front shares the port. `serve()` nests MCP's streamable HTTP at `/mcp` this way.
+    /// front shares the port (one with a single endpoint can be [`mount`](Self::mount)ed).
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
@@ -329,6 +333,32 @@ impl Server {
     #[must_use]
     pub fn nest(mut self, path: &str, router: Router) -> Self {
         self.nested.push((path.to_owned(), router));
+        self
+    }
+
+    /// Serves `service` at exactly `path`, behind the server's guard and authentication: a
+    /// front with one endpoint shares the port this way, without the nesting a router needs
+    /// (`serve()` mounts MCP's streamable HTTP at `/mcp` so).
+    ///
+    /// ```
+    /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
+    /// use tower::ServiceExt;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let pipeline = Pipeline::new(Registry::builder().build().unwrap());
+    /// let status = axum::routing::get(|| async { "up" });
+    /// let app = Server::from_pipeline(pipeline)
+    ///     .auth(ServerAuth::default().api_key("k_0123456789abcdef0123456789abcdef"))
+    ///     .mount("/status", status)
+    ///     .router();
+    /// // The service is behind the server's authentication.
+    /// let request = axum::http::Request::get("/status").body(axum::body::Body::empty()).unwrap();
+    /// assert_eq!(app.oneshot(request).await.unwrap().status(), 401);
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn mount(mut self, path: &str, service: axum::routing::MethodRouter) -> Self {
+        self.mounted.push((path.to_owned(), service));
         self
     }
 
@@ -654,6 +684,7 @@ impl Server {
     pub fn router(mut self) -> Router {
         let playground = self.playground;
         let nested = std::mem::take(&mut self.nested);
+        let mounted = std::mem::take(&mut self.mounted);
         let metrics_route = self.metrics_route;
         let card = self.card.clone();
         let public_url = self.public_url.clone();
@@ -698,6 +729,9 @@ impl Server {
             .fold(protected, |routes, (path, router)| {
                 routes.nest_service(&path, router)
             });
+        let protected = (mounted.into_iter()).fold(protected, |routes, (path, service)| {
+            routes.route_service(&path, service)
+        });
         let protected = protected
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);

@@ -44,9 +44,12 @@ use crate::principal::{Grant, ScopeRefusal};
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
-    axum::Router::new()
-        .route("/", axum::routing::any(serve))
-        .with_state(Arc::new(server))
+    axum::Router::new().route("/", service(server))
+}
+
+/// The transport as the service of one path, whatever the path.
+pub(super) fn service(server: McpServer) -> axum::routing::MethodRouter {
+    axum::routing::any(serve).with_state(Arc::new(server))
 }
 
 /// One HTTP request to `/mcp`.
