@@ -99,7 +99,7 @@ impl RegisteredTool {
     /// let hints = registry.tools()[0].hints();
     /// assert_eq!((hints.destructive, hints.deprecated), (Some(true), Some("use Files.Trash")));
     /// ```
-    pub fn hints(&self) -> &'static crate::ToolHints {
+    pub fn hints(&self) -> &'static crate::descriptor::ToolHints {
         &self.descriptor.hints
     }
 

@@ -932,13 +932,13 @@ mod tests {
             scopes: &[""],
             ..crate::__private::FALLBACK_PROMPT
         };
-        let resource = crate::Registry::builder().resource(&RESOURCE).build();
+        let resource = crate::registry::Registry::builder().resource(&RESOURCE).build();
         let message = resource.unwrap_err().to_string();
         assert!(
             message.contains("the scope `audit read` holds ' '"),
             "{message}"
         );
-        let prompt = crate::Registry::builder().prompt(&PROMPT).build();
+        let prompt = crate::registry::Registry::builder().prompt(&PROMPT).build();
         let message = prompt.unwrap_err().to_string();
         assert!(message.contains("a scope cannot be empty"), "{message}");
     }

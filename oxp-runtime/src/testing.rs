@@ -563,7 +563,7 @@ async fn runs_again_only_after_a_failure_that_asks_to_be_retried<S: IdempotencyS
             call_id: "contract".into(),
             duration: None,
             result: CallResult::Failure {
-                error: crate::ToolError::new("busy").can_retry(can_retry),
+                error: crate::error::ToolError::new("busy").can_retry(can_retry),
             },
         })
     };

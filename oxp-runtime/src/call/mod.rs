@@ -111,7 +111,7 @@ async fn cancellable(
             call_id,
             duration: None,
             result: CallResult::Failure {
-                error: crate::ToolError::new("The call was cancelled."),
+                error: crate::error::ToolError::new("The call was cancelled."),
             },
         }),
     }
@@ -674,7 +674,7 @@ impl Pipeline {
         if let Some(template) = tool.descriptor().hints.confirm {
             let question = crate::ask::confirmation(template, &input);
             if let Err(no) = context.confirm_declared(&question) {
-                let mut error = crate::ToolError::from(no.clone());
+                let mut error = crate::error::ToolError::from(no.clone());
                 if matches!(
                     no,
                     crate::ask::AskError::Declined | crate::ask::AskError::Cancelled
@@ -710,7 +710,7 @@ impl Pipeline {
         // A sync tool with a time limit may wait for a blocking thread within it; one without
         // must find a place now, or be refused: it may never wait without bound.
         let taken = match (descriptor.invoke, timeout) {
-            (crate::Invoke::Blocking(_), None) => {
+            (crate::descriptor::Invoke::Blocking(_), None) => {
                 match self.gate.blocking.clone().try_acquire_owned() {
                     Ok(permit) => Some(permit),
                     Err(_) => {
