@@ -40,7 +40,6 @@ extern crate self as oxp_runtime;
 pub mod call;
 #[cfg(feature = "client")]
 pub mod client;
-mod clock;
 pub mod content;
 mod context;
 mod descriptor;
@@ -76,6 +75,7 @@ mod striped;
 pub mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod time;
 pub mod version;
 
 pub use app::serve;

@@ -932,7 +932,9 @@ mod tests {
             scopes: &[""],
             ..crate::__private::FALLBACK_PROMPT
         };
-        let resource = crate::registry::Registry::builder().resource(&RESOURCE).build();
+        let resource = crate::registry::Registry::builder()
+            .resource(&RESOURCE)
+            .build();
         let message = resource.unwrap_err().to_string();
         assert!(
             message.contains("the scope `audit read` holds ' '"),
