@@ -16,6 +16,13 @@ use crate::selection::Selection;
 use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
 use crate::{rules, schema};
 
+mod problems;
+mod resources;
+mod skills;
+
+pub(crate) use problems::scopes_problem;
+pub use problems::{RegistryError, RegistryProblem};
+
 /// The longest wire name OXP (and every model provider) accepts.
 ///
 /// ```
@@ -868,9 +875,9 @@ impl RegistryBuilder {
                 }
             }
         };
-        let resources = crate::resource::register_resources(&resources, &mut problems);
-        let prompts = crate::resource::register_prompts(&prompts, &mut problems);
-        let skills = crate::skill::register(&self.skills, &mut problems);
+        let resources = resources::register_resources(&resources, &mut problems);
+        let prompts = resources::register_prompts(&prompts, &mut problems);
+        let skills = skills::register(&self.skills, &mut problems);
         for descriptor in descriptors {
             match register(descriptor) {
                 Ok(tool) => tools.push(tool),
@@ -959,11 +966,6 @@ impl RegistryBuilder {
             skills,
         })
     }
-}
-
-/// The first of `scopes` (a tool's, a resource's or a prompt's) that is no scope token, and why.
-pub(crate) fn scopes_problem(scopes: &[&str]) -> Option<String> {
-    scopes.iter().find_map(|scope| rules::scope_problem(scope))
 }
 
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
@@ -1134,149 +1136,6 @@ fn compile(input_schema: serde_json::Value) -> Result<jsonschema::Validator, Str
         .build(&schema::for_validation(input_schema))
         .map_err(|e| e.to_string())
 }
-
-/// Everything wrong with the tools given to a [`RegistryBuilder`].
-///
-/// ```
-/// use oxp_runtime::{tool, Registry};
-///
-/// /// One.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn one() {}
-///
-/// /// Two.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn two() {}
-///
-/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
-/// assert_eq!(error.problems.len(), 1);
-/// assert!(error.to_string().contains("Dup.Same@1.0.0"));
-/// ```
-#[derive(Debug)]
-pub struct RegistryError {
-    /// Each problem, naming the fn it is about.
-    pub problems: Vec<RegistryProblem>,
-}
-
-/// One problem with one tool (or a pair of them).
-///
-/// ```
-/// use oxp_runtime::{registry::RegistryProblem, tool, Registry};
-///
-/// /// One.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn one() {}
-///
-/// /// Two.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn two() {}
-///
-/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
-/// assert!(matches!(&error.problems[0], RegistryProblem::DuplicateId { .. }));
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RegistryProblem {
-    /// Two fns register the same id.
-    DuplicateId {
-        /// The id.
-        id: String,
-        /// One fn.
-        first: String,
-        /// The other.
-        second: String,
-    },
-    /// Two different tools would have the same wire name (`A_B.C` and `A.B_C`).
-    WireNameCollision {
-        /// The shared wire name.
-        wire_name: String,
-        /// One `Toolkit.Name`.
-        first: String,
-        /// The other.
-        second: String,
-        /// Where the second is defined.
-        at: String,
-    },
-    /// A name, version or description breaks the rules.
-    Invalid {
-        /// Where the fn is.
-        at: String,
-        /// What is wrong.
-        what: String,
-    },
-    /// The tool selection (`OXP_TOOLS`, [`RegistryBuilder::select`]) is malformed, names a tool
-    /// that is not there, or leaves none.
-    Selection {
-        /// What is wrong.
-        what: String,
-    },
-    /// Two resources serve the same URI, or two prompts have the same name.
-    Duplicate {
-        /// The URI or the name.
-        what: String,
-        /// One fn.
-        first: String,
-        /// The other.
-        second: String,
-    },
-    /// A schema breaks the schema policy.
-    Schema {
-        /// The tool.
-        id: String,
-        /// Where the fn is.
-        at: String,
-        /// What is wrong.
-        error: schema::SchemaError,
-    },
-}
-
-impl fmt::Display for RegistryProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegistryProblem::DuplicateId { id, first, second } => write!(
-                f,
-                "the tool id `{id}` is registered twice: by {first} and by {second}; give one of \
-                 them another `version` or `name`"
-            ),
-            RegistryProblem::WireNameCollision {
-                wire_name,
-                first,
-                second,
-                at,
-            } => write!(
-                f,
-                "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
-            ),
-            RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
-            RegistryProblem::Duplicate {
-                what,
-                first,
-                second,
-            } => write!(
-                f,
-                "{what} is registered twice: by {first} and by {second}; rename one of them"
-            ),
-            RegistryProblem::Selection { what } => f.write_str(what),
-            RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
-        }
-    }
-}
-
-impl fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} problem(s) with the registered tools:",
-            self.problems.len()
-        )?;
-        for problem in &self.problems {
-            write!(f, "\n  - {problem}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for RegistryError {}
 
 /// What MCP puts between an older version's wire name and its version: `Calculator_Add__v1_0_0`.
 pub(crate) const VERSION_MARK: &str = "__v";
