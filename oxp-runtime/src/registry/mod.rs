@@ -853,104 +853,26 @@ impl RegistryBuilder {
     /// assert_eq!(registry.tools().len(), 1);
     /// ```
     pub fn build(self) -> Result<Registry, RegistryError> {
+        let (descriptors, resources, prompts) =
+            match &self.selection {
+                None => (self.descriptors, self.resources, self.prompts),
+                Some(text) => select(text, self.descriptors, self.resources, self.prompts)
+                    .map_err(|what| RegistryError {
+                        problems: vec![RegistryProblem::Selection { what }],
+                    })?,
+            };
+        // Every problem is collected before any is reported, in this order: resources, prompts,
+        // skills, then tools.
         let mut problems = Vec::new();
-        let mut tools = Vec::new();
-        let (descriptors, resources, prompts) = match &self.selection {
-            None => (self.descriptors, self.resources, self.prompts),
-            Some(text) => {
-                let selected = Selection::parse(text).and_then(|s| {
-                    Ok((
-                        s.apply(self.descriptors)?,
-                        s.apply_resources(self.resources)?,
-                        s.apply_prompts(self.prompts)?,
-                    ))
-                });
-                match selected {
-                    Ok(selected) => selected,
-                    Err(what) => {
-                        return Err(RegistryError {
-                            problems: vec![RegistryProblem::Selection { what }],
-                        });
-                    }
-                }
-            }
-        };
         let resources = resources::register_resources(&resources, &mut problems);
         let prompts = resources::register_prompts(&prompts, &mut problems);
         let skills = skills::register(&self.skills, &mut problems);
-        for descriptor in descriptors {
-            match register(descriptor) {
-                Ok(tool) => tools.push(tool),
-                Err(problem) => problems.push(problem),
-            }
-        }
-        tools.sort_by(|a, b| {
-            (a.descriptor.toolkit, a.descriptor.name, a.version).cmp(&(
-                b.descriptor.toolkit,
-                b.descriptor.name,
-                b.version,
-            ))
-        });
-        for pair in tools.windows(2) {
-            if pair[0].id == pair[1].id {
-                problems.push(RegistryProblem::DuplicateId {
-                    id: pair[0].id.clone(),
-                    first: pair[0].descriptor.location(),
-                    second: pair[1].descriptor.location(),
-                });
-            }
-        }
-
-        let mut by_path: Index<Vec<usize>> = Index::default();
-        let mut by_wire_name: Index<String> = Index::default();
-        for (i, tool) in tools.iter().enumerate() {
-            let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
-            let owner = by_wire_name
-                .entry(tool.name.clone())
-                .or_insert_with(|| path.clone());
-            if *owner != path {
-                problems.push(RegistryProblem::WireNameCollision {
-                    wire_name: tool.name.clone(),
-                    first: owner.clone(),
-                    second: path.clone(),
-                    at: tool.descriptor.location(),
-                });
-            }
-            // Every version of a tool goes by one name (MCP names the older ones after it).
-            if let Some(&first) = by_path.get(&path).and_then(|versions| versions.first())
-                && tools[first].name != tool.name
-            {
-                problems.push(RegistryProblem::Invalid {
-                    at: tool.descriptor.location(),
-                    what: format!(
-                        "`{path}@{}` has the wire name `{}` but `{path}@{}` has `{}`: every version of a tool goes by one wire name, so give each the same `wire_name`",
-                        tool.version, tool.name, tools[first].version, tools[first].name
-                    ),
-                });
-            }
-            by_path.entry(path).or_default().push(i);
-        }
+        let tools = register_tools(descriptors, &mut problems);
+        let (by_path, by_wire_name) = index(&tools, &mut problems);
         if !problems.is_empty() {
             return Err(RegistryError { problems });
         }
-
-        let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
-        tracing::info!(
-            "{} tool{} in toolkit{} {}",
-            tools.len(),
-            if tools.len() == 1 { "" } else { "s" },
-            if toolkits.len() == 1 { "" } else { "s" },
-            toolkits.into_iter().collect::<Vec<_>>().join(", ")
-        );
-        if !(resources.is_empty() && prompts.is_empty() && skills.is_empty()) {
-            let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
-            tracing::info!(
-                "{}, {} and {} (served over MCP)",
-                count(resources.len(), "resource"),
-                count(prompts.len(), "prompt"),
-                count(skills.len(), "skill")
-            );
-        }
+        log_contents(&tools, resources.len(), prompts.len(), skills.len());
         let by_id = tools
             .iter()
             .enumerate()
@@ -965,6 +887,120 @@ impl RegistryBuilder {
             prompts,
             skills,
         })
+    }
+}
+
+/// What a selection keeps: tools, resources, prompts.
+type Selected = (
+    Vec<&'static ToolDescriptor>,
+    Vec<&'static ResourceDescriptor>,
+    Vec<&'static PromptDescriptor>,
+);
+
+/// The tools, resources and prompts the selection `text` (`OXP_TOOLS`) keeps, or why it cannot
+/// be applied.
+fn select(
+    text: &str,
+    tools: Vec<&'static ToolDescriptor>,
+    resources: Vec<&'static ResourceDescriptor>,
+    prompts: Vec<&'static PromptDescriptor>,
+) -> Result<Selected, String> {
+    let selection = Selection::parse(text)?;
+    Ok((
+        selection.apply(tools)?,
+        selection.apply_resources(resources)?,
+        selection.apply_prompts(prompts)?,
+    ))
+}
+
+/// Checks each tool by itself ([`register`]), then that no id is registered twice. The tools
+/// come out by toolkit, name and version, the order the indexes rely on.
+fn register_tools(
+    descriptors: Vec<&'static ToolDescriptor>,
+    problems: &mut Vec<RegistryProblem>,
+) -> Vec<RegisteredTool> {
+    let mut tools = Vec::new();
+    for descriptor in descriptors {
+        match register(descriptor) {
+            Ok(tool) => tools.push(tool),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    tools.sort_by(|a, b| {
+        (a.descriptor.toolkit, a.descriptor.name, a.version).cmp(&(
+            b.descriptor.toolkit,
+            b.descriptor.name,
+            b.version,
+        ))
+    });
+    for pair in tools.windows(2) {
+        if pair[0].id == pair[1].id {
+            problems.push(RegistryProblem::DuplicateId {
+                id: pair[0].id.clone(),
+                first: pair[0].descriptor.location(),
+                second: pair[1].descriptor.location(),
+            });
+        }
+    }
+    tools
+}
+
+/// The indexes by `Toolkit.Name` and by wire name, checking on the way that no two tools share
+/// a wire name and that every version of a tool goes by the same one.
+fn index(
+    tools: &[RegisteredTool],
+    problems: &mut Vec<RegistryProblem>,
+) -> (Index<Vec<usize>>, Index<String>) {
+    let mut by_path: Index<Vec<usize>> = Index::default();
+    let mut by_wire_name: Index<String> = Index::default();
+    for (i, tool) in tools.iter().enumerate() {
+        let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
+        let owner = by_wire_name
+            .entry(tool.name.clone())
+            .or_insert_with(|| path.clone());
+        if *owner != path {
+            problems.push(RegistryProblem::WireNameCollision {
+                wire_name: tool.name.clone(),
+                first: owner.clone(),
+                second: path.clone(),
+                at: tool.descriptor.location(),
+            });
+        }
+        // Every version of a tool goes by one name (MCP names the older ones after it).
+        if let Some(&first) = by_path.get(&path).and_then(|versions| versions.first())
+            && tools[first].name != tool.name
+        {
+            problems.push(RegistryProblem::Invalid {
+                at: tool.descriptor.location(),
+                what: format!(
+                    "`{path}@{}` has the wire name `{}` but `{path}@{}` has `{}`: every version of a tool goes by one wire name, so give each the same `wire_name`",
+                    tool.version, tool.name, tools[first].version, tools[first].name
+                ),
+            });
+        }
+        by_path.entry(path).or_default().push(i);
+    }
+    (by_path, by_wire_name)
+}
+
+/// Says at start-up what the registry serves.
+fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skills: usize) {
+    let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
+    tracing::info!(
+        "{} tool{} in toolkit{} {}",
+        tools.len(),
+        if tools.len() == 1 { "" } else { "s" },
+        if toolkits.len() == 1 { "" } else { "s" },
+        toolkits.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    if resources + prompts + skills > 0 {
+        let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+        tracing::info!(
+            "{}, {} and {} (served over MCP)",
+            count(resources, "resource"),
+            count(prompts, "prompt"),
+            count(skills, "skill")
+        );
     }
 }
 
