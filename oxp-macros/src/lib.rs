@@ -11,8 +11,8 @@
 mod errors;
 mod expand;
 mod model;
-mod other;
 mod parse;
+mod resources_prompts;
 mod rules;
 mod skills;
 mod validate;
@@ -28,13 +28,13 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Registers a function as a resource. See `oxp_runtime::resource` for the grammar.
 #[proc_macro_attribute]
 pub fn resource(args: TokenStream, item: TokenStream) -> TokenStream {
-    other::expand(other::Kind::Resource, args.into(), item.into()).into()
+    resources_prompts::expand(resources_prompts::Kind::Resource, args.into(), item.into()).into()
 }
 
 /// Registers a function as a prompt. See `oxp_runtime::prompt` for the grammar.
 #[proc_macro_attribute]
 pub fn prompt(args: TokenStream, item: TokenStream) -> TokenStream {
-    other::expand(other::Kind::Prompt, args.into(), item.into()).into()
+    resources_prompts::expand(resources_prompts::Kind::Prompt, args.into(), item.into()).into()
 }
 
 /// Embeds a folder of Agent Skills. See `oxp_runtime::skills` for the grammar.

@@ -64,7 +64,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ToolError;
+use crate::error::ToolError;
 use crate::seal::{Answer, Ledger, question_digest};
 
 /// What a client must support for an ask.
@@ -759,7 +759,7 @@ const RESERVED: &str = "oxp.";
 /// The ask key of a tool's `confirm = "…"`: reserved, so no key of the tool's own is it.
 pub(crate) const CONFIRM_KEY: &str = "oxp.confirm";
 
-impl crate::ToolContext {
+impl crate::context::ToolContext {
     fn round(&self) -> Round {
         // A context without a round (OXP 1.0, which has no place for answers; a direct call)
         // has no one to ask: every ask is unsupported.
@@ -1011,7 +1011,7 @@ fn shown(value: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolContext;
+    use crate::context::ToolContext;
     use crate::signals::CallSignals;
 
     fn context(round: &Round) -> ToolContext {

@@ -50,7 +50,6 @@ pub mod call;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
-mod clock;
 pub mod content;
 mod context;
 mod descriptor;
@@ -90,6 +89,7 @@ mod striped;
 pub mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod time;
 pub mod version;
 
 pub use app::serve;

@@ -257,7 +257,7 @@ struct Payload {
 }
 
 /// A state's expiry is judged on the time replicas share.
-use crate::clock::now_ms;
+use crate::time::{millis, now_ms};
 
 impl Sealer {
     /// A sealer with `key` (at least [`MIN_KEY_BYTES`]), or with a random key of its own when
@@ -337,8 +337,7 @@ impl Sealer {
         mut ledger: Ledger,
         binding: &Binding<'_>,
     ) -> Result<String, TooLarge> {
-        let from_now =
-            now_ms().saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX));
+        let from_now = now_ms().saturating_add(millis(self.ttl));
         let exp = if ledger.answers.is_empty() {
             from_now
         } else {

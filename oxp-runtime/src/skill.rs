@@ -86,6 +86,33 @@ pub struct RegisteredSkill {
 }
 
 impl RegisteredSkill {
+    /// `descriptor` as the registry accepted it, with its frontmatter read and each file's URI
+    /// and digest worked out once.
+    pub(crate) fn new(
+        descriptor: &'static SkillDescriptor,
+        frontmatter: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        let files = descriptor
+            .files
+            .iter()
+            .map(|file| {
+                let digest: String = Sha256::digest(file.bytes)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                (
+                    file_uri(descriptor.name, file.path),
+                    format!("sha256:{digest}"),
+                )
+            })
+            .collect();
+        RegisteredSkill {
+            descriptor,
+            frontmatter,
+            files,
+        }
+    }
+
     /// What [`skills!`](crate::skills) embedded.
     ///
     /// ```
@@ -207,90 +234,4 @@ pub(crate) fn media_type(path: &str, bytes: &[u8]) -> &'static str {
         _ if std::str::from_utf8(bytes).is_ok() => "text/plain",
         _ => "application/octet-stream",
     }
-}
-
-/// Checks every skill again at start-up (a descriptor may be written by hand): a name by the
-/// Agent Skills rule, a description, a `SKILL.md`, a frontmatter that says the same; no name
-/// twice. Each problem names the skill's `SKILL.md`.
-pub(crate) fn register(
-    descriptors: &[&'static SkillDescriptor],
-    problems: &mut Vec<crate::registry::RegistryProblem>,
-) -> Vec<RegisteredSkill> {
-    use crate::registry::RegistryProblem;
-    let mut registered: Vec<RegisteredSkill> = Vec::new();
-    for &descriptor in descriptors {
-        let invalid = |what: String| RegistryProblem::Invalid {
-            at: descriptor.source.to_owned(),
-            what,
-        };
-        let frontmatter = match serde_json::from_str::<serde_json::Value>(descriptor.frontmatter) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => {
-                problems.push(invalid("its frontmatter is not an object".into()));
-                continue;
-            }
-        };
-        let name_ok = !descriptor.name.is_empty()
-            && descriptor.name.chars().count() <= 64
-            && descriptor
-                .name
-                .chars()
-                .all(|c| c.is_lowercase() || c.is_numeric() || c == '-')
-            && !descriptor.name.starts_with('-')
-            && !descriptor.name.ends_with('-')
-            && !descriptor.name.contains("--");
-        let problem = if !name_ok {
-            Some(format!(
-                "the skill name `{}` breaks the Agent Skills rule: 1 to 64 lowercase letters, digits and single hyphens, not first or last",
-                descriptor.name
-            ))
-        } else if descriptor.description.trim().is_empty() {
-            Some("the skill needs a description".to_owned())
-        } else if frontmatter.get("name").and_then(|v| v.as_str()) != Some(descriptor.name)
-            || frontmatter.get("description").and_then(|v| v.as_str())
-                != Some(descriptor.description)
-        {
-            Some("the frontmatter's name and description are not the skill's".to_owned())
-        } else if !descriptor.files.iter().any(|f| f.path == "SKILL.md") {
-            Some("the skill has no SKILL.md".to_owned())
-        } else {
-            None
-        };
-        if let Some(what) = problem {
-            problems.push(invalid(what));
-            continue;
-        }
-        if let Some(first) = registered
-            .iter()
-            .find(|s| s.descriptor.name == descriptor.name)
-        {
-            problems.push(RegistryProblem::Duplicate {
-                what: format!("the skill `{}`", descriptor.name),
-                first: first.descriptor.source.to_owned(),
-                second: descriptor.source.to_owned(),
-            });
-            continue;
-        }
-        let files = descriptor
-            .files
-            .iter()
-            .map(|file| {
-                let digest: String = Sha256::digest(file.bytes)
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                (
-                    file_uri(descriptor.name, file.path),
-                    format!("sha256:{digest}"),
-                )
-            })
-            .collect();
-        registered.push(RegisteredSkill {
-            descriptor,
-            frontmatter,
-            files,
-        });
-    }
-    registered.sort_by_key(|s| s.descriptor.name);
-    registered
 }

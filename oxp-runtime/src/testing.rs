@@ -19,6 +19,7 @@ use crate::idempotency::{
 };
 use crate::outcome::CallOutcome;
 use crate::protocol::{CallResult, CallToolResponse};
+use crate::time::millis;
 
 /// The budgets a store under test is made with: [`store_contract`] asks for a fresh store with
 /// these for each promise it checks, small where a promise is about a bound.
@@ -563,7 +564,7 @@ async fn runs_again_only_after_a_failure_that_asks_to_be_retried<S: IdempotencyS
             call_id: "contract".into(),
             duration: None,
             result: CallResult::Failure {
-                error: crate::ToolError::new("busy").can_retry(can_retry),
+                error: crate::error::ToolError::new("busy").can_retry(can_retry),
             },
         })
     };
@@ -1096,8 +1097,4 @@ async fn forgets_a_record_once_its_time_to_live_has_passed<S: IdempotencyStore>(
         })?;
     }
     Ok(())
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

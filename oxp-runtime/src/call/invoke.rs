@@ -98,7 +98,7 @@ pub(super) enum Subject {
 }
 
 impl Subject {
-    fn invoke(self) -> Invoke {
+    pub(super) fn invoke(self) -> Invoke {
         match self {
             Subject::Tool(tool) => tool.invoke,
             Subject::Other { invoke, .. } => invoke,

@@ -7,8 +7,8 @@
 mod gate;
 pub(crate) use gate::Owed;
 mod invoke;
-mod other;
 mod requirements;
+mod resources_prompts;
 mod validate;
 
 use std::future::Future;
@@ -26,9 +26,11 @@ pub use crate::metrics::Front;
 pub use crate::outcome::{CallOutcome, RETRY_AFTER_MS};
 pub use gate::{CallStats, DEFAULT_MAX_BLOCKING, default_max_calls};
 pub use invoke::install_panic_hook;
-pub use other::ReadError;
+pub use resources_prompts::ReadError;
 
 use crate::authorization::AuthorizationProvider;
+use crate::context::ToolContext;
+use crate::descriptor::Invoke;
 use crate::idempotency::{
     Fingerprint, IdempotencyKey, IdempotencyStore, InMemoryIdempotency, Reuse,
 };
@@ -111,7 +113,7 @@ async fn cancellable(
             call_id,
             duration: None,
             result: CallResult::Failure {
-                error: crate::ToolError::new("The call was cancelled."),
+                error: crate::error::ToolError::new("The call was cancelled."),
             },
         }),
     }
@@ -675,7 +677,7 @@ impl Pipeline {
         if let Some(template) = tool.descriptor().hints.confirm {
             let question = crate::ask::confirmation(template, &input);
             if let Err(no) = context.confirm_declared(&question) {
-                let mut error = crate::ToolError::from(no.clone());
+                let mut error = crate::error::ToolError::from(no.clone());
                 if matches!(
                     no,
                     crate::ask::AskError::Declined | crate::ask::AskError::Cancelled
@@ -704,40 +706,12 @@ impl Pipeline {
         }
 
         let descriptor = tool.descriptor();
-        let timeout = match descriptor.timeout_ms {
-            Some(ms) => Some(Duration::from_millis(ms)),
-            None => self.default_timeout,
-        };
-        // A sync tool with a time limit may wait for a blocking thread within it; one without
-        // must find a place now, or be refused: it may never wait without bound.
-        let taken = match (descriptor.invoke, timeout) {
-            (crate::Invoke::Blocking(_), None) => {
-                match self.gate.blocking.clone().try_acquire_owned() {
-                    Ok(permit) => Some(permit),
-                    Err(_) => {
-                        if let Some(metrics) = &self.metrics {
-                            metrics.refused(Refused::ConcurrencyLimit);
-                        }
-                        return Run::Ready(Some(CallOutcome::unavailable(
-                            "every blocking thread for sync tools is taken",
-                        )));
-                    }
-                }
-            }
-            _ => None,
-        };
-        let execution = invoke::execute(
-            invoke::Subject::Tool(descriptor),
-            context,
-            input,
-            invoke::Bounds {
-                timeout,
-                max_result_bytes: self.max_result_bytes,
-            },
-            admission,
-            self.gate.clone(),
-            taken,
-        );
+        let subject = invoke::Subject::Tool(descriptor);
+        let execution =
+            match self.execute(subject, descriptor.timeout_ms, context, input, admission) {
+                Ok(execution) => execution,
+                Err(why) => return Run::Ready(Some(CallOutcome::unavailable(why))),
+            };
         // A call its front may cancel races its cancellation (only such calls pay for it).
         let run = match meta.signals.cancellation() {
             Some(cancellation) => Run::Boxed(cancellable(execution, cancellation).boxed()),
@@ -750,6 +724,52 @@ impl Pipeline {
             },
             None => run,
         }
+    }
+}
+
+impl Pipeline {
+    /// Makes the run of `subject` (a tool's, a resource's read, a prompt's get) within its time
+    /// limit: `timeout_ms`, else the server's default. A sync fn with a time limit may wait for
+    /// a blocking thread within it; one without must find a place now, or be refused (counted
+    /// as a concurrency refusal, answered with the words returned): it may never wait without
+    /// bound.
+    fn execute(
+        &self,
+        subject: invoke::Subject,
+        timeout_ms: Option<u64>,
+        context: ToolContext,
+        input: Value,
+        admission: gate::Admission,
+    ) -> Result<invoke::Execution, &'static str> {
+        let timeout = timeout_ms
+            .map(Duration::from_millis)
+            .or(self.default_timeout);
+        let taken = match (subject.invoke(), timeout) {
+            (Invoke::Blocking(_), None) => match self.gate.blocking.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.refused(Refused::ConcurrencyLimit);
+                    }
+                    // The pool is the one `OXP_MAX_BLOCKING` sizes for sync tools; resources
+                    // and prompts share it.
+                    return Err("every blocking thread for sync tools is taken");
+                }
+            },
+            _ => None,
+        };
+        Ok(invoke::execute(
+            subject,
+            context,
+            input,
+            invoke::Bounds {
+                timeout,
+                max_result_bytes: self.max_result_bytes,
+            },
+            admission,
+            self.gate.clone(),
+            taken,
+        ))
     }
 }
 
@@ -943,6 +963,61 @@ mod tests {
             CallResult::Success {
                 value: Some(7.into())
             }
+        );
+    }
+
+    /// Z.
+    #[crate::tool(toolkit = "Z")]
+    fn sync_echo(a: i64) -> i64 {
+        a
+    }
+
+    /// A log.
+    #[crate::resource(uri = "z://log")]
+    fn log() -> String {
+        "log".into()
+    }
+
+    /// Without a time limit to wait within, a sync tool and a sync resource alike are refused
+    /// at once, in the same words, when every blocking thread is taken.
+    #[tokio::test]
+    async fn a_sync_fn_without_a_time_limit_finds_a_blocking_thread_now_or_is_refused() {
+        let registry = Registry::builder()
+            .tool(sync_echo::TOOL)
+            .resource(log::RESOURCE)
+            .build()
+            .unwrap();
+        let pipeline = Pipeline::new(registry)
+            .limits(None, 1)
+            .default_timeout(Duration::ZERO);
+        let held = pipeline.gate.blocking.clone().try_acquire_owned().unwrap();
+        let request = CallToolRequest {
+            tool_id: "Z.SyncEcho".into(),
+            input: Some(serde_json::json!({"a": 7})),
+            ..Default::default()
+        };
+        let CallOutcome::Unavailable { error, .. } = pipeline.call(request.clone()).await else {
+            panic!("a sync tool waited for a thread without a time limit")
+        };
+        let words = "every blocking thread for sync tools is taken";
+        assert_eq!(error.developer_message.as_deref(), Some(words));
+        let read = pipeline
+            .read_resource("z://log", &CallMeta::default())
+            .await;
+        assert!(
+            matches!(&read, Err(ReadError::Unavailable(why)) if why == words),
+            "{read:?}"
+        );
+        drop(held);
+        assert!(matches!(
+            pipeline.call(request).await,
+            CallOutcome::Completed(_)
+        ));
+        assert!(
+            pipeline
+                .read_resource("z://log", &CallMeta::default())
+                .await
+                .is_ok()
         );
     }
 

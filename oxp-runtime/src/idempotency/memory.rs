@@ -745,7 +745,7 @@ impl IdempotencyStore for InMemoryIdempotency {
             .map(|record| Versioned {
                 version: record.version,
                 body: record.body.clone(),
-                now: crate::clock::now_ms(),
+                now: crate::time::now_ms(),
             });
         future::ready(Ok(found)).boxed()
     }

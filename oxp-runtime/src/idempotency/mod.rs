@@ -255,7 +255,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
     /// # });
     /// ```
     fn now_ms(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(std::future::ready(Ok(crate::clock::now_ms())))
+        Box::pin(std::future::ready(Ok(crate::time::now_ms())))
     }
 
     /// Keeps `body` under `key` for `ttl` from now, by the store's clock, if nothing is kept

@@ -125,12 +125,12 @@ impl RedisIdempotency {
             writes: Default::default(),
             seen: Default::default(),
         };
-        // The time replicas share follows Redis's clock (see `crate::clock`): read now, and
+        // The time replicas share follows Redis's clock (see `crate::time`): read now, and
         // again now and then, for as long as the process runs.
         let time: (u64, u64) = redis::cmd("TIME")
             .query_async(&mut store.connection.clone())
             .await?;
-        crate::clock::store_read(time.0 * 1000 + time.1 / 1000);
+        crate::time::store_read(time.0 * 1000 + time.1 / 1000);
         let watch = store.clone();
         tokio::spawn(async move {
             loop {
@@ -543,10 +543,9 @@ fn unreachable(error: redis::RedisError) -> StoreError {
     StoreError::Unreachable(error.to_string())
 }
 
+/// Redis refuses a time to live of 0, so the shortest is 1 ms.
 fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
+    crate::time::millis(duration).max(1)
 }
 
 impl IdempotencyStore for RedisIdempotency {
@@ -590,7 +589,7 @@ impl IdempotencyStore for RedisIdempotency {
                 .await
                 .map_err(unreachable)?;
             let now = seconds * 1000 + micros / 1000;
-            crate::clock::store_read(now);
+            crate::time::store_read(now);
             Ok(now)
         })
     }
@@ -655,7 +654,7 @@ impl IdempotencyStore for RedisIdempotency {
                     .await
                     .map_err(unreachable)?;
             let now = seconds * 1000 + micros / 1000;
-            crate::clock::store_read(now);
+            crate::time::store_read(now);
             Ok(version
                 .zip(body)
                 .map(|(version, body)| Versioned { version, body, now }))

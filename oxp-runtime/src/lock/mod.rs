@@ -28,7 +28,7 @@
 //! ```
 
 mod diff;
-mod other;
+mod resources_prompts;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -255,8 +255,8 @@ impl Lock {
             .collect();
         Lock {
             tools,
-            resources: other::resources(registry),
-            prompts: other::prompts(registry),
+            resources: resources_prompts::resources(registry),
+            prompts: resources_prompts::prompts(registry),
             scopes_recorded: true,
         }
     }
@@ -520,7 +520,7 @@ impl Lock {
                 None => review.notices.push(unlocked(id, "a new tool".into())),
             }
         }
-        other::compare(
+        resources_prompts::compare(
             (&self.resources, &self.prompts),
             (&current.resources, &current.prompts),
             allow_removal,

@@ -13,6 +13,8 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
+use crate::time::millis;
+
 use super::exchange::Exchange;
 use super::{McpServer, fallback, prompts, resources, skills};
 
@@ -315,7 +317,7 @@ impl McpServer {
             .collect();
         // Private: once scopes filter the list, it is the caller's own.
         ListToolsResult::with_all_items(tools)
-            .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+            .with_ttl_ms(millis(self.list_ttl))
             .with_cache_scope(CacheScope::Private)
     }
 
@@ -330,7 +332,7 @@ impl McpServer {
             && let Some(contents) = skills::read(self.pipeline.registry(), &request.uri)
         {
             return Ok(rmcp::model::ReadResourceResult::new(vec![contents])
-                .with_ttl_ms(u64::try_from(self.list_ttl.as_millis()).unwrap_or(u64::MAX))
+                .with_ttl_ms(millis(self.list_ttl))
                 .with_cache_scope(CacheScope::Private)
                 .into());
         }

@@ -17,6 +17,7 @@ use crate::call::{CallMeta, Front, ReadError};
 use crate::principal::Grant;
 use crate::registry::Registry;
 use crate::signals::CallSignals;
+use crate::time::millis;
 
 use super::exchange::Exchange;
 
@@ -49,7 +50,7 @@ pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListPro
         })
         .collect();
     ListPromptsResult::with_all_items(prompts)
-        .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+        .with_ttl_ms(millis(ttl))
         .with_cache_scope(CacheScope::Private)
 }
 

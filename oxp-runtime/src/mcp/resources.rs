@@ -14,12 +14,9 @@ use crate::call::{CallMeta, Front, Pipeline, ReadError};
 use crate::principal::Grant;
 use crate::registry::Registry;
 use crate::resource::ResourceDescriptor;
+use crate::time::millis;
 
 use super::exchange::Exchange;
-
-fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
-}
 
 /// The resources `grant`'s scopes reach, as `tools/list` shows tools.
 fn reachable<'a>(
@@ -46,7 +43,7 @@ pub(super) fn list(registry: &Registry, grant: &Grant, ttl: Duration) -> ListRes
         .collect();
     // Private, as `tools/list`: a server behind authentication answers its callers only.
     ListResourcesResult::with_all_items(resources)
-        .with_ttl_ms(ttl_ms(ttl))
+        .with_ttl_ms(millis(ttl))
         .with_cache_scope(CacheScope::Private)
 }
 
@@ -66,7 +63,7 @@ pub(super) fn templates(
         })
         .collect();
     ListResourceTemplatesResult::with_all_items(templates)
-        .with_ttl_ms(ttl_ms(ttl))
+        .with_ttl_ms(millis(ttl))
         .with_cache_scope(CacheScope::Private)
 }
 

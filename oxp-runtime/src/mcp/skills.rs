@@ -11,13 +11,10 @@ use rmcp::model::{
 
 use crate::registry::Registry;
 use crate::skill::RegisteredSkill;
+use crate::time::millis;
 
 /// The scheme of a skill's files.
 pub(super) const SCHEME: &str = "skill://";
-
-fn ttl_ms(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
-}
 
 fn entry(skill: &RegisteredSkill) -> Skill {
     let descriptor = skill.descriptor();
@@ -38,7 +35,7 @@ fn entry(skill: &RegisteredSkill) -> Skill {
 /// server's other lists.
 pub(super) fn list(registry: &Registry, ttl: Duration) -> ListSkillsResult {
     ListSkillsResult::with_all_items(registry.skills().iter().map(entry).collect())
-        .with_ttl_ms(ttl_ms(ttl))
+        .with_ttl_ms(millis(ttl))
         .with_cache_scope(CacheScope::Private)
 }
 
@@ -54,7 +51,7 @@ pub(super) fn get(
         .find(|skill| skill.uri() == request.uri)
         .map(|skill| {
             GetSkillResult::new(entry(skill))
-                .with_ttl_ms(ttl_ms(ttl))
+                .with_ttl_ms(millis(ttl))
                 .with_cache_scope(CacheScope::Private)
         })
         .ok_or_else(|| {
@@ -172,6 +169,6 @@ pub(super) fn directory(
         }
     }
     Ok(rmcp::model::ListResourcesResult::with_all_items(children)
-        .with_ttl_ms(ttl_ms(ttl))
+        .with_ttl_ms(millis(ttl))
         .with_cache_scope(CacheScope::Private))
 }

@@ -24,6 +24,7 @@ use crate::idempotency::{IdempotencyKey, StoreError};
 use crate::protocol::{CallResult, CallToolRequest, CallToolResponse};
 use crate::seal::Ledger;
 use crate::signals::{CallSignals, Cancellation, FirstWait, Progress};
+use crate::time::millis;
 
 /// The principal of a task key whose caller did not authenticate.
 const ANONYMOUS: &str = "anonymous";
@@ -227,10 +228,6 @@ pub(super) enum Begun {
     Answered(CallOutcome),
     /// It is a task.
     Task(CreateTaskResult),
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn iso(ms: u64) -> String {

@@ -2,8 +2,6 @@
 //! concurrency limit, within a time limit, panics contained, the result capped, secrets
 //! scrubbed), counted under their own metrics, answered in their own terms.
 
-use std::time::Duration;
-
 use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
 
@@ -217,36 +215,11 @@ impl Pipeline {
                 return Err(refused(Refused::Draining, "the server is shutting down"));
             }
         };
-        let timeout = timeout_ms
-            .map(Duration::from_millis)
-            .or(self.default_timeout);
-        // As for a sync tool: without a time limit to wait within, a blocking thread is taken
-        // now or the read is refused.
-        let taken = match (invoke, timeout) {
-            (Invoke::Blocking(_), None) => match self.gate.blocking.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => {
-                    return Err(refused(
-                        Refused::ConcurrencyLimit,
-                        "every blocking thread is taken",
-                    ));
-                }
-            },
-            _ => None,
-        };
         let context = ToolContext::new(new_call_id()).with_signals(meta.signals.clone());
-        let execution = invoke::execute(
-            invoke::Subject::Other { name, invoke },
-            context,
-            input,
-            invoke::Bounds {
-                timeout,
-                max_result_bytes: self.max_result_bytes,
-            },
-            admission,
-            self.gate.clone(),
-            taken,
-        );
+        let subject = invoke::Subject::Other { name, invoke };
+        let execution = self
+            .execute(subject, timeout_ms, context, input, admission)
+            .map_err(|why| ReadError::Unavailable(why.to_owned()))?;
         Ok(match meta.signals.cancellation() {
             Some(cancellation) => cancellable(execution, cancellation).boxed().await,
             None => execution.await,

@@ -16,6 +16,13 @@ use crate::selection::Selection;
 use crate::version::{ParseError, ToolId, ToolVersion, VersionRequest};
 use crate::{rules, schema};
 
+mod problems;
+mod resources;
+mod skills;
+
+pub(crate) use problems::scopes_problem;
+pub use problems::{RegistryError, RegistryProblem};
+
 /// The longest wire name OXP (and every model provider) accepts.
 ///
 /// ```
@@ -99,7 +106,7 @@ impl RegisteredTool {
     /// let hints = registry.tools()[0].hints();
     /// assert_eq!((hints.destructive, hints.deprecated), (Some(true), Some("use Files.Trash")));
     /// ```
-    pub fn hints(&self) -> &'static crate::ToolHints {
+    pub fn hints(&self) -> &'static crate::descriptor::ToolHints {
         &self.descriptor.hints
     }
 
@@ -846,104 +853,26 @@ impl RegistryBuilder {
     /// assert_eq!(registry.tools().len(), 1);
     /// ```
     pub fn build(self) -> Result<Registry, RegistryError> {
+        let (descriptors, resources, prompts) =
+            match &self.selection {
+                None => (self.descriptors, self.resources, self.prompts),
+                Some(text) => select(text, self.descriptors, self.resources, self.prompts)
+                    .map_err(|what| RegistryError {
+                        problems: vec![RegistryProblem::Selection { what }],
+                    })?,
+            };
+        // Every problem is collected before any is reported, in this order: resources, prompts,
+        // skills, then tools.
         let mut problems = Vec::new();
-        let mut tools = Vec::new();
-        let (descriptors, resources, prompts) = match &self.selection {
-            None => (self.descriptors, self.resources, self.prompts),
-            Some(text) => {
-                let selected = Selection::parse(text).and_then(|s| {
-                    Ok((
-                        s.apply(self.descriptors)?,
-                        s.apply_resources(self.resources)?,
-                        s.apply_prompts(self.prompts)?,
-                    ))
-                });
-                match selected {
-                    Ok(selected) => selected,
-                    Err(what) => {
-                        return Err(RegistryError {
-                            problems: vec![RegistryProblem::Selection { what }],
-                        });
-                    }
-                }
-            }
-        };
-        let resources = crate::resource::register_resources(&resources, &mut problems);
-        let prompts = crate::resource::register_prompts(&prompts, &mut problems);
-        let skills = crate::skill::register(&self.skills, &mut problems);
-        for descriptor in descriptors {
-            match register(descriptor) {
-                Ok(tool) => tools.push(tool),
-                Err(problem) => problems.push(problem),
-            }
-        }
-        tools.sort_by(|a, b| {
-            (a.descriptor.toolkit, a.descriptor.name, a.version).cmp(&(
-                b.descriptor.toolkit,
-                b.descriptor.name,
-                b.version,
-            ))
-        });
-        for pair in tools.windows(2) {
-            if pair[0].id == pair[1].id {
-                problems.push(RegistryProblem::DuplicateId {
-                    id: pair[0].id.clone(),
-                    first: pair[0].descriptor.location(),
-                    second: pair[1].descriptor.location(),
-                });
-            }
-        }
-
-        let mut by_path: Index<Vec<usize>> = Index::default();
-        let mut by_wire_name: Index<String> = Index::default();
-        for (i, tool) in tools.iter().enumerate() {
-            let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
-            let owner = by_wire_name
-                .entry(tool.name.clone())
-                .or_insert_with(|| path.clone());
-            if *owner != path {
-                problems.push(RegistryProblem::WireNameCollision {
-                    wire_name: tool.name.clone(),
-                    first: owner.clone(),
-                    second: path.clone(),
-                    at: tool.descriptor.location(),
-                });
-            }
-            // Every version of a tool goes by one name (MCP names the older ones after it).
-            if let Some(&first) = by_path.get(&path).and_then(|versions| versions.first())
-                && tools[first].name != tool.name
-            {
-                problems.push(RegistryProblem::Invalid {
-                    at: tool.descriptor.location(),
-                    what: format!(
-                        "`{path}@{}` has the wire name `{}` but `{path}@{}` has `{}`: every version of a tool goes by one wire name, so give each the same `wire_name`",
-                        tool.version, tool.name, tools[first].version, tools[first].name
-                    ),
-                });
-            }
-            by_path.entry(path).or_default().push(i);
-        }
+        let resources = resources::register_resources(&resources, &mut problems);
+        let prompts = resources::register_prompts(&prompts, &mut problems);
+        let skills = skills::register(&self.skills, &mut problems);
+        let tools = register_tools(descriptors, &mut problems);
+        let (by_path, by_wire_name) = index(&tools, &mut problems);
         if !problems.is_empty() {
             return Err(RegistryError { problems });
         }
-
-        let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
-        tracing::info!(
-            "{} tool{} in toolkit{} {}",
-            tools.len(),
-            if tools.len() == 1 { "" } else { "s" },
-            if toolkits.len() == 1 { "" } else { "s" },
-            toolkits.into_iter().collect::<Vec<_>>().join(", ")
-        );
-        if !(resources.is_empty() && prompts.is_empty() && skills.is_empty()) {
-            let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
-            tracing::info!(
-                "{}, {} and {} (served over MCP)",
-                count(resources.len(), "resource"),
-                count(prompts.len(), "prompt"),
-                count(skills.len(), "skill")
-            );
-        }
+        log_contents(&tools, resources.len(), prompts.len(), skills.len());
         let by_id = tools
             .iter()
             .enumerate()
@@ -961,9 +890,118 @@ impl RegistryBuilder {
     }
 }
 
-/// The first of `scopes` (a tool's, a resource's or a prompt's) that is no scope token, and why.
-pub(crate) fn scopes_problem(scopes: &[&str]) -> Option<String> {
-    scopes.iter().find_map(|scope| rules::scope_problem(scope))
+/// What a selection keeps: tools, resources, prompts.
+type Selected = (
+    Vec<&'static ToolDescriptor>,
+    Vec<&'static ResourceDescriptor>,
+    Vec<&'static PromptDescriptor>,
+);
+
+/// The tools, resources and prompts the selection `text` (`OXP_TOOLS`) keeps, or why it cannot
+/// be applied.
+fn select(
+    text: &str,
+    tools: Vec<&'static ToolDescriptor>,
+    resources: Vec<&'static ResourceDescriptor>,
+    prompts: Vec<&'static PromptDescriptor>,
+) -> Result<Selected, String> {
+    let selection = Selection::parse(text)?;
+    Ok((
+        selection.apply(tools)?,
+        selection.apply_resources(resources)?,
+        selection.apply_prompts(prompts)?,
+    ))
+}
+
+/// Checks each tool by itself ([`register`]), then that no id is registered twice. The tools
+/// come out by toolkit, name and version, the order the indexes rely on.
+fn register_tools(
+    descriptors: Vec<&'static ToolDescriptor>,
+    problems: &mut Vec<RegistryProblem>,
+) -> Vec<RegisteredTool> {
+    let mut tools = Vec::new();
+    for descriptor in descriptors {
+        match register(descriptor) {
+            Ok(tool) => tools.push(tool),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    tools.sort_by(|a, b| {
+        (a.descriptor.toolkit, a.descriptor.name, a.version).cmp(&(
+            b.descriptor.toolkit,
+            b.descriptor.name,
+            b.version,
+        ))
+    });
+    for pair in tools.windows(2) {
+        if pair[0].id == pair[1].id {
+            problems.push(RegistryProblem::DuplicateId {
+                id: pair[0].id.clone(),
+                first: pair[0].descriptor.location(),
+                second: pair[1].descriptor.location(),
+            });
+        }
+    }
+    tools
+}
+
+/// The indexes by `Toolkit.Name` and by wire name, checking on the way that no two tools share
+/// a wire name and that every version of a tool goes by the same one.
+fn index(
+    tools: &[RegisteredTool],
+    problems: &mut Vec<RegistryProblem>,
+) -> (Index<Vec<usize>>, Index<String>) {
+    let mut by_path: Index<Vec<usize>> = Index::default();
+    let mut by_wire_name: Index<String> = Index::default();
+    for (i, tool) in tools.iter().enumerate() {
+        let path = format!("{}.{}", tool.descriptor.toolkit, tool.descriptor.name);
+        let owner = by_wire_name
+            .entry(tool.name.clone())
+            .or_insert_with(|| path.clone());
+        if *owner != path {
+            problems.push(RegistryProblem::WireNameCollision {
+                wire_name: tool.name.clone(),
+                first: owner.clone(),
+                second: path.clone(),
+                at: tool.descriptor.location(),
+            });
+        }
+        // Every version of a tool goes by one name (MCP names the older ones after it).
+        if let Some(&first) = by_path.get(&path).and_then(|versions| versions.first())
+            && tools[first].name != tool.name
+        {
+            problems.push(RegistryProblem::Invalid {
+                at: tool.descriptor.location(),
+                what: format!(
+                    "`{path}@{}` has the wire name `{}` but `{path}@{}` has `{}`: every version of a tool goes by one wire name, so give each the same `wire_name`",
+                    tool.version, tool.name, tools[first].version, tools[first].name
+                ),
+            });
+        }
+        by_path.entry(path).or_default().push(i);
+    }
+    (by_path, by_wire_name)
+}
+
+/// Says at start-up what the registry serves.
+fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skills: usize) {
+    let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
+    tracing::info!(
+        "{} tool{} in toolkit{} {}",
+        tools.len(),
+        if tools.len() == 1 { "" } else { "s" },
+        if toolkits.len() == 1 { "" } else { "s" },
+        toolkits.into_iter().collect::<Vec<_>>().join(", ")
+    );
+    if resources + prompts + skills > 0 {
+        let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+        tracing::info!(
+            "{}, {} and {} (served over MCP)",
+            count(resources, "resource"),
+            count(prompts, "prompt"),
+            count(skills, "skill")
+        );
+    }
 }
 
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
@@ -1134,149 +1172,6 @@ fn compile(input_schema: serde_json::Value) -> Result<jsonschema::Validator, Str
         .build(&schema::for_validation(input_schema))
         .map_err(|e| e.to_string())
 }
-
-/// Everything wrong with the tools given to a [`RegistryBuilder`].
-///
-/// ```
-/// use oxp_runtime::{tool, Registry};
-///
-/// /// One.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn one() {}
-///
-/// /// Two.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn two() {}
-///
-/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
-/// assert_eq!(error.problems.len(), 1);
-/// assert!(error.to_string().contains("Dup.Same@1.0.0"));
-/// ```
-#[derive(Debug)]
-pub struct RegistryError {
-    /// Each problem, naming the fn it is about.
-    pub problems: Vec<RegistryProblem>,
-}
-
-/// One problem with one tool (or a pair of them).
-///
-/// ```
-/// use oxp_runtime::{registry::RegistryProblem, tool, Registry};
-///
-/// /// One.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn one() {}
-///
-/// /// Two.
-/// #[tool(toolkit = "Dup", name = "Same", version = "1.0.0")]
-/// fn two() {}
-///
-/// let error = Registry::builder().tool(one::TOOL).tool(two::TOOL).build().unwrap_err();
-/// assert!(matches!(&error.problems[0], RegistryProblem::DuplicateId { .. }));
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RegistryProblem {
-    /// Two fns register the same id.
-    DuplicateId {
-        /// The id.
-        id: String,
-        /// One fn.
-        first: String,
-        /// The other.
-        second: String,
-    },
-    /// Two different tools would have the same wire name (`A_B.C` and `A.B_C`).
-    WireNameCollision {
-        /// The shared wire name.
-        wire_name: String,
-        /// One `Toolkit.Name`.
-        first: String,
-        /// The other.
-        second: String,
-        /// Where the second is defined.
-        at: String,
-    },
-    /// A name, version or description breaks the rules.
-    Invalid {
-        /// Where the fn is.
-        at: String,
-        /// What is wrong.
-        what: String,
-    },
-    /// The tool selection (`OXP_TOOLS`, [`RegistryBuilder::select`]) is malformed, names a tool
-    /// that is not there, or leaves none.
-    Selection {
-        /// What is wrong.
-        what: String,
-    },
-    /// Two resources serve the same URI, or two prompts have the same name.
-    Duplicate {
-        /// The URI or the name.
-        what: String,
-        /// One fn.
-        first: String,
-        /// The other.
-        second: String,
-    },
-    /// A schema breaks the schema policy.
-    Schema {
-        /// The tool.
-        id: String,
-        /// Where the fn is.
-        at: String,
-        /// What is wrong.
-        error: schema::SchemaError,
-    },
-}
-
-impl fmt::Display for RegistryProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegistryProblem::DuplicateId { id, first, second } => write!(
-                f,
-                "the tool id `{id}` is registered twice: by {first} and by {second}; give one of \
-                 them another `version` or `name`"
-            ),
-            RegistryProblem::WireNameCollision {
-                wire_name,
-                first,
-                second,
-                at,
-            } => write!(
-                f,
-                "`{first}` and `{second}` (at {at}) share the wire name `{wire_name}`; rename one"
-            ),
-            RegistryProblem::Invalid { at, what } => write!(f, "{at}: {what}"),
-            RegistryProblem::Duplicate {
-                what,
-                first,
-                second,
-            } => write!(
-                f,
-                "{what} is registered twice: by {first} and by {second}; rename one of them"
-            ),
-            RegistryProblem::Selection { what } => f.write_str(what),
-            RegistryProblem::Schema { id, at, error } => write!(f, "{id} at {at}: {error}"),
-        }
-    }
-}
-
-impl fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} problem(s) with the registered tools:",
-            self.problems.len()
-        )?;
-        for problem in &self.problems {
-            write!(f, "\n  - {problem}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for RegistryError {}
 
 /// What MCP puts between an older version's wire name and its version: `Calculator_Add__v1_0_0`.
 pub(crate) const VERSION_MARK: &str = "__v";
