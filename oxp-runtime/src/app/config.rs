@@ -745,7 +745,10 @@ impl ServerConfig {
     /// A task tool must end within its task's time to live: a run longer than that would find
     /// its task gone (its record expired) and its result would have nowhere to go.
     #[cfg(feature = "mcp")]
-    fn check_task_lifetimes(&self, registry: &crate::Registry) -> Result<(), ConfigError> {
+    fn check_task_lifetimes(
+        &self,
+        registry: &crate::registry::Registry,
+    ) -> Result<(), ConfigError> {
         let long = (registry.tools().iter())
             .filter(|tool| tool.hints().task.is_some())
             .find_map(|tool| {
@@ -1120,7 +1123,7 @@ mod tests {
         )]
         async fn reindex() {}
 
-        let registry = crate::Registry::builder()
+        let registry = crate::registry::Registry::builder()
             .tool(reindex::TOOL)
             .build()
             .unwrap();
