@@ -617,15 +617,21 @@ mcp_instructions() {
   need_wrk
   need_valgrind
   mcp_servers
+  # The same oxp binary once more, called over OXP (`oxp-oxp`): what its /mcp costs beside
+  # its own protocol, by the same count.
+  local names=("${mcp_names[@]}" oxp-oxp) commands=("${mcp_commands[@]}" "${mcp_commands[0]}")
+  local ports=("${mcp_ports[@]}" "${mcp_ports[0]}")
   printf '%-10s %14s %8s\n' server instructions calls
   local i
-  for i in "${!mcp_names[@]}"; do
-    local name=${mcp_names[$i]} url=http://127.0.0.1:${mcp_ports[$i]}/mcp out=$work/callgrind-${mcp_names[$i]}.out
-    # ONLY="oxp rmcp" counts some of them.
-    [[ " ${ONLY:-${mcp_names[*]}} " == *" $name "* ]] || continue
+  for i in "${!names[@]}"; do
+    local name=${names[$i]} path=/mcp lua=bench/mcp_call.lua
+    [ "$name" = oxp-oxp ] && path=/tools/call lua=bench/oxp_call.lua
+    local url=http://127.0.0.1:${ports[$i]}$path out=$work/callgrind-$name.out
+    # ONLY="oxp oxp-oxp rmcp" counts some of them.
+    [[ " ${ONLY:-${names[*]}} " == *" $name "* ]] || continue
     rm -f "$out"*
     # shellcheck disable=SC2086
-    set -- ${mcp_commands[$i]}
+    set -- ${commands[$i]}
     # env VAR… valgrind binary: valgrind runs the server, not env.
     local vars=() bin
     shift
@@ -634,11 +640,11 @@ mcp_instructions() {
     env "${vars[@]}" valgrind -q --tool=callgrind --callgrind-out-file="$out" "$bin" >"$work/$name-callgrind.log" 2>&1 &
     local pid=$!
     for _ in $(seq 1 300); do curl -s -o /dev/null "$url" && break; sleep 0.1; done
-    mcp_check "$url"
-    wrk -t1 -c4 -d3s -s bench/mcp_call.lua "$url" >/dev/null
+    [ "$path" = /mcp ] && mcp_check "$url"
+    wrk -t1 -c4 -d3s -s "$lua" "$url" >/dev/null
     callgrind_control -z "$pid" >/dev/null 2>&1
     local calls
-    calls=$(wrk -t1 -c4 -d"${CG_SECONDS:-10}s" -s bench/mcp_call.lua "$url" | awk '/requests in/ { print $1 }')
+    calls=$(wrk -t1 -c4 -d"${CG_SECONDS:-10}s" -s "$lua" "$url" | awk '/requests in/ { print $1 }')
     callgrind_control -d "$pid" >/dev/null 2>&1
     kill "$pid"; wait "$pid" 2>/dev/null || true
     # The dump after zeroing is the second one (`.1`); "totals:" is its instruction count.
