@@ -616,23 +616,14 @@ async fn never_evicts_a_running_entry<S: IdempotencyStore>(store: Arc<S>) -> Res
             )
             .await;
     }
-    let again = Arc::new(AtomicUsize::new(0));
-    let duplicate = ask_in_task(
+    duplicate_waits(
         &store,
-        key("ada", "long"),
-        fingerprint(1),
-        counted(&again, text("ran twice")),
-    );
-    let waited = still_waiting(&*store, &duplicate).await?;
-    let _ = long.release.send(());
-    joined(leader, "the running call").await?;
-    let (got, _) = joined(duplicate, "the duplicate").await?;
-    ensure(again.load(Ordering::SeqCst) == 0, || {
-        "a duplicate of the running call ran the tool again: its entry was evicted".to_owned()
-    })?;
-    ensure(waited && got == text("long"), || {
-        format!("the duplicate of the running call answered {got:?}")
-    })
+        long,
+        leader,
+        "of the running call ran the tool again: its entry was evicted",
+        "of the running call",
+    )
+    .await
 }
 
 async fn never_runs_twice_a_run_that_outlives_its_lease_and_time_to_live<S: IdempotencyStore>(
@@ -648,22 +639,42 @@ async fn never_runs_twice_a_run_that_outlives_its_lease_and_time_to_live<S: Idem
     // live.
     let started = answered("now_ms", store.now_ms().await)?;
     wait_for_store_clock(&*store, started + 700).await?;
+    duplicate_waits(
+        &store,
+        long,
+        leader,
+        "ran the tool again once the run had outlived its lease",
+        "of a run past its lease",
+    )
+    .await
+}
+
+/// A duplicate of the call `long` holds (`ada`'s `long`), asked while it runs: it waits for
+/// the running call and takes its answer, and never runs the tool itself. `ran_twice` and
+/// `whose` finish the sentences that say otherwise.
+async fn duplicate_waits<S: IdempotencyStore>(
+    store: &Arc<S>,
+    long: Held,
+    leader: tokio::task::JoinHandle<(CallOutcome, Reuse)>,
+    ran_twice: &str,
+    whose: &str,
+) -> Result<(), String> {
     let again = Arc::new(AtomicUsize::new(0));
     let duplicate = ask_in_task(
-        &store,
+        store,
         key("ada", "long"),
         fingerprint(1),
         counted(&again, text("ran twice")),
     );
-    let waited = still_waiting(&*store, &duplicate).await?;
+    let waited = still_waiting(&**store, &duplicate).await?;
     let _ = long.release.send(());
     joined(leader, "the long call").await?;
     let (got, _) = joined(duplicate, "the duplicate").await?;
     ensure(again.load(Ordering::SeqCst) == 0, || {
-        "a duplicate ran the tool again once the run had outlived its lease".to_owned()
+        format!("a duplicate {ran_twice}")
     })?;
     ensure(waited && got == text("long"), || {
-        format!("the duplicate of a run past its lease answered {got:?}")
+        format!("the duplicate {whose} answered {got:?}")
     })
 }
 
