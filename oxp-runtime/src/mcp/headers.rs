@@ -8,11 +8,14 @@
 //! 2026-07-28 request, whose revision defines them, must send them all.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use axum::http::{HeaderMap, HeaderName};
 use rmcp::ErrorData as McpError;
 use rmcp::model::JsonObject;
 use serde_json::Value;
+
+use crate::registry::Registry;
 
 /// The headers read on every request, named once (a name given as text is parsed at each
 /// lookup).
@@ -27,17 +30,60 @@ const STANDARD_HEADERS: &str = "2026-07-28";
 const BASE64_PREFIX: &str = "=?base64?";
 const BASE64_SUFFIX: &str = "?=";
 
+/// A tool parameter that travels in a header as well (`x-mcp-header` in the tool's input
+/// schema): read from the schema once, when the server is made, not at each call.
+#[derive(Debug, Clone)]
+pub(super) struct ParamHeader {
+    /// The parameter's name in the arguments.
+    parameter: String,
+    /// `Mcp-Param-<Name>`, as errors spell it.
+    shown: String,
+    /// The header's name; none when `<Name>` is no name a header can have (so no header has it).
+    name: Option<HeaderName>,
+}
+
+/// The parameters of each tool (by id) that travel in headers, for the tools that have any.
+pub(super) type ParamHeaders = HashMap<String, Box<[ParamHeader]>>;
+
+/// The parameters of every tool of `registry` that travel in headers.
+pub(super) fn param_headers(registry: &Registry) -> ParamHeaders {
+    (registry.tools().iter())
+        .filter_map(|tool| {
+            let marked = of_schema(&tool.definition().input_schema);
+            (!marked.is_empty()).then(|| (tool.id().to_owned(), marked.into_boxed_slice()))
+        })
+        .collect()
+}
+
+/// The parameters an input schema marks with `x-mcp-header`.
+fn of_schema(input_schema: &Value) -> Vec<ParamHeader> {
+    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    (properties.iter())
+        .filter_map(|(parameter, schema)| {
+            let header = schema.get("x-mcp-header").and_then(Value::as_str)?;
+            let shown = format!("Mcp-Param-{header}");
+            Some(ParamHeader {
+                parameter: parameter.clone(),
+                name: HeaderName::try_from(shown.as_str()).ok(),
+                shown,
+            })
+        })
+        .collect()
+}
+
 /// Checks a request's standard headers against its body: `Mcp-Method` names its method, and
 /// `Mcp-Name` the name, URI or task id of a method that has one. Required from 2026-07-28,
 /// where the revision defines them (`initialize` excepted, though one it sends must agree). A
 /// `tools/call`'s headers are checked whatever revision it names, `Mcp-Param-*` among them
-/// (`tool`: the called tool's arguments and input schema, when it names a tool). A mismatch is
-/// MCP's header-mismatch error (-32020, HTTP 400), and nothing runs.
+/// (`tool`: the called tool's arguments and the parameters it marked, when it names a tool). A
+/// mismatch is MCP's header-mismatch error (-32020, HTTP 400), and nothing runs.
 pub(super) fn check(
     headers: &HeaderMap,
     method: &str,
     name: Option<&str>,
-    tool: Option<(Option<&JsonObject>, &Value)>,
+    tool: Option<(Option<&JsonObject>, &[ParamHeader])>,
 ) -> Result<(), McpError> {
     let required = headers
         .get(PROTOCOL_VERSION)
@@ -72,40 +118,37 @@ pub(super) fn check(
             _ => {}
         }
     }
-    let Some((arguments, input_schema)) = tool else {
+    let Some((arguments, marked)) = tool else {
         return Ok(());
     };
-    let Some(properties) = input_schema.get("properties").and_then(Value::as_object) else {
-        return Ok(());
-    };
-    for (parameter, schema) in properties {
-        let Some(header) = schema.get("x-mcp-header").and_then(Value::as_str) else {
-            continue;
-        };
-        let full = format!("Mcp-Param-{header}");
+    for ParamHeader {
+        parameter,
+        shown,
+        name,
+    } in marked
+    {
         let body = arguments
             .and_then(|arguments| arguments.get(parameter))
             .and_then(primitive);
-        let Ok(name) = HeaderName::try_from(full.as_str()) else {
-            // Not a name a header can have, so no header has it.
+        let Some(name) = name else {
             if body.is_some() && required {
-                return mismatch(format!("missing {full} header for `{parameter}`"));
+                return mismatch(format!("missing {shown} header for `{parameter}`"));
             }
             continue;
         };
-        match (single(headers, name, &full)?, body) {
+        match (single(headers, name.clone(), shown)?, body) {
             (Some(header), Some(body)) if *header != body => {
                 return mismatch(format!(
-                    "{full} header `{header}` does not match body value `{body}`"
+                    "{shown} header `{header}` does not match body value `{body}`"
                 ));
             }
             (Some(_), None) => {
                 return mismatch(format!(
-                    "unexpected {full} header for absent or null `{parameter}`"
+                    "unexpected {shown} header for absent or null `{parameter}`"
                 ));
             }
             (None, Some(_)) if required => {
-                return mismatch(format!("missing {full} header for `{parameter}`"));
+                return mismatch(format!("missing {shown} header for `{parameter}`"));
             }
             _ => {}
         }
@@ -185,7 +228,7 @@ mod tests {
                 &wrapped,
                 "tools/call",
                 Some("T"),
-                Some((Some(&zurich), &schema))
+                Some((Some(&zurich), &of_schema(&schema)[..]))
             )
             .is_ok()
         );
@@ -195,7 +238,7 @@ mod tests {
                 &wrapped,
                 "tools/call",
                 Some("T"),
-                Some((Some(&bern), &schema))
+                Some((Some(&bern), &of_schema(&schema)[..]))
             )
             .is_err()
         );
@@ -205,7 +248,7 @@ mod tests {
                 &broken,
                 "tools/call",
                 Some("T"),
-                Some((Some(&zurich), &schema))
+                Some((Some(&zurich), &of_schema(&schema)[..]))
             )
             .is_err()
         );

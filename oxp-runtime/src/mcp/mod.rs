@@ -126,6 +126,8 @@ pub struct McpServer {
     tasks: tasks::TaskConfig,
     /// The resources each connection (stdio) subscribed to; nothing over HTTP.
     subscriptions: subscriptions::Subscriptions,
+    /// The tool parameters that travel in headers as well, read from the schemas once.
+    param_headers: Arc<headers::ParamHeaders>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -153,7 +155,6 @@ impl McpServer {
     /// ```
     pub fn new(pipeline: Pipeline) -> Self {
         McpServer {
-            pipeline,
             context: Arc::default(),
             single_tenant: false,
             max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
@@ -166,6 +167,8 @@ impl McpServer {
             log_level: logging::SessionLevel::default(),
             tasks: tasks::TaskConfig::default(),
             subscriptions: subscriptions::Subscriptions::default(),
+            param_headers: Arc::new(headers::param_headers(pipeline.registry())),
+            pipeline,
         }
     }
 
@@ -428,8 +431,8 @@ impl McpServer {
     /// let app: axum::Router = axum::Router::new()
     ///     .route_service("/mcp", oxp_runtime::mcp::McpServer::new(pipeline).into_service());
     /// ```
-    pub fn into_service(self) -> axum::routing::MethodRouter {
-        http::service(self)
+    pub fn into_service(self) -> McpService {
+        McpService::new(self)
     }
 
     /// Serves MCP over stdin/stdout until the client disconnects.
@@ -449,6 +452,17 @@ impl McpServer {
     /// The tool an MCP name names ([`Registry::resolve_mcp_name`]).
     fn resolve(&self, name: &str) -> Option<&RegisteredTool> {
         self.pipeline.registry().resolve_mcp_name(name)
+    }
+
+    /// The parameters of the tool an MCP name names that travel in headers as well; none for
+    /// a name no tool has.
+    fn param_headers(&self, name: &str) -> &[headers::ParamHeader] {
+        if self.param_headers.is_empty() {
+            return &[];
+        }
+        (self.resolve(name))
+            .and_then(|tool| self.param_headers.get(tool.id()))
+            .map_or(&[], |marked| marked)
     }
 }
 
@@ -542,6 +556,7 @@ fn mcp_tool(tool: &RegisteredTool, name: String, any_output: bool) -> Tool {
     mcp
 }
 
+pub use http::McpService;
 pub use logging::log_layer;
 
 /// How often progress reaches an MCP client at most: the latest report in each interval wins,

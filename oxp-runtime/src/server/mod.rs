@@ -115,8 +115,8 @@ pub struct Server {
     /// Routers nested under paths, behind the same guard and authentication.
     nested: Vec<(String, Router)>,
     /// Services answering at one path each, behind the same guard and authentication (MCP at
-    /// `/mcp`).
-    mounted: Vec<(String, axum::routing::MethodRouter)>,
+    /// `/mcp`), each routed already: a router holds a service of any type.
+    mounted: Vec<(String, Router<Arc<AppState>>)>,
     /// Whether the router answers `GET /metrics` (when the pipeline keeps metrics).
     metrics_route: bool,
     /// The MCP Server Card, checked, served with the AI Catalog when set.
@@ -357,8 +357,20 @@ impl Server {
     /// # });
     /// ```
     #[must_use]
-    pub fn mount(mut self, path: &str, service: axum::routing::MethodRouter) -> Self {
-        self.mounted.push((path.to_owned(), service));
+    pub fn mount<S>(mut self, path: &str, service: S) -> Self
+    where
+        S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Response: axum::response::IntoResponse,
+        S::Future: Send + 'static,
+    {
+        // A method router, as every route of the server's own is: a request then goes
+        // through one box fewer than to a service routed as such.
+        let route = Router::new().route(path, axum::routing::any_service(service));
+        self.mounted.push((path.to_owned(), route));
         self
     }
 
@@ -729,9 +741,8 @@ impl Server {
             .fold(protected, |routes, (path, router)| {
                 routes.nest_service(&path, router)
             });
-        let protected = (mounted.into_iter()).fold(protected, |routes, (path, service)| {
-            routes.route_service(&path, service)
-        });
+        let protected =
+            (mounted.into_iter()).fold(protected, |routes, (_, route)| routes.merge(route));
         let protected = protected
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);

@@ -23,13 +23,13 @@ pub(crate) use stream::Stream;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
-    JsonRpcRequest, ProtocolVersion, ServerJsonRpcMessage,
+    JsonRpcRequest, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
 };
 
 use tokio_util::sync::CancellationToken;
@@ -44,16 +44,51 @@ use crate::principal::{Grant, ScopeRefusal};
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
-    axum::Router::new().route("/", service(server))
+    axum::Router::new().route("/", axum::routing::any_service(McpService::new(server)))
 }
 
-/// The transport as the service of one path, whatever the path.
-pub(super) fn service(server: McpServer) -> axum::routing::MethodRouter {
-    axum::routing::any(serve).with_state(Arc::new(server))
+/// MCP's streamable HTTP transport as a [`tower_service::Service`]: it answers at whatever
+/// path it is routed to (see [`McpServer::into_service`]).
+///
+/// A plain service rather than an axum handler: a router clones the service it routes to for
+/// each request, and this one is a reference count.
+///
+/// ```
+/// # let pipeline = oxp_runtime::call::Pipeline::new(oxp_runtime::Registry::builder().build().unwrap());
+/// use oxp_runtime::mcp::{McpServer, McpService};
+///
+/// let service: McpService = McpServer::new(pipeline).into_service();
+/// let app: axum::Router = axum::Router::new().route("/mcp", axum::routing::any_service(service));
+/// ```
+#[derive(Clone, Debug)]
+pub struct McpService(Arc<McpServer>);
+
+impl McpService {
+    pub(super) fn new(server: McpServer) -> Self {
+        McpService(Arc::new(server))
+    }
+}
+
+impl tower_service::Service<Request> for McpService {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = futures_util::future::BoxFuture<'static, Result<Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let server = self.0.clone();
+        Box::pin(async move { Ok(serve(server, request).await) })
+    }
 }
 
 /// One HTTP request to `/mcp`.
-async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Response {
+async fn serve(server: Arc<McpServer>, request: Request) -> Response {
     if request.method() != Method::POST {
         return (
             StatusCode::METHOD_NOT_ALLOWED,
@@ -71,13 +106,13 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
         Err(error) => return body_failure(&error, server.max_body_bytes),
     };
     match read::message(&bytes) {
-        Ok(ClientJsonRpcMessage::Request(request)) => {
+        Ok((ClientJsonRpcMessage::Request(request), meta)) => {
             if let Some(refused) = out_of_scope(&server, &request.request, &parts) {
                 return refused;
             }
-            answer(server, request, parts).await
+            answer(server, request, meta, parts).await
         }
-        Ok(ClientJsonRpcMessage::Notification(notification)) => {
+        Ok((ClientJsonRpcMessage::Notification(notification), _)) => {
             let method = notification_method(&notification.notification);
             match method.map_or(Ok(()), |m| headers::check(&parts.headers, m, None, None)) {
                 Ok(()) => StatusCode::ACCEPTED.into_response(),
@@ -87,7 +122,7 @@ async fn serve(State(server): State<Arc<McpServer>>, request: Request) -> Respon
                 ),
             }
         }
-        Ok(answer @ (ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_))) => {
+        Ok((answer @ (ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_)), _)) => {
             server.answered(&parts, answer).await
         }
         Err(error) => json(
@@ -107,10 +142,11 @@ fn out_of_scope(server: &McpServer, request: &ClientRequest, parts: &Parts) -> O
 }
 
 /// A request: the revision's checks, then its method, answered as JSON or, if it sends
-/// something first, as a stream.
+/// something first, as a stream. `meta`: its `_meta`, if it was read out already.
 async fn answer(
     server: Arc<McpServer>,
     mut request: JsonRpcRequest<ClientRequest>,
+    meta: Option<RequestMetaObject>,
     parts: Parts,
 ) -> Response {
     let id = request.id.clone();
@@ -120,8 +156,10 @@ async fn answer(
             StatusCode::BAD_REQUEST,
         )
     };
-    // The revision the request names itself, read once (each reading parses `_meta`).
-    let own = request.request.get_meta().protocol_version();
+    let meta = meta.unwrap_or_else(|| std::mem::take(request.request.get_meta_mut()));
+    // The revision the request names itself, read once (each reading parses `_meta`), and
+    // as the constant it names, if it is one (so copies of it are free).
+    let own = (meta.protocol_version()).map(|own| known(own.as_str()).cloned().unwrap_or(own));
     let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
         Ok(header) => header,
         Err(Refusal::Plain(status, text)) => return plain(status, text),
@@ -129,32 +167,32 @@ async fn answer(
     };
     let (method, name) = method_and_name(&request.request);
     let tool = match &request.request {
-        ClientRequest::CallToolRequest(call) => (server.resolve(&call.params.name)).map(|tool| {
-            (
-                call.params.arguments.as_ref(),
-                &tool.definition().input_schema,
-            )
-        }),
+        ClientRequest::CallToolRequest(call) => Some((
+            call.params.arguments.as_ref(),
+            server.param_headers(&call.params.name),
+        )),
         _ => None,
     };
     if let Err(error) = headers::check(&parts.headers, method, name, tool) {
         return refused(error);
     }
-    let revision = match revision(header, &request.request, own.clone()) {
+    let revision = match revision(header, &request.request, &meta, own.clone()) {
         Ok(revision) => revision,
         Err(error) => return refused(error),
     };
-    let meta = std::mem::take(request.request.get_meta_mut());
     // A request that names its revision itself (or opens with `server/discover`) is answered
     // with the status its error calls for; the revisions before keep JSON-RPC's 200.
     let statuses = own.is_some() || matches!(request.request, ClientRequest::DiscoverRequest(_));
-    let complete = (meta.missing_required_keys(&ProtocolVersion::V_2026_07_28)).is_empty();
+    // What the client declared in `_meta`, read once; with the revision, what 2026-07-28
+    // requires of every request's `_meta` (rmcp's `missing_required_keys`).
+    let mut declared = meta.client_capabilities();
+    let complete = own.is_some() && declared.is_some();
     let newest = revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
     // What the client declared: in the request (2026-07-28 on), in `initialize`, or, before,
     // in the session id `initialize` gave it.
     let mut session = None;
     let capabilities = match &request.request {
-        _ if newest => meta.client_capabilities(),
+        _ if newest => declared.take(),
         ClientRequest::InitializeRequest(initialize) => {
             if server.pipeline.store().is_some() {
                 session = session::open_for(&server.sealer, &initialize.params);
@@ -270,12 +308,12 @@ fn known(version: &str) -> Option<&'static ProtocolVersion> {
 fn revision(
     header: Option<&str>,
     request: &ClientRequest,
+    meta: &RequestMetaObject,
     own: Option<ProtocolVersion>,
 ) -> Result<ProtocolVersion, McpError> {
     if let ClientRequest::InitializeRequest(initialize) = request {
         return Ok(initialize.params.protocol_version.clone());
     }
-    let meta = request.get_meta();
     match (own, header) {
         (Some(own), Some(header)) if header != own.as_str() => Err(McpError::header_mismatch(
             format!(

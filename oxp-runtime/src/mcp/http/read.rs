@@ -11,6 +11,7 @@ use axum::body::Bytes;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId,
+    RequestMetaObject,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -18,7 +19,13 @@ use serde_json::value::RawValue;
 /// The message `bytes` hold: JSON-RPC's parse error for what is not JSON, invalid request for
 /// JSON that is no single MCP message (a batch among them: batches left MCP with 2025-06-18,
 /// and the revisions that had them were served without them by rmcp's transport too).
-pub(super) fn message(bytes: &Bytes) -> Result<ClientJsonRpcMessage, McpError> {
+///
+/// A call read straight into its types comes with its `_meta` beside it, taken out already
+/// (the transport takes every request's out before it dispatches); rmcp's reading leaves it
+/// in the request.
+pub(super) fn message(
+    bytes: &Bytes,
+) -> Result<(ClientJsonRpcMessage, Option<RequestMetaObject>), McpError> {
     if (bytes.iter()).find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
         return Err(McpError::invalid_request(
             "Invalid Request: JSON-RPC batches are not accepted; send each message in its own \
@@ -26,16 +33,17 @@ pub(super) fn message(bytes: &Bytes) -> Result<ClientJsonRpcMessage, McpError> {
             None,
         ));
     }
-    if let Some(call) = tool_call(bytes) {
-        return Ok(call);
+    if let Some((call, meta)) = tool_call(bytes) {
+        return Ok((call, Some(meta)));
     }
-    serde_json::from_slice(bytes).map_err(|error| {
+    let message = serde_json::from_slice(bytes).map_err(|error| {
         if error.is_syntax() || error.is_eof() {
             McpError::parse_error(format!("Parse error: {error}"), None)
         } else {
             McpError::invalid_request(format!("Invalid Request: {error}"), None)
         }
-    })
+    })?;
+    Ok((message, None))
 }
 
 /// A JSON-RPC message with its parts unread, but for a `tools/call`'s params when its method
@@ -115,9 +123,9 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
     }
 }
 
-/// A `tools/call` request read straight into its types, its `_meta` where rmcp keeps it (the
-/// request's extensions); `None` for anything else.
-fn tool_call(bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
+/// A `tools/call` request read straight into its types, and its `_meta` (empty when it has
+/// none); `None` for anything else.
+fn tool_call(bytes: &[u8]) -> Option<(ClientJsonRpcMessage, RequestMetaObject)> {
     let envelope: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
     let plain = envelope.jsonrpc == Some("2.0") && !envelope.answer;
     if !plain || envelope.method != Some("tools/call") {
@@ -129,15 +137,9 @@ fn tool_call(bytes: &[u8]) -> Option<ClientJsonRpcMessage> {
         // Its params came before its method.
         Params::Unread(raw) => serde_json::from_str::<CallToolRequestParams>(raw.get()).ok()?,
     };
-    let meta = params.meta.take();
-    let mut request = CallToolRequest::new(params);
-    if let Some(meta) = meta {
-        request.extensions.insert(meta);
-    }
-    Some(ClientJsonRpcMessage::request(
-        ClientRequest::CallToolRequest(request),
-        id,
-    ))
+    let meta = params.meta.take().unwrap_or_default();
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    Some((ClientJsonRpcMessage::request(request, id), meta))
 }
 
 #[cfg(test)]
@@ -165,18 +167,18 @@ mod tests {
         ];
         for body in calls {
             let bytes = serde_json::to_vec(&body).unwrap();
-            let ours = tool_call(&bytes).expect("read fast");
-            let (ClientJsonRpcMessage::Request(ours), ClientJsonRpcMessage::Request(theirs)) =
+            let (ours, meta) = tool_call(&bytes).expect("read fast");
+            let (ClientJsonRpcMessage::Request(mut ours), ClientJsonRpcMessage::Request(theirs)) =
                 (ours, rmcp(&body))
             else {
                 panic!("{body}");
             };
             assert_eq!(ours.id, theirs.id);
-            assert_eq!(
-                ours.request.get_meta().0,
-                theirs.request.get_meta().0,
-                "{body}"
-            );
+            assert_eq!(meta.0, theirs.request.get_meta().0, "{body}");
+            // Put back where rmcp keeps it, the two requests are the same.
+            if !meta.0.0.is_empty() {
+                *ours.request.get_meta_mut() = meta;
+            }
             let (ClientRequest::CallToolRequest(a), ClientRequest::CallToolRequest(b)) =
                 (&ours.request, &theirs.request)
             else {
@@ -193,7 +195,7 @@ mod tests {
     #[test]
     fn params_before_the_method_are_read_as_well() {
         let body = br#"{"params":{"name":"t","arguments":{"a":1}},"method":"tools/call","id":3,"jsonrpc":"2.0"}"#;
-        let Some(ClientJsonRpcMessage::Request(request)) = tool_call(body) else {
+        let Some((ClientJsonRpcMessage::Request(request), _)) = tool_call(body) else {
             panic!("not read");
         };
         let ClientRequest::CallToolRequest(call) = request.request else {
