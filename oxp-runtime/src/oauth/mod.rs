@@ -138,8 +138,9 @@ impl Tuning {
 impl OAuth {
     /// A resource server at `resource`, the URL clients reach this server at
     /// (`OXP_PUBLIC_URL`): its canonical form (no trailing slash) is what RFC 9728 metadata
-    /// names, and, unless [`audience`](Self::audience) says otherwise, tokens must name it or
-    /// its `/mcp` in `aud`. A host-only resource is matched with or without a trailing slash
+    /// names, and, unless [`audience`](Self::audience) says otherwise, tokens must name it, its
+    /// `/mcp`, or the path of a front the server mounts or nests (whose own metadata names it)
+    /// in `aud`. A host-only resource is matched with or without a trailing slash
     /// (some clients add one); any other is matched exactly.
     ///
     /// ```
@@ -407,7 +408,8 @@ impl OAuth {
         &self.issuers
     }
 
-    /// The audiences a token must name one of: those set, or the resource and its `/mcp`.
+    /// The audiences a token must name one of: those set, or the resource and its `/mcp` (and,
+    /// once a server is built, the resource of each front it mounts or nests).
     ///
     /// ```
     /// assert_eq!(oxp_runtime::oauth::OAuth::new("https://h").audiences().len(), 2);
@@ -721,7 +723,9 @@ impl Introspected {
 /// The configuration in use: discovered key sets, the client that fetches them, metrics.
 pub(crate) struct Verifier {
     config: OAuth,
-    audiences: Vec<String>,
+    /// What a token's `aud` must name one of: the configured audiences, or the resource and
+    /// the paths of the fronts it is served at (`/mcp` from the start), as servers are built.
+    audiences: std::sync::RwLock<Vec<String>>,
     fetcher: Fetcher,
     /// One key set per issuer, in `config.issuers`' order, once discovered.
     sets: Mutex<Option<Arc<[Arc<KeySet>]>>>,
@@ -775,7 +779,7 @@ impl Verifier {
         let (burst, per_second) = config.forged_limit;
         Verifier {
             limit: limit::FailureLimit::new(burst, per_second),
-            audiences: config.audiences(),
+            audiences: std::sync::RwLock::new(config.audiences()),
             config,
             fetcher,
             sets: Mutex::new(None),
@@ -1244,10 +1248,11 @@ impl Verifier {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(Refusal::invalid("The token's `aud` is not valid.")),
         };
-        if !audiences
-            .iter()
-            .any(|aud| self.audiences.iter().any(|ours| same_resource(aud, ours)))
-        {
+        let issued_here = {
+            let ours = self.audiences.read().unwrap_or_else(|e| e.into_inner());
+            (audiences.iter()).any(|aud| ours.iter().any(|ours| same_resource(aud, ours)))
+        };
+        if !issued_here {
             return Err(Refusal::invalid(
                 "The token was not issued for this server (`aud`).",
             ));
@@ -1401,9 +1406,19 @@ impl TokenVerifier for Verifier {
         })
     }
 
-    fn attach(&self, pipeline: &crate::call::Pipeline) {
+    fn attach(&self, pipeline: &crate::call::Pipeline, resources: &[&str]) {
         if let Some(metrics) = pipeline.metrics_handle() {
             self.attach_metrics(metrics);
+        }
+        // Tokens for a front's own resource, which its metadata names, are for this server.
+        if self.config.audiences.is_empty() {
+            let mut audiences = self.audiences.write().unwrap_or_else(|e| e.into_inner());
+            for path in resources {
+                let resource = format!("{}{path}", self.config.resource);
+                if !audiences.contains(&resource) {
+                    audiences.push(resource);
+                }
+            }
         }
     }
 }
@@ -1683,16 +1698,38 @@ mod tests {
     }
 
     /// A front's RFC 9728 metadata follows the path it is mounted at: its document, and the
-    /// `resource_metadata` of a 401 on its path, name that path (and no `/mcp` is made up).
+    /// `resource_metadata` of a 401 on its path, name that path (and no `/mcp` is made up); a
+    /// token for that resource, as the metadata tells clients to get, is for this server.
     #[tokio::test]
     async fn a_front_mounted_elsewhere_has_metadata_at_its_own_path() {
         use tower::ServiceExt;
         let auth = ServerAuth::default()
             .oauth(OAuth::new("https://tools.example.com").issuer("https://id.example"));
+        let claims = serde_json::json!({
+            "sub": "ada",
+            "exp": unix_now() + 60,
+            "aud": "https://tools.example.com/agents/mcp",
+        });
+        let claims = claims.as_object().unwrap();
+        let verifier = auth.oauth_verifier().unwrap();
+        let grant = || {
+            verifier
+                .grant(claims, "https://id.example")
+                .map(|v| v.principal)
+        };
+        assert_eq!(
+            grant().unwrap_err(),
+            Refusal::invalid("The token was not issued for this server (`aud`).")
+        );
         let app = crate::server::Server::new(crate::Registry::builder().build().unwrap())
-            .auth(auth)
+            .auth(auth.clone())
             .mount("/agents/mcp", axum::routing::post(|| async { "answered" }))
             .router();
+        let ada = Principal::OAuth {
+            issuer: "https://id.example".into(),
+            subject: "ada".into(),
+        };
+        assert_eq!(grant(), Ok(ada));
         let request = |method: &str, path: &str| {
             let request = axum::http::Request::builder().method(method).uri(path);
             request.body(axum::body::Body::empty()).unwrap()

@@ -120,10 +120,13 @@ pub trait TokenVerifier: std::any::Any + fmt::Debug + Send + Sync {
         None
     }
 
-    /// Called once when a server over `pipeline` is built with this verifier (say, to count the
-    /// verifier's own work among the pipeline's metrics). Does nothing by default.
-    fn attach(&self, pipeline: &crate::call::Pipeline) {
-        let _ = pipeline;
+    /// Called when a server over `pipeline` is built with this verifier. `resources` are the
+    /// paths of the protected resources it serves: `""` for the server itself, then each
+    /// front's (`/mcp` for MCP), those [`resource_metadata`](Self::resource_metadata) is asked
+    /// about; a verifier that checks what a token was issued for accepts them. Does nothing by
+    /// default.
+    fn attach(&self, pipeline: &crate::call::Pipeline, resources: &[&str]) {
+        let _ = (pipeline, resources);
     }
 }
 

@@ -313,7 +313,10 @@ impl Server {
     }
 
     /// Serves `router` under `path`, behind the server's guard and authentication: how another
-    /// front shares the port (one with a single endpoint can be [`mount`](Self::mount)ed).
+    /// front shares the port (one with a single endpoint can be [`mount`](Self::mount)ed). With
+    /// a [`TokenVerifier`] that publishes RFC 9728 metadata (OAuth's), `path` is a protected
+    /// resource of its own: its metadata is served at `/.well-known/oauth-protected-resource{path}`
+    /// and refusals under `path` point to it.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
@@ -339,7 +342,8 @@ impl Server {
 
     /// Serves `service` at exactly `path`, behind the server's guard and authentication: a
     /// front with one endpoint shares the port this way, without the nesting a router needs
-    /// (`serve()` mounts MCP's streamable HTTP at `/mcp` so).
+    /// (`serve()` mounts MCP's streamable HTTP at `/mcp` so). Its RFC 9728 metadata, if any, is
+    /// its own, as [`nest`](Self::nest) says.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
@@ -821,8 +825,14 @@ impl Server {
         }
         let (metadata_urls, metadata_routes) = match self.auth.verifier() {
             Some(verifier) => {
-                verifier.attach(&self.pipeline);
-                resource_metadata(&**verifier, &self.pipeline, fronts)
+                let mut resources = vec![""];
+                for front in fronts.iter().map(|f| f.trim_end_matches('/')) {
+                    if !resources.contains(&front) {
+                        resources.push(front);
+                    }
+                }
+                verifier.attach(&self.pipeline, &resources);
+                resource_metadata(&**verifier, &self.pipeline, &resources)
             }
             None => (Vec::new(), Vec::new()),
         };
@@ -903,14 +913,14 @@ impl AppState {
     }
 }
 
-/// The RFC 9728 metadata `verifier` publishes for the server and for each front at `fronts`:
-/// where each is (for challenges), and the paths to serve each document at — where its URL
-/// points on this server (so a challenge never points at a 404, whatever path the public URL
-/// has) and the host-level `/.well-known/oauth-protected-resource{front}`.
+/// The RFC 9728 metadata `verifier` publishes for each of `resources` (the server's `""`, then
+/// each front's path): where each is (for challenges), and the paths to serve each document at —
+/// where its URL points on this server (so a challenge never points at a 404, whatever path the
+/// public URL has) and the host-level `/.well-known/oauth-protected-resource{path}`.
 fn resource_metadata(
     verifier: &dyn TokenVerifier,
     pipeline: &Pipeline,
-    fronts: &[String],
+    resources: &[&str],
 ) -> (Vec<(String, Arc<str>)>, Vec<(String, axum::body::Bytes)>) {
     // What a caller is told it may ask for: the scopes every call needs, and each tool's,
     // resource's and prompt's.
@@ -926,11 +936,7 @@ fn resource_metadata(
     }
     let mut urls: Vec<(String, Arc<str>)> = Vec::new();
     let mut routes: Vec<(String, axum::body::Bytes)> = Vec::new();
-    let resources = std::iter::once("").chain(fronts.iter().map(|f| f.trim_end_matches('/')));
-    for resource in resources {
-        if urls.iter().any(|(r, _)| r == resource) {
-            continue;
-        }
+    for &resource in resources {
         let Some(metadata) = verifier.resource_metadata(resource, &scopes) else {
             continue;
         };
