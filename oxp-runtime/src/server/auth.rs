@@ -43,7 +43,7 @@ pub struct ServerAuth {
 }
 
 /// Checks bearer tokens the server's own API keys and HS256 secret do not: an identity
-/// provider's access tokens (what [`ServerAuth::oauth`] installs, with the `oauth` feature), or
+/// provider's access tokens (what `ServerAuth::oauth` installs, with the `oauth` feature), or
 /// an app's own scheme. Plugged in with [`ServerAuth::token_verifier`] (or
 /// [`Server::token_verifier`](super::Server::token_verifier)); the server asks it about every
 /// `Authorization: Bearer` token that is not one of its API keys, and, when an HS256 secret is
@@ -249,8 +249,8 @@ impl ServerAuth {
     }
 
     /// Checks bearer tokens with `verifier` (beside API keys and an HS256 secret, which are
-    /// checked first): the seam an identity provider's checks ([`oauth`](Self::oauth), with the
-    /// `oauth` feature) or an app's own plug into. A second call replaces the first.
+    /// checked first): the seam an identity provider's checks (`oauth`, with the `oauth`
+    /// feature) or an app's own plug into. A second call replaces the first.
     ///
     /// ```
     /// use oxp_runtime::__private::BoxFuture;

@@ -773,7 +773,7 @@ impl Server {
         };
         let open = Router::new().route("/health", get(health));
         // RFC 9728: public, so a client that was refused can learn where to get a token.
-        let open = (state.metadata_routes.iter()).fold(open, |open, (path, document)| {
+        let open = (state.metadata.routes.iter()).fold(open, |open, (path, document)| {
             let document = document.clone();
             open.route(
                 path,
@@ -823,7 +823,7 @@ impl Server {
         if let Some(url) = &self.public_url {
             browsers.origins.push(Browsers::origin_of(url));
         }
-        let (metadata_urls, metadata_routes) = match self.auth.verifier() {
+        let metadata = match self.auth.verifier() {
             Some(verifier) => {
                 let mut resources = vec![""];
                 for front in fronts.iter().map(|f| f.trim_end_matches('/')) {
@@ -834,12 +834,11 @@ impl Server {
                 verifier.attach(&self.pipeline, &resources);
                 resource_metadata(&**verifier, &self.pipeline, &resources)
             }
-            None => (Vec::new(), Vec::new()),
+            None => Metadata::default(),
         };
         Arc::new(AppState {
             discovery: self.card.is_some(),
-            metadata_urls,
-            metadata_routes,
+            metadata,
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
@@ -888,11 +887,8 @@ struct AppState {
     trust_user_id: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
-    /// Where the RFC 9728 metadata of each protected resource is, by the path it is at (`""`
-    /// for the server, then each front's), made once: what challenges point to.
-    metadata_urls: Vec<(String, Arc<str>)>,
-    /// Each path RFC 9728 metadata is served at, with its document.
-    metadata_routes: Vec<(String, axum::body::Bytes)>,
+    /// The RFC 9728 metadata of the server and its fronts, made once.
+    metadata: Metadata,
     /// Whether the discovery documents are served, and so open to pages of any origin.
     discovery: bool,
 }
@@ -906,11 +902,21 @@ impl AppState {
             path.strip_prefix(front)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         };
-        (self.metadata_urls.iter())
+        (self.metadata.urls.iter())
             .filter(|(front, _)| front.is_empty() || under(front))
             .max_by_key(|(front, _)| front.len())
             .map(|(_, url)| url.clone())
     }
+}
+
+/// The RFC 9728 metadata a server publishes (none without a verifier that has any).
+#[derive(Default)]
+struct Metadata {
+    /// Where each protected resource's is, by the path the resource is at (`""` for the
+    /// server, then each front's): what challenges point to.
+    urls: Vec<(String, Arc<str>)>,
+    /// Each path a document is served at, with the document.
+    routes: Vec<(String, axum::body::Bytes)>,
 }
 
 /// The RFC 9728 metadata `verifier` publishes for each of `resources` (the server's `""`, then
@@ -921,7 +927,7 @@ fn resource_metadata(
     verifier: &dyn TokenVerifier,
     pipeline: &Pipeline,
     resources: &[&str],
-) -> (Vec<(String, Arc<str>)>, Vec<(String, axum::body::Bytes)>) {
+) -> Metadata {
     // What a caller is told it may ask for: the scopes every call needs, and each tool's,
     // resource's and prompt's.
     let mut scopes: Vec<String> = verifier.required_scopes().to_vec();
@@ -955,7 +961,7 @@ fn resource_metadata(
         }
         urls.push((resource.to_owned(), metadata.url.into()));
     }
-    (urls, routes)
+    Metadata { urls, routes }
 }
 
 /// The path of an absolute URL (`None` for a host-only one).
