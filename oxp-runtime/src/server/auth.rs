@@ -60,7 +60,7 @@ pub struct ServerAuth {
 ///
 /// /// API keys kept in the app's own table, each with the scopes it grants.
 /// #[derive(Debug)]
-/// struct KeyTable(HashMap<String, (String, Vec<String>)>);
+/// struct KeyTable(HashMap<String, Vec<String>>);
 ///
 /// impl TokenVerifier for KeyTable {
 ///     fn verify<'a>(
@@ -68,8 +68,9 @@ pub struct ServerAuth {
 ///         token: &'a str,
 ///         _client: Option<std::net::IpAddr>,
 ///     ) -> BoxFuture<'a, Result<Caller, AuthError>> {
-///         let found = self.0.get(token).map(|(owner, scopes)| Caller {
-///             principal: Principal::Jwt(owner.clone()),
+///         let found = self.0.get(token).map(|scopes| Caller {
+///             // A digest of the key: the same key is the same caller, and no log shows it.
+///             principal: Principal::api_key(token),
 ///             grant: Grant::Scopes(scopes.clone().into()),
 ///         });
 ///         Box::pin(async move { found.ok_or(AuthError::invalid("The key is not known.")) })
@@ -77,7 +78,7 @@ pub struct ServerAuth {
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let table = KeyTable(HashMap::from([("t-ada".into(), ("ada".into(), vec!["tools".into()]))]));
+/// let table = KeyTable(HashMap::from([("t-ada".into(), vec!["tools".into()])]));
 /// let app = Server::new(oxp_runtime::Registry::builder().build().unwrap())
 ///     .token_verifier(table)
 ///     .router();
