@@ -55,6 +55,7 @@ mod context;
 mod descriptor;
 mod error;
 pub mod guide;
+mod hs256;
 pub mod idempotency;
 pub mod lock;
 #[cfg(feature = "mcp")]

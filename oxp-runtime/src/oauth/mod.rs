@@ -3,9 +3,10 @@
 //! with the provider's keys fetched from its JWKS and rotated without a restart.
 //!
 //! [`OAuth`] is the configuration; [`ServerAuth::oauth`](crate::server::ServerAuth::oauth) puts it
-//! beside API keys and HS256 secrets (a request is accepted by whichever credential it presents),
-//! and the server then answers RFC 9728 metadata at `/.well-known/oauth-protected-resource` (and
-//! `…/mcp`) and challenges every 401 with where to find it.
+//! beside API keys and HS256 secrets (a request is accepted by whichever credential it presents)
+//! as the server's [`TokenVerifier`], and the server then answers RFC 9728 metadata at
+//! `/.well-known/oauth-protected-resource` (and `…{path}` for a front mounted at `path`, `…/mcp`
+//! for MCP) and challenges every 401 with where to find it.
 //!
 //! ```
 //! use oxp_runtime::oauth::OAuth;
@@ -45,7 +46,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
-use crate::principal::Principal;
+use crate::principal::{Grant, Principal};
+use crate::server::{AuthError, Caller, ResourceMetadata, ServerAuth, TokenVerifier};
 use fetch::Fetcher;
 use jwks::KeySet;
 
@@ -136,8 +138,9 @@ impl Tuning {
 impl OAuth {
     /// A resource server at `resource`, the URL clients reach this server at
     /// (`OXP_PUBLIC_URL`): its canonical form (no trailing slash) is what RFC 9728 metadata
-    /// names, and, unless [`audience`](Self::audience) says otherwise, tokens must name it or
-    /// its `/mcp` in `aud`. A host-only resource is matched with or without a trailing slash
+    /// names, and, unless [`audience`](Self::audience) says otherwise, tokens must name it, its
+    /// `/mcp`, or the path of a front the server mounts or nests (whose own metadata names it)
+    /// in `aud`. A host-only resource is matched with or without a trailing slash
     /// (some clients add one); any other is matched exactly.
     ///
     /// ```
@@ -405,7 +408,8 @@ impl OAuth {
         &self.issuers
     }
 
-    /// The audiences a token must name one of: those set, or the resource and its `/mcp`.
+    /// The audiences a token must name one of: those set, or the resource and its `/mcp` (and,
+    /// once a server is built, the resource of each front it mounts or nests).
     ///
     /// ```
     /// assert_eq!(oxp_runtime::oauth::OAuth::new("https://h").audiences().len(), 2);
@@ -719,7 +723,9 @@ impl Introspected {
 /// The configuration in use: discovered key sets, the client that fetches them, metrics.
 pub(crate) struct Verifier {
     config: OAuth,
-    audiences: Vec<String>,
+    /// What a token's `aud` must name one of: the configured audiences, or the resource and
+    /// the paths of the fronts it is served at (`/mcp` from the start), as servers are built.
+    audiences: std::sync::RwLock<Vec<String>>,
     fetcher: Fetcher,
     /// One key set per issuer, in `config.issuers`' order, once discovered.
     sets: Mutex<Option<Arc<[Arc<KeySet>]>>>,
@@ -773,7 +779,7 @@ impl Verifier {
         let (burst, per_second) = config.forged_limit;
         Verifier {
             limit: limit::FailureLimit::new(burst, per_second),
-            audiences: config.audiences(),
+            audiences: std::sync::RwLock::new(config.audiences()),
             config,
             fetcher,
             sets: Mutex::new(None),
@@ -1242,10 +1248,11 @@ impl Verifier {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(Refusal::invalid("The token's `aud` is not valid.")),
         };
-        if !audiences
-            .iter()
-            .any(|aud| self.audiences.iter().any(|ours| same_resource(aud, ours)))
-        {
+        let issued_here = {
+            let ours = self.audiences.read().unwrap_or_else(|e| e.into_inner());
+            (audiences.iter()).any(|aud| ours.iter().any(|ours| same_resource(aud, ours)))
+        };
+        if !issued_here {
             return Err(Refusal::invalid(
                 "The token was not issued for this server (`aud`).",
             ));
@@ -1307,7 +1314,8 @@ impl Verifier {
         })
     }
 
-    /// RFC 9728 metadata for the resource at `path` (`""` or `"/mcp"`), listing `scopes`.
+    /// RFC 9728 metadata for the resource at `path` (`""`, or where a front is mounted: `"/mcp"`),
+    /// listing `scopes`.
     pub(crate) fn metadata(&self, path: &str, scopes: &[String]) -> Value {
         serde_json::json!({
             "resource": format!("{}{path}", self.config.resource),
@@ -1323,15 +1331,127 @@ impl Verifier {
         let resource = format!("{}{path}", self.config.resource);
         insert_well_known(&resource, "oauth-protected-resource")
     }
+}
 
-    /// The path of this server's own URL where the metadata of the resource at `path` is
-    /// served: [`metadata_url`](Self::metadata_url)'s, so a challenge never points at a 404,
-    /// whatever path the resource URL has.
-    /// `None` when the resource's path is not [`routable`] (a configuration `ready` refuses).
-    pub(crate) fn metadata_path(&self, path: &str) -> Option<String> {
-        let url = self.metadata_url(path);
-        let path = resource_path(&url);
-        routable(path).then(|| path.to_owned())
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+impl ServerAuth {
+    /// Accepts access tokens of an identity provider, checked as [`OAuth`] says: the
+    /// [`TokenVerifier`] it installs (replacing any other). Call [`ready`](Self::ready) at
+    /// start-up to find its keys before the first request (and to fail then, rather than on
+    /// every request, if they cannot be had).
+    ///
+    /// ```
+    /// use oxp_runtime::{oauth::OAuth, server::ServerAuth};
+    /// let auth = ServerAuth::default()
+    ///     .api_key("k_0123456789abcdef0123456789abcdef")
+    ///     .oauth(OAuth::new("https://tools.example.com").issuer("https://login.example.com"));
+    /// assert!(auth.is_enabled());
+    /// ```
+    #[must_use]
+    pub fn oauth(self, config: OAuth) -> Self {
+        self.token_verifier(Verifier::new(config))
+    }
+
+    /// Checks the OAuth configuration, discovers each issuer's key set and fetches it: the
+    /// start-up check, naming the setting at fault. Does nothing without
+    /// [`oauth`](Self::oauth).
+    ///
+    /// ```
+    /// use oxp_runtime::{oauth::{OAuth, Setting}, server::ServerAuth};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert!(ServerAuth::default().ready().await.is_ok());
+    /// let plain = ServerAuth::default().oauth(OAuth::new("https://h").issuer("https://id").jwks_url("http://keys.example"));
+    /// assert_eq!(plain.ready().await.unwrap_err().setting, Setting::JwksUrl);
+    /// # });
+    /// ```
+    pub async fn ready(&self) -> Result<(), OAuthError> {
+        match self.oauth_verifier() {
+            Some(oauth) => oauth.ready().await,
+            None => Ok(()),
+        }
+    }
+
+    /// The identity provider's verifier, when [`oauth`](Self::oauth) installed one.
+    pub(crate) fn oauth_verifier(&self) -> Option<&Verifier> {
+        let verifier: &dyn std::any::Any = &**self.verifier()?;
+        verifier.downcast_ref()
+    }
+}
+
+impl TokenVerifier for Verifier {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+        client: Option<std::net::IpAddr>,
+    ) -> futures_util::future::BoxFuture<'a, Result<Caller, AuthError>> {
+        Box::pin(async move {
+            match self.verify_from(token, client).await {
+                Ok(verified) => Ok(Caller {
+                    principal: verified.principal,
+                    grant: Grant::Scopes(verified.scopes.into()),
+                }),
+                Err(refusal) => Err(refusal.into_auth_error()),
+            }
+        })
+    }
+
+    fn required_scopes(&self) -> &[String] {
+        self.config.required_scopes()
+    }
+
+    fn resource_metadata(&self, path: &str, scopes: &[String]) -> Option<ResourceMetadata> {
+        Some(ResourceMetadata {
+            url: self.metadata_url(path),
+            document: self.metadata(path, scopes),
+        })
+    }
+
+    fn attach(&self, pipeline: &crate::call::Pipeline, resources: &[&str]) {
+        if let Some(metrics) = pipeline.metrics_handle() {
+            self.attach_metrics(metrics);
+        }
+        // Tokens for a front's own resource, which its metadata names, are for this server.
+        if self.config.audiences.is_empty() {
+            let mut audiences = self.audiences.write().unwrap_or_else(|e| e.into_inner());
+            for path in resources {
+                let resource = format!("{}{path}", self.config.resource);
+                if !audiences.contains(&resource) {
+                    audiences.push(resource);
+                }
+            }
+        }
+    }
+}
+
+impl Refusal {
+    /// How the server answers it.
+    fn into_auth_error(self) -> AuthError {
+        match self {
+            Refusal::Invalid(message) | Refusal::Forged(message) => AuthError::invalid(message),
+            Refusal::InsufficientScope(needed) => AuthError::insufficient_scope(needed),
+            Refusal::HeldBack(wait) => {
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                AuthError::held_back(
+                    seconds.max(1),
+                    "Too many invalid tokens from this client: wait before sending another.",
+                )
+            }
+            Refusal::Unavailable(_) => AuthError::unavailable(
+                FAILURE_RETRY.as_secs().max(1),
+                "The identity provider's signing keys cannot be fetched now, so this token \
+                 cannot be checked; try again shortly.",
+            ),
+            Refusal::Busy { per_client } => AuthError::busy(
+                per_client,
+                if per_client {
+                    "Too many of this client's tokens are being checked at the identity \
+                     provider at once: wait for them before sending another."
+                } else {
+                    "Too many tokens are being checked at the identity provider at once; \
+                     try again shortly."
+                },
+            ),
+        }
     }
 }
 
@@ -1575,6 +1695,84 @@ mod tests {
             .issuer("https://id")
             .check();
         assert_eq!(error.unwrap_err().setting, Setting::Resource);
+    }
+
+    /// A front's RFC 9728 metadata follows the path it is mounted at: its document, and the
+    /// `resource_metadata` of a 401 on its path, name that path (and no `/mcp` is made up); a
+    /// token for that resource, as the metadata tells clients to get, is for this server.
+    #[tokio::test]
+    async fn a_front_mounted_elsewhere_has_metadata_at_its_own_path() {
+        use tower::ServiceExt;
+        let auth = ServerAuth::default()
+            .oauth(OAuth::new("https://tools.example.com").issuer("https://id.example"));
+        let claims = serde_json::json!({
+            "sub": "ada",
+            "exp": unix_now() + 60,
+            "aud": "https://tools.example.com/agents/mcp",
+        });
+        let claims = claims.as_object().unwrap();
+        let verifier = auth.oauth_verifier().unwrap();
+        let grant = || {
+            verifier
+                .grant(claims, "https://id.example")
+                .map(|v| v.principal)
+        };
+        assert_eq!(
+            grant().unwrap_err(),
+            Refusal::invalid("The token was not issued for this server (`aud`).")
+        );
+        let app = crate::server::Server::new(crate::Registry::builder().build().unwrap())
+            .auth(auth.clone())
+            .mount("/agents/mcp", axum::routing::post(|| async { "answered" }))
+            .router();
+        let ada = Principal::OAuth {
+            issuer: "https://id.example".into(),
+            subject: "ada".into(),
+        };
+        assert_eq!(grant(), Ok(ada));
+        let request = |method: &str, path: &str| {
+            let request = axum::http::Request::builder().method(method).uri(path);
+            request.body(axum::body::Body::empty()).unwrap()
+        };
+        let well_known = "https://tools.example.com/.well-known/oauth-protected-resource";
+        let document = |path: &str| {
+            let app = app.clone();
+            let request = request("GET", path);
+            async move {
+                let response = app.oneshot(request).await.unwrap();
+                assert_eq!(response.status(), 200);
+                let body = axum::body::to_bytes(response.into_body(), 1 << 16).await;
+                serde_json::from_slice::<Value>(&body.unwrap()).unwrap()
+            }
+        };
+        let front = document("/.well-known/oauth-protected-resource/agents/mcp").await;
+        assert_eq!(front["resource"], "https://tools.example.com/agents/mcp");
+        assert_eq!(front["authorization_servers"][0], "https://id.example");
+        let server = document("/.well-known/oauth-protected-resource").await;
+        assert_eq!(server["resource"], "https://tools.example.com");
+        let challenge = |method: &str, path: &str| {
+            let app = app.clone();
+            let request = request(method, path);
+            async move {
+                let response = app.oneshot(request).await.unwrap();
+                assert_eq!(response.status(), 401);
+                response.headers()["www-authenticate"]
+                    .to_str()
+                    .unwrap()
+                    .to_owned()
+            }
+        };
+        assert_eq!(
+            challenge("POST", "/agents/mcp").await,
+            format!("Bearer resource_metadata=\"{well_known}/agents/mcp\"")
+        );
+        assert_eq!(
+            challenge("GET", "/tools").await,
+            format!("Bearer resource_metadata=\"{well_known}\"")
+        );
+        // Nothing is mounted at `/mcp`: it has no metadata of its own.
+        let mcp = app.oneshot(request("GET", "/.well-known/oauth-protected-resource/mcp"));
+        assert_eq!(mcp.await.unwrap().status(), 404);
     }
 
     #[test]

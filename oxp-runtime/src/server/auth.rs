@@ -1,6 +1,6 @@
 //! Server authentication (oxp-notes §1 A, §3.7, §3.31, §3.32): HS256 JWT bearer tokens, API
-//! keys and (cargo feature `oauth`) an identity provider's access tokens, off unless configured.
-//! `/health` and the RFC 9728 metadata never reach this.
+//! keys and a [`TokenVerifier`] (an identity provider's access tokens with the `oauth` feature, or
+//! the app's own), off unless configured. `/health` and the RFC 9728 metadata never reach this.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -10,6 +10,7 @@ use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use ctutils::CtEq;
+use futures_util::future::BoxFuture;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
@@ -37,8 +38,118 @@ pub struct ServerAuth {
     jwt: Option<Jwt>,
     /// Each key and the principal it authenticates (its identity, not its place in the list).
     api_keys: Vec<(Vec<u8>, Principal)>,
-    #[cfg(feature = "oauth")]
-    oauth: Option<Arc<crate::oauth::Verifier>>,
+    /// Checks the bearer tokens that are neither an API key nor (with a secret) HS256.
+    verifier: Option<Arc<dyn TokenVerifier>>,
+}
+
+/// Checks bearer tokens the server's own API keys and HS256 secret do not: an identity
+/// provider's access tokens (what `ServerAuth::oauth` installs, with the `oauth` feature), or
+/// an app's own scheme. Plugged in with [`ServerAuth::token_verifier`] (or
+/// [`Server::token_verifier`](super::Server::token_verifier)); the server asks it about every
+/// `Authorization: Bearer` token that is not one of its API keys, and, when an HS256 secret is
+/// configured too, about every token whose header does not say HS256.
+///
+/// A refusal is an [`AuthError`], answered as it says (`401`, `403 insufficient_scope`…);
+/// its message is sent to the client, so it never repeats the token.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use oxp_runtime::__private::BoxFuture;
+/// use oxp_runtime::server::{AuthError, Caller, Grant, Principal, Server, ServerAuth, TokenVerifier};
+/// use tower::ServiceExt;
+///
+/// /// API keys kept in the app's own table, each with the scopes it grants.
+/// #[derive(Debug)]
+/// struct KeyTable(HashMap<String, Vec<String>>);
+///
+/// impl TokenVerifier for KeyTable {
+///     fn verify<'a>(
+///         &'a self,
+///         token: &'a str,
+///         _client: Option<std::net::IpAddr>,
+///     ) -> BoxFuture<'a, Result<Caller, AuthError>> {
+///         let found = self.0.get(token).map(|scopes| Caller {
+///             // A digest of the key: the same key is the same caller, and no log shows it.
+///             principal: Principal::api_key(token),
+///             grant: Grant::Scopes(scopes.clone().into()),
+///         });
+///         Box::pin(async move { found.ok_or(AuthError::invalid("The key is not known.")) })
+///     }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let table = KeyTable(HashMap::from([("t-ada".into(), vec!["tools".into()])]));
+/// let app = Server::new(oxp_runtime::Registry::builder().build().unwrap())
+///     .token_verifier(table)
+///     .router();
+/// let list = |token: &str| {
+///     axum::http::Request::get("/tools")
+///         .header("authorization", format!("Bearer {token}"))
+///         .body(axum::body::Body::empty())
+///         .unwrap()
+/// };
+/// assert_eq!(app.clone().oneshot(list("t-ada")).await.unwrap().status(), 200);
+/// assert_eq!(app.oneshot(list("t-bob")).await.unwrap().status(), 401);
+/// # });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `TokenVerifier`",
+    note = "implement `oxp_runtime::server::TokenVerifier` for it: `verify` checks one bearer token"
+)]
+pub trait TokenVerifier: std::any::Any + fmt::Debug + Send + Sync {
+    /// Checks `token` (the bearer token, without its scheme), sent from `client` when the
+    /// server knows the address: who it is from and what it may use, or why it is refused.
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+        client: Option<std::net::IpAddr>,
+    ) -> BoxFuture<'a, Result<Caller, AuthError>>;
+
+    /// The scopes every request needs: named in each `401`'s challenge and in every
+    /// `403 insufficient_scope`. None by default.
+    fn required_scopes(&self) -> &[String] {
+        &[]
+    }
+
+    /// The RFC 9728 metadata of the protected resource at `path` (`""` for the server itself,
+    /// else the path a front is [mounted](super::Server::mount) or [nested](super::Server::nest)
+    /// at), listing `scopes`; `None` (the default) publishes none. With metadata, the server
+    /// serves it (at `/.well-known/oauth-protected-resource{path}` and where `url` points on this
+    /// server), and every `401` and `403` for that resource points to it in `resource_metadata`.
+    fn resource_metadata(&self, path: &str, scopes: &[String]) -> Option<ResourceMetadata> {
+        let _ = (path, scopes);
+        None
+    }
+
+    /// Called when a server over `pipeline` is built with this verifier. `resources` are the
+    /// paths of the protected resources it serves: `""` for the server itself, then each
+    /// front's (`/mcp` for MCP), those [`resource_metadata`](Self::resource_metadata) is asked
+    /// about; a verifier that checks what a token was issued for accepts them. Does nothing by
+    /// default.
+    fn attach(&self, pipeline: &crate::call::Pipeline, resources: &[&str]) {
+        let _ = (pipeline, resources);
+    }
+}
+
+/// A protected resource's RFC 9728 metadata, as a [`TokenVerifier`] publishes it.
+///
+/// ```
+/// use oxp_runtime::server::ResourceMetadata;
+/// let metadata = ResourceMetadata {
+///     url: "https://tools.example.com/.well-known/oauth-protected-resource/mcp".into(),
+///     document: serde_json::json!({
+///         "resource": "https://tools.example.com/mcp",
+///         "authorization_servers": ["https://login.example.com"],
+///     }),
+/// };
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceMetadata {
+    /// Where clients find it: the `resource_metadata` of challenges. When its path is one a
+    /// route can name, the server serves the document there too.
+    pub url: String,
+    /// The document (`resource`, `authorization_servers`, `scopes_supported`…).
+    pub document: Value,
 }
 
 #[derive(Clone)]
@@ -74,9 +185,8 @@ impl fmt::Debug for ServerAuth {
                 "jwt_audiences",
                 &self.jwt.as_ref().map(|j| j.audiences.clone()),
             )
-            .field("api_keys", &self.api_keys.len());
-        #[cfg(feature = "oauth")]
-        debug.field("oauth", &self.oauth.as_ref().map(|o| o.config()));
+            .field("api_keys", &self.api_keys.len())
+            .field("verifier", &self.verifier);
         debug.finish()
     }
 }
@@ -91,7 +201,7 @@ impl ServerAuth {
     #[must_use]
     pub fn jwt_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
         // Before any token is checked: a `Jwt` exists only through here.
-        super::hs256::install();
+        crate::hs256::install();
         let audiences = self.jwt.take().map(|j| j.audiences).unwrap_or_default();
         self.jwt = Some(Jwt {
             key: DecodingKey::from_secret(secret.as_ref()),
@@ -139,45 +249,32 @@ impl ServerAuth {
         self
     }
 
-    /// Accepts access tokens of an identity provider, checked as [`OAuth`](crate::oauth::OAuth)
-    /// says (cargo feature `oauth`). Call [`ready`](Self::ready) at start-up to find its keys
-    /// before the first request (and to fail then, rather than on every request, if they
-    /// cannot be had).
+    /// Checks bearer tokens with `verifier` (beside API keys and an HS256 secret, which are
+    /// checked first): the seam an identity provider's checks (`oauth`, with the `oauth`
+    /// feature) or an app's own plug into. A second call replaces the first.
     ///
     /// ```
-    /// use oxp_runtime::{oauth::OAuth, server::ServerAuth};
-    /// let auth = ServerAuth::default()
-    ///     .api_key("k_0123456789abcdef0123456789abcdef")
-    ///     .oauth(OAuth::new("https://tools.example.com").issuer("https://login.example.com"));
-    /// assert!(auth.is_enabled());
+    /// use oxp_runtime::__private::BoxFuture;
+    /// use oxp_runtime::server::{AuthError, Caller, ServerAuth, TokenVerifier};
+    ///
+    /// #[derive(Debug)]
+    /// struct NoOne;
+    /// impl TokenVerifier for NoOne {
+    ///     fn verify<'a>(&'a self, _: &'a str, _: Option<std::net::IpAddr>) -> BoxFuture<'a, Result<Caller, AuthError>> {
+    ///         Box::pin(async { Err(AuthError::invalid("No token is good here.")) })
+    ///     }
+    /// }
+    /// assert!(ServerAuth::default().token_verifier(NoOne).is_enabled());
     /// ```
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     #[must_use]
-    pub fn oauth(mut self, config: crate::oauth::OAuth) -> Self {
-        self.oauth = Some(Arc::new(crate::oauth::Verifier::new(config)));
+    pub fn token_verifier(mut self, verifier: impl TokenVerifier) -> Self {
+        self.verifier = Some(Arc::new(verifier));
         self
     }
 
-    /// Checks the OAuth configuration, discovers each issuer's key set and fetches it: the
-    /// start-up check, naming the setting at fault. Does nothing without
-    /// [`oauth`](Self::oauth).
-    ///
-    /// ```
-    /// use oxp_runtime::{oauth::{OAuth, Setting}, server::ServerAuth};
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// assert!(ServerAuth::default().ready().await.is_ok());
-    /// let plain = ServerAuth::default().oauth(OAuth::new("https://h").issuer("https://id").jwks_url("http://keys.example"));
-    /// assert_eq!(plain.ready().await.unwrap_err().setting, Setting::JwksUrl);
-    /// # });
-    /// ```
-    #[cfg(feature = "oauth")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub async fn ready(&self) -> Result<(), crate::oauth::OAuthError> {
-        match &self.oauth {
-            Some(oauth) => oauth.ready().await,
-            None => Ok(()),
-        }
+    /// The verifier [`token_verifier`](Self::token_verifier) installed.
+    pub(crate) fn verifier(&self) -> Option<&Arc<dyn TokenVerifier>> {
+        self.verifier.as_ref()
     }
 
     /// Whether an API key is shorter than the 32 bytes the spec recommends (A.60).
@@ -195,78 +292,17 @@ impl ServerAuth {
     /// assert!(!oxp_runtime::server::ServerAuth::default().is_enabled());
     /// ```
     pub fn is_enabled(&self) -> bool {
-        self.jwt.is_some() || !self.api_keys.is_empty() || self.has_oauth()
+        self.jwt.is_some() || !self.api_keys.is_empty() || self.has_verifier()
     }
 
-    /// Whether OAuth access tokens are accepted (and challenges point to RFC 9728 metadata).
-    pub(crate) fn has_oauth(&self) -> bool {
-        #[cfg(feature = "oauth")]
-        return self.oauth.is_some();
-        #[cfg(not(feature = "oauth"))]
-        false
+    /// Whether a [`TokenVerifier`] checks bearer tokens (and a token in the URL is refused).
+    pub(crate) fn has_verifier(&self) -> bool {
+        self.verifier.is_some()
     }
 
-    #[cfg(feature = "oauth")]
-    pub(crate) fn oauth_verifier(&self) -> Option<&Arc<crate::oauth::Verifier>> {
-        self.oauth.as_ref()
-    }
-
-    /// The scopes every request needs (OAuth's; none without it).
+    /// The scopes every request needs (the verifier's; none without one).
     pub(crate) fn required_scopes(&self) -> Vec<String> {
-        #[cfg(feature = "oauth")]
-        if let Some(oauth) = &self.oauth {
-            return oauth.config().required_scopes().to_vec();
-        }
-        Vec::new()
-    }
-
-    /// Where 401 and 403 answers for `path` send clients to learn how to get a token: the
-    /// RFC 9728 metadata of `/mcp` for MCP's paths, of the server otherwise.
-    pub(crate) fn metadata_url(&self, path: &str) -> Option<Arc<str>> {
-        #[cfg(feature = "oauth")]
-        if let Some(oauth) = &self.oauth {
-            let resource = if path == "/mcp" || path.starts_with("/mcp/") {
-                "/mcp"
-            } else {
-                ""
-            };
-            return Some(oauth.metadata_url(resource).into());
-        }
-        let _ = path;
-        None
-    }
-
-    /// The paths RFC 9728 metadata is served at, each with whether it is `/mcp`'s: where
-    /// [`metadata_url`](Self::metadata_url) points (under the resource's own path, when
-    /// `OXP_PUBLIC_URL` has one), and the host-level locations besides. Empty without OAuth.
-    pub(crate) fn metadata_paths(&self) -> Vec<(String, bool)> {
-        #[cfg(feature = "oauth")]
-        if let Some(oauth) = &self.oauth {
-            let mut paths: Vec<(String, bool)> = Vec::new();
-            let candidates = [
-                (oauth.metadata_path(""), false),
-                (oauth.metadata_path("/mcp"), true),
-                (
-                    Some("/.well-known/oauth-protected-resource".to_owned()),
-                    false,
-                ),
-                (
-                    Some("/.well-known/oauth-protected-resource/mcp".to_owned()),
-                    true,
-                ),
-            ];
-            // A path no route can name is refused at start-up (`ready`); never a route here.
-            for (path, mcp) in candidates {
-                let Some(path) = path else {
-                    continue;
-                };
-                if !paths.iter().any(|(p, _)| *p == path) {
-                    paths.push((path, mcp));
-                }
-            }
-            return paths;
-        }
-        Vec::new()
+        (self.verifier.as_ref()).map_or_else(Vec::new, |v| v.required_scopes().to_vec())
     }
 
     /// Checks a request's headers. With authentication off, every request is
@@ -286,9 +322,9 @@ impl ServerAuth {
         self.authenticate_from(headers, None).await
     }
 
-    /// [`authenticate`](Self::authenticate), for a request from `client`: OAuth holds back a
-    /// client that has sent too many forged tokens (`429`) before looking at its token (see
-    /// [`OAuth::forged_tokens_per_client`](crate::oauth::OAuth::forged_tokens_per_client)).
+    /// [`authenticate`](Self::authenticate), for a request from `client`, which the
+    /// [`TokenVerifier`] is told: OAuth's holds back a client that has sent too many forged
+    /// tokens (`429`) before looking at its token (see `OAuth::forged_tokens_per_client`).
     ///
     /// ```
     /// use axum::http::HeaderMap;
@@ -350,26 +386,15 @@ impl ServerAuth {
         if let Some(principal) = self.match_api_key(token.as_bytes()) {
             return Ok(all(principal));
         }
-        #[cfg(not(feature = "oauth"))]
-        let _ = client;
-        #[cfg(feature = "oauth")]
-        if let Some(oauth) = &self.oauth {
-            // An HS256 token goes to the shared secret, when there is one; every other token
-            // to the identity provider's keys, which refuse HS* themselves.
-            if self.jwt.is_none() || !is_hs256(token) {
-                return match oauth.verify_from(token, client).await {
-                    Ok(verified) => Ok(Caller {
-                        principal: verified.principal,
-                        grant: Grant::Scopes(verified.scopes.into()),
-                    }),
-                    Err(refusal) => Err(AuthError::from_refusal(refusal)),
-                };
-            }
-        }
-        match &self.jwt {
-            Some(jwt) => jwt.verify(token).map(all),
-            None => Err(AuthError::invalid("The API key is not valid.")),
-        }
+        // An HS256 token goes to the shared secret, when there is one; every other token to
+        // the verifier (an identity provider's keys refuse HS* themselves).
+        let verifier: &dyn TokenVerifier = match (&self.jwt, &self.verifier) {
+            (Some(_), Some(verifier)) if !is_hs256(token) => &**verifier,
+            (Some(jwt), _) => jwt,
+            (None, Some(verifier)) => &**verifier,
+            (None, None) => return Err(AuthError::invalid("The API key is not valid.")),
+        };
+        verifier.verify(token, client).await
     }
 
     fn match_api_key(&self, candidate: &[u8]) -> Option<Principal> {
@@ -385,13 +410,36 @@ impl ServerAuth {
 }
 
 /// Whether a JWT's header says HS256 (read unverified, to pick who checks it).
-#[cfg(feature = "oauth")]
 fn is_hs256(token: &str) -> bool {
     jsonwebtoken::decode_header(token).is_ok_and(|h| h.alg == Algorithm::HS256)
 }
 
+/// The shared secret's check.
+impl TokenVerifier for Jwt {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+        _client: Option<std::net::IpAddr>,
+    ) -> BoxFuture<'a, Result<Caller, AuthError>> {
+        let checked = self.check(token).map(|principal| Caller {
+            principal,
+            grant: Grant::All,
+        });
+        Box::pin(std::future::ready(checked))
+    }
+}
+
+impl fmt::Debug for Jwt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the key.
+        f.debug_struct("Jwt")
+            .field("audiences", &self.audiences)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Jwt {
-    fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    fn check(&self, token: &str) -> Result<Principal, AuthError> {
         // HS256 only: `none`, RS* and ES* are refused by the algorithm list (§3.32).
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = LEEWAY_SECONDS;
@@ -482,90 +530,73 @@ enum Kind {
     /// A credential that is not valid.
     Invalid,
     /// The identity provider cannot be asked now: try again after this many seconds.
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     Unavailable(u64),
     /// Valid, but short of these scopes (all the request needs).
     InsufficientScope(Vec<String>),
     /// Too many forged tokens from this client: try again after this many seconds.
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     HeldBack(u64),
     /// Too many introspections under way: the client's own (`429`), or all (`503`).
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     Busy { per_client: bool },
 }
 
 impl AuthError {
     fn missing(message: &'static str) -> Self {
+        AuthError::new(Kind::Missing, Cow::Borrowed(message))
+    }
+
+    fn new(kind: Kind, message: Cow<'static, str>) -> Self {
         AuthError {
-            kind: Kind::Missing,
-            message: Cow::Borrowed(message),
+            kind,
+            message,
             metadata: None,
             scopes: Vec::new(),
         }
     }
 
-    pub(crate) fn invalid(message: &'static str) -> Self {
-        AuthError {
-            kind: Kind::Invalid,
-            message: Cow::Borrowed(message),
-            metadata: None,
-            scopes: Vec::new(),
-        }
+    /// `401`: the credential is not valid, for the reason `message` gives the client (a fixed
+    /// text, so it cannot repeat the credential).
+    ///
+    /// ```
+    /// let error = oxp_runtime::server::AuthError::invalid("The token has expired.");
+    /// assert_eq!(error.status(), 401);
+    /// assert_eq!(error.to_string(), "The token has expired.");
+    /// ```
+    pub fn invalid(message: &'static str) -> Self {
+        AuthError::new(Kind::Invalid, Cow::Borrowed(message))
     }
 
     /// `403 insufficient_scope`: the caller's token lacks one of `needed`, every scope the
     /// request needs.
-    pub(crate) fn insufficient_scope(needed: Vec<String>) -> Self {
-        AuthError {
-            message: Cow::Owned(format!(
-                "The token lacks a scope this request needs; it needs: {}.",
-                needed.join(" ")
-            )),
-            kind: Kind::InsufficientScope(needed),
-            metadata: None,
-            scopes: Vec::new(),
-        }
+    ///
+    /// ```
+    /// let error = oxp_runtime::server::AuthError::insufficient_scope(vec!["tools".into()]);
+    /// assert_eq!(error.status(), 403);
+    /// ```
+    pub fn insufficient_scope(needed: Vec<String>) -> Self {
+        let message = format!(
+            "The token lacks a scope this request needs; it needs: {}.",
+            needed.join(" ")
+        );
+        AuthError::new(Kind::InsufficientScope(needed), Cow::Owned(message))
     }
 
-    #[cfg(feature = "oauth")]
-    fn from_refusal(refusal: crate::oauth::Refusal) -> Self {
-        use crate::oauth::Refusal;
-        match refusal {
-            Refusal::Invalid(message) | Refusal::Forged(message) => AuthError::invalid(message),
-            Refusal::InsufficientScope(needed) => AuthError::insufficient_scope(needed),
-            Refusal::HeldBack(wait) => {
-                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                AuthError {
-                    kind: Kind::HeldBack(seconds.max(1)),
-                    message: Cow::Borrowed(
-                        "Too many invalid tokens from this client: wait before sending another.",
-                    ),
-                    metadata: None,
-                    scopes: Vec::new(),
-                }
-            }
-            Refusal::Unavailable(_) => AuthError {
-                kind: Kind::Unavailable(crate::oauth::FAILURE_RETRY.as_secs().max(1)),
-                message: Cow::Borrowed(
-                    "The identity provider's signing keys cannot be fetched now, so this token \
-                     cannot be checked; try again shortly.",
-                ),
-                metadata: None,
-                scopes: Vec::new(),
-            },
-            Refusal::Busy { per_client } => AuthError {
-                kind: Kind::Busy { per_client },
-                message: Cow::Borrowed(if per_client {
-                    "Too many of this client's tokens are being checked at the identity \
-                     provider at once: wait for them before sending another."
-                } else {
-                    "Too many tokens are being checked at the identity provider at once; \
-                     try again shortly."
-                }),
-                metadata: None,
-                scopes: Vec::new(),
-            },
-        }
+    /// `503` with `Retry-After: seconds`: what checks the token cannot be asked now.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) fn unavailable(seconds: u64, message: &'static str) -> Self {
+        AuthError::new(Kind::Unavailable(seconds), Cow::Borrowed(message))
+    }
+
+    /// `429` with `Retry-After: seconds`: the client sent too many forged tokens.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) fn held_back(seconds: u64, message: &'static str) -> Self {
+        AuthError::new(Kind::HeldBack(seconds), Cow::Borrowed(message))
+    }
+
+    /// Too many tokens being checked elsewhere at once: the client's own (`429`), or all
+    /// (`503`); `Retry-After: 1` either way.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    pub(crate) fn busy(per_client: bool, message: &'static str) -> Self {
+        AuthError::new(Kind::Busy { per_client }, Cow::Borrowed(message))
     }
 
     /// Points the challenge at the resource's RFC 9728 metadata.
@@ -716,7 +747,7 @@ mod tests {
             let key = EncodingKey::from_secret(key.as_bytes());
             let token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
             let jwt = auth.jwt.as_ref().unwrap();
-            jwt.verify(&token).map_err(|refused| refused.to_string())
+            jwt.check(&token).map_err(|refused| refused.to_string())
         };
         let auth = ServerAuth::default()
             .jwt_secret(secret)
@@ -793,11 +824,7 @@ mod tests {
         let (_, rest) = token.split_once('.').unwrap();
         use base64::Engine;
         let hs384 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"alg":"HS384"}"#);
-        let refused = auth
-            .jwt
-            .as_ref()
-            .unwrap()
-            .verify(&format!("{hs384}.{rest}"));
+        let refused = auth.jwt.as_ref().unwrap().check(&format!("{hs384}.{rest}"));
         assert_eq!(refused.unwrap_err().to_string(), "The token is not valid.");
         // No audiences configured: a token without `aud` is let in, one with any is not.
         let open = ServerAuth::default().jwt_secret(secret);

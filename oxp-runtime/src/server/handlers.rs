@@ -71,7 +71,7 @@ fn insufficient_scope(state: &AppState, tool_scopes: &[&str], path: &str) -> Res
             needed.push((*scope).to_owned());
         }
     }
-    let error = AuthError::insufficient_scope(needed).with_metadata(state.auth.metadata_url(path));
+    let error = AuthError::insufficient_scope(needed).with_metadata(state.metadata_url(path));
     // At debug, as every refusal a client can repeat at will.
     tracing::debug!(path, reason = %error, status = 403, "refused a call");
     error.into_response()
@@ -84,7 +84,7 @@ pub(super) async fn authenticate(
 ) -> Response {
     let refused = |error: AuthError, path: &str| {
         let error = error
-            .with_metadata(state.auth.metadata_url(path))
+            .with_metadata(state.metadata_url(path))
             .with_scopes(state.auth.required_scopes());
         // The reason and the path only: never the credential, nor a claim of it. At debug: a
         // client decides how often this happens (a scanner, a broken key).
@@ -92,7 +92,7 @@ pub(super) async fn authenticate(
         error.into_response()
     };
     // A token in the URL ends up in logs and histories (RFC 6750 §2.3, OAuth 2.1 §5.1.1).
-    if state.auth.has_oauth() && request.uri().query().is_some_and(names_access_token) {
+    if state.auth.has_verifier() && request.uri().query().is_some_and(names_access_token) {
         return refused(
             AuthError::invalid("Send the token in the Authorization header, never in the URL."),
             request.uri().path(),
@@ -140,33 +140,15 @@ pub(super) fn scrape(pipeline: &crate::call::Pipeline) -> Response {
     }
 }
 
-/// `GET /.well-known/oauth-protected-resource` (RFC 9728): public and cacheable.
-pub(super) async fn resource_metadata(State(state): State<Arc<AppState>>) -> Response {
-    metadata_response(&state, 0)
-}
-
-/// `GET /.well-known/oauth-protected-resource/mcp`: the metadata of the resource at `/mcp`.
-pub(super) async fn resource_metadata_mcp(State(state): State<Arc<AppState>>) -> Response {
-    metadata_response(&state, 1)
-}
-
-fn metadata_response(state: &AppState, which: usize) -> Response {
-    let Some(documents) = &state.oauth_metadata else {
-        return not_found_response("/.well-known/oauth-protected-resource");
-    };
-    let mut response = json_bytes(StatusCode::OK, documents[which].clone());
+/// `GET /.well-known/oauth-protected-resource[/{front}]` (RFC 9728): a resource's metadata,
+/// public and cacheable.
+pub(super) fn resource_metadata(document: axum::body::Bytes) -> Response {
+    let mut response = json_bytes(StatusCode::OK, document);
     response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=3600"),
     );
     response
-}
-
-fn not_found_response(path: &str) -> Response {
-    json_response(
-        StatusCode::NOT_FOUND,
-        &json!({ "message": format!("No route for GET {path}") }),
-    )
 }
 
 /// §1 H.11–13: 200 when ready, no authentication.

@@ -24,7 +24,6 @@ mod dialect;
 mod discovery;
 mod guard;
 mod handlers;
-mod hs256;
 mod listen;
 mod playground;
 mod respond;
@@ -36,7 +35,9 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-pub use auth::{AuthError, Caller, ForeignUser, Grant, Principal, ServerAuth};
+pub use auth::{
+    AuthError, Caller, ForeignUser, Grant, Principal, ResourceMetadata, ServerAuth, TokenVerifier,
+};
 pub use listen::ConnectionLimits;
 
 use crate::call::Pipeline;
@@ -312,7 +313,10 @@ impl Server {
     }
 
     /// Serves `router` under `path`, behind the server's guard and authentication: how another
-    /// front shares the port (one with a single endpoint can be [`mount`](Self::mount)ed).
+    /// front shares the port (one with a single endpoint can be [`mount`](Self::mount)ed). With
+    /// a [`TokenVerifier`] that publishes RFC 9728 metadata (OAuth's), `path` is a protected
+    /// resource of its own: its metadata is served at `/.well-known/oauth-protected-resource{path}`
+    /// and refusals under `path` point to it.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
@@ -338,7 +342,8 @@ impl Server {
 
     /// Serves `service` at exactly `path`, behind the server's guard and authentication: a
     /// front with one endpoint shares the port this way, without the nesting a router needs
-    /// (`serve()` mounts MCP's streamable HTTP at `/mcp` so).
+    /// (`serve()` mounts MCP's streamable HTTP at `/mcp` so). Its RFC 9728 metadata, if any, is
+    /// its own, as [`nest`](Self::nest) says.
     ///
     /// ```
     /// use oxp_runtime::{call::Pipeline, server::{Server, ServerAuth}, Registry};
@@ -528,6 +533,30 @@ impl Server {
         self
     }
 
+    /// Checks bearer tokens with `verifier`, beside the API keys and HS256 secret of
+    /// [`auth`](Self::auth) (call it after `auth`, which replaces them all): see
+    /// [`TokenVerifier`] for an app's own, and `ServerAuth::oauth` for an identity provider's.
+    ///
+    /// ```
+    /// use oxp_runtime::__private::BoxFuture;
+    /// use oxp_runtime::server::{AuthError, Caller, Server, TokenVerifier};
+    ///
+    /// #[derive(Debug)]
+    /// struct NoOne;
+    /// impl TokenVerifier for NoOne {
+    ///     fn verify<'a>(&'a self, _: &'a str, _: Option<std::net::IpAddr>) -> BoxFuture<'a, Result<Caller, AuthError>> {
+    ///         Box::pin(async { Err(AuthError::invalid("No token is good here.")) })
+    ///     }
+    /// }
+    /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
+    /// let app: axum::Router = Server::new(registry).token_verifier(NoOne).router();
+    /// ```
+    #[must_use]
+    pub fn token_verifier(mut self, verifier: impl TokenVerifier) -> Self {
+        self.auth = self.auth.token_verifier(verifier);
+        self
+    }
+
     /// The largest request body accepted, on every route; larger ones get a `413` with a JSON
     /// body (at once, when the declared `Content-Length` says so).
     ///
@@ -695,12 +724,13 @@ impl Server {
     /// ```
     pub fn router(mut self) -> Router {
         let playground = self.playground;
+        let fronts = self.front_paths();
         let nested = std::mem::take(&mut self.nested);
         let mounted = std::mem::take(&mut self.mounted);
         let metrics_route = self.metrics_route;
         let card = self.card.clone();
         let public_url = self.public_url.clone();
-        let state = self.state();
+        let state = self.state_for(&fronts);
         let with_metrics = metrics_route && state.pipeline.metrics_handle().is_some();
         let protected = Router::new()
             .route("/tools", get(list_tools))
@@ -754,21 +784,13 @@ impl Server {
         };
         let open = Router::new().route("/health", get(health));
         // RFC 9728: public, so a client that was refused can learn where to get a token.
-        let open = if state.oauth_metadata.is_some() {
-            state
-                .auth
-                .metadata_paths()
-                .into_iter()
-                .fold(open, |open, (path, mcp)| {
-                    if mcp {
-                        open.route(&path, get(handlers::resource_metadata_mcp))
-                    } else {
-                        open.route(&path, get(handlers::resource_metadata))
-                    }
-                })
-        } else {
-            open
-        };
+        let open = (state.metadata.routes.iter()).fold(open, |open, (path, document)| {
+            let document = document.clone();
+            open.route(
+                path,
+                get(move || std::future::ready(handlers::resource_metadata(document))),
+            )
+        });
         let open = if playground {
             open.route("/", get(playground::page))
         } else {
@@ -792,41 +814,42 @@ impl Server {
 }
 
 impl Server {
+    /// The paths other fronts are [`nest`](Self::nest)ed and [`mount`](Self::mount)ed at: each
+    /// a protected resource of its own (RFC 9728).
+    fn front_paths(&self) -> Vec<String> {
+        let nested = self.nested.iter().map(|(path, _)| path);
+        let mounted = self.mounted.iter().map(|(path, _)| path);
+        nested.chain(mounted).cloned().collect()
+    }
+
     /// What every request's handling shares.
     fn state(self) -> Arc<AppState> {
+        let fronts = self.front_paths();
+        self.state_for(&fronts)
+    }
+
+    /// [`state`](Self::state), with the fronts at `fronts` (taken out of the server already).
+    fn state_for(self, fronts: &[String]) -> Arc<AppState> {
         let mut browsers = self.browsers;
         if let Some(url) = &self.public_url {
             browsers.origins.push(Browsers::origin_of(url));
         }
-        #[cfg(feature = "oauth")]
-        let oauth_metadata = self.auth.oauth_verifier().map(|oauth| {
-            // What a caller is told it may ask for: the scopes every call needs, and each
-            // tool's, resource's and prompt's.
-            let mut scopes: Vec<String> = oauth.config().required_scopes().to_vec();
-            let registry = self.pipeline.registry();
-            let each = (registry.tools().iter().map(|t| t.descriptor().scopes))
-                .chain(registry.resources().iter().map(|r| r.descriptor().scopes))
-                .chain(registry.prompts().iter().map(|p| p.descriptor().scopes));
-            for scope in each.flatten() {
-                if !scopes.iter().any(|s| s == scope) {
-                    scopes.push((*scope).to_owned());
+        let metadata = match self.auth.verifier() {
+            Some(verifier) => {
+                let mut resources = vec![""];
+                for front in fronts.iter().map(|f| f.trim_end_matches('/')) {
+                    if !resources.contains(&front) {
+                        resources.push(front);
+                    }
                 }
+                verifier.attach(&self.pipeline, &resources);
+                resource_metadata(&**verifier, &self.pipeline, &resources)
             }
-            if let Some(metrics) = self.pipeline.metrics_handle() {
-                oauth.attach_metrics(metrics);
-            }
-            let json = |path| {
-                axum::body::Bytes::from(
-                    serde_json::to_vec(&oauth.metadata(path, &scopes)).expect("JSON serializes"),
-                )
-            };
-            [json(""), json("/mcp")]
-        });
-        #[cfg(not(feature = "oauth"))]
-        let oauth_metadata = None;
+            None => Metadata::default(),
+        };
         Arc::new(AppState {
             discovery: self.card.is_some(),
-            oauth_metadata,
+            metadata,
             pipeline: self.pipeline,
             auth: self.auth,
             max_body_bytes: self.max_body_bytes,
@@ -875,8 +898,95 @@ struct AppState {
     trust_user_id: bool,
     /// `{public_url}/authorization/`, made once: where `check_url`s point when configured.
     public_check_url: Option<String>,
-    /// RFC 9728 metadata of the server and of its `/mcp`, made once (OAuth only).
-    oauth_metadata: Option<[axum::body::Bytes; 2]>,
+    /// The RFC 9728 metadata of the server and its fronts, made once.
+    metadata: Metadata,
     /// Whether the discovery documents are served, and so open to pages of any origin.
     discovery: bool,
+}
+
+impl AppState {
+    /// Where 401 and 403 answers for `path` send clients to learn how to get a token: the
+    /// RFC 9728 metadata of the front `path` is under (the longest such front's), else of the
+    /// server; `None` when the verifier publishes none.
+    fn metadata_url(&self, path: &str) -> Option<Arc<str>> {
+        let under = |front: &str| {
+            path.strip_prefix(front)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        (self.metadata.urls.iter())
+            .filter(|(front, _)| front.is_empty() || under(front))
+            .max_by_key(|(front, _)| front.len())
+            .map(|(_, url)| url.clone())
+    }
+}
+
+/// The RFC 9728 metadata a server publishes (none without a verifier that has any).
+#[derive(Default)]
+struct Metadata {
+    /// Where each protected resource's is, by the path the resource is at (`""` for the
+    /// server, then each front's): what challenges point to.
+    urls: Vec<(String, Arc<str>)>,
+    /// Each path a document is served at, with the document.
+    routes: Vec<(String, axum::body::Bytes)>,
+}
+
+/// The RFC 9728 metadata `verifier` publishes for each of `resources` (the server's `""`, then
+/// each front's path): where each is (for challenges), and the paths to serve each document at —
+/// where its URL points on this server (so a challenge never points at a 404, whatever path the
+/// public URL has) and the host-level `/.well-known/oauth-protected-resource{path}`.
+fn resource_metadata(
+    verifier: &dyn TokenVerifier,
+    pipeline: &Pipeline,
+    resources: &[&str],
+) -> Metadata {
+    // What a caller is told it may ask for: the scopes every call needs, and each tool's,
+    // resource's and prompt's.
+    let mut scopes: Vec<String> = verifier.required_scopes().to_vec();
+    let registry = pipeline.registry();
+    let each = (registry.tools().iter().map(|t| t.descriptor().scopes))
+        .chain(registry.resources().iter().map(|r| r.descriptor().scopes))
+        .chain(registry.prompts().iter().map(|p| p.descriptor().scopes));
+    for scope in each.flatten() {
+        if !scopes.iter().any(|s| s == scope) {
+            scopes.push((*scope).to_owned());
+        }
+    }
+    let mut urls: Vec<(String, Arc<str>)> = Vec::new();
+    let mut routes: Vec<(String, axum::body::Bytes)> = Vec::new();
+    for &resource in resources {
+        let Some(metadata) = verifier.resource_metadata(resource, &scopes) else {
+            continue;
+        };
+        let document = axum::body::Bytes::from(
+            serde_json::to_vec(&metadata.document).expect("JSON serializes"),
+        );
+        let host_level = format!("/.well-known/oauth-protected-resource{resource}");
+        for path in [url_path(&metadata.url), Some(host_level.as_str())] {
+            // A path no route can name is never a route (OAuth refuses it at start-up).
+            let Some(path) = path.filter(|p| routable(p)) else {
+                continue;
+            };
+            if !routes.iter().any(|(p, _)| p == path) {
+                routes.push((path.to_owned(), document.clone()));
+            }
+        }
+        urls.push((resource.to_owned(), metadata.url.into()));
+    }
+    Metadata { urls, routes }
+}
+
+/// The path of an absolute URL (`None` for a host-only one).
+fn url_path(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    rest.find('/').map(|i| &rest[i..])
+}
+
+/// Whether a route can name `path` as it is: plain URL characters (none of a route's `{}` or
+/// `*`), no empty segment.
+fn routable(path: &str) -> bool {
+    path.starts_with('/')
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~/%!$&'()+,;=".contains(&b))
+        && !path.contains("//")
 }

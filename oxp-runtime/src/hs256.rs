@@ -6,6 +6,8 @@
 //! sha2), some 25 crates. With `oauth`, ring is linked already, and its provider
 //! (`oauth/crypto.rs`) verifies HS256 as every other algorithm. Parsing, claims and their
 //! validation stay `jsonwebtoken`'s either way.
+//! Here rather than in `server`: the process has one provider, which the server's HS256 check and
+//! the `oauth` module both need, and the server names no other front.
 
 /// Makes the process's `jsonwebtoken` provider one that verifies HS256, unless one is already
 /// in place (an app's own, or `jsonwebtoken`'s `rust_crypto` or `aws_lc_rs` feature enabled
