@@ -22,10 +22,12 @@ pub(crate) use stream::Stream;
 
 use std::sync::Arc;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header, request::Parts};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
+use futures_util::future::Either;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
@@ -82,53 +84,87 @@ impl tower_service::Service<Request> for McpService {
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let server = self.0.clone();
-        Box::pin(async move { Ok(serve(server, request).await) })
+        Box::pin(serve(self.0.clone(), request).map(Ok))
     }
 }
 
 /// One HTTP request to `/mcp`.
-async fn serve(server: Arc<McpServer>, request: Request) -> Response {
-    if request.method() != Method::POST {
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            [(header::ALLOW, "POST")],
-            "Method Not Allowed",
-        )
-            .into_response();
-    }
-    if let Err((status, text)) = media_types(request.headers()) {
-        return plain(status, text);
+///
+/// Its future is allocated per request, so it is built to hold only what its two awaits
+/// need: the checks that need no body come first, outside it, and what the body says is
+/// decided at once ([`next`]) before the one await a request makes.
+fn serve(
+    server: Arc<McpServer>,
+    request: Request,
+) -> impl Future<Output = Response> + Send + 'static {
+    if let Some(refused) = refused_before_the_body(&request) {
+        return Either::Left(std::future::ready(refused));
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, server.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(error) => return body_failure(&error, server.max_body_bytes),
+    Either::Right(async move {
+        let bytes = match axum::body::to_bytes(body, server.max_body_bytes).await {
+            Ok(bytes) => bytes,
+            Err(error) => return body_failure(&error, server.max_body_bytes),
+        };
+        let next = next(server, parts, &bytes);
+        match next {
+            Next::Answered(response) => response,
+            Next::Running(running) => running.respond().await,
+            Next::Reply(reply) => reply.await,
+        }
+    })
+}
+
+/// What HTTP says of a request before its body is read: a method other than POST, or media
+/// types that are not MCP's.
+fn refused_before_the_body(request: &Request) -> Option<Response> {
+    if request.method() != Method::POST {
+        let allow = [(header::ALLOW, "POST")];
+        return Some((StatusCode::METHOD_NOT_ALLOWED, allow, "Method Not Allowed").into_response());
+    }
+    let (status, text) = media_types(request.headers()).err()?;
+    Some(plain(status, text))
+}
+
+/// What a request's body leads to.
+enum Next {
+    /// Answered at once: refused, or a notification accepted.
+    Answered(Response),
+    /// A request whose method runs.
+    Running(Running),
+    /// A client's reply to a request of the server's own.
+    Reply(futures_util::future::BoxFuture<'static, Response>),
+}
+
+/// The message `bytes` hold, begun.
+fn next(server: Arc<McpServer>, parts: Parts, bytes: &Bytes) -> Next {
+    let error = |error| {
+        let message = ServerJsonRpcMessage::error(error, None);
+        Next::Answered(json(&message, StatusCode::BAD_REQUEST))
     };
-    match read::message(&bytes) {
+    match read::message(bytes) {
         Ok((ClientJsonRpcMessage::Request(request), meta)) => {
             if let Some(refused) = out_of_scope(&server, &request.request, &parts) {
-                return refused;
+                return Next::Answered(refused);
             }
-            answer(server, request, meta, parts).await
+            match begin(server, request, meta, parts) {
+                Begun::Running(running) => Next::Running(running),
+                Begun::Refused(refused) => Next::Answered(refused),
+            }
         }
         Ok((ClientJsonRpcMessage::Notification(notification), _)) => {
             let method = notification_method(&notification.notification);
             match method.map_or(Ok(()), |m| headers::check(&parts.headers, m, None, None)) {
-                Ok(()) => StatusCode::ACCEPTED.into_response(),
-                Err(error) => json(
-                    &ServerJsonRpcMessage::error(error, None),
-                    StatusCode::BAD_REQUEST,
-                ),
+                Ok(()) => Next::Answered(StatusCode::ACCEPTED.into_response()),
+                Err(refused) => error(refused),
             }
         }
         Ok((answer @ (ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_)), _)) => {
-            server.answered(&parts, answer).await
+            Next::Reply(Box::pin(
+                async move { server.answered(&parts, answer).await },
+            ))
         }
-        Err(error) => json(
-            &ServerJsonRpcMessage::error(error, None),
-            StatusCode::BAD_REQUEST,
-        ),
+        Err(refused) => error(refused),
     }
 }
 
@@ -141,20 +177,23 @@ fn out_of_scope(server: &McpServer, request: &ClientRequest, parts: &Parts) -> O
     (!grant.allows(&needed)).then(|| refusal.refuse(&needed))
 }
 
-/// A request: the revision's checks, then its method, answered as JSON or, if it sends
-/// something first, as a stream. `meta`: its `_meta`, if it was read out already.
-async fn answer(
+/// A request: the revision's checks, then its method, started; or the answer that refuses it.
+/// `meta`: its `_meta`, if it was read out already.
+///
+/// Not async: everything up to the run is decided at once, so the request's future holds only
+/// what [`Running`] keeps while it waits (the run itself has its own allocation).
+fn begin(
     server: Arc<McpServer>,
     mut request: JsonRpcRequest<ClientRequest>,
     meta: Option<RequestMetaObject>,
     parts: Parts,
-) -> Response {
+) -> Begun {
     let id = request.id.clone();
     let refused = |error: McpError| {
-        json(
+        Begun::Refused(json(
             &ServerJsonRpcMessage::error(error, Some(id.clone())),
             StatusCode::BAD_REQUEST,
-        )
+        ))
     };
     let meta = meta.unwrap_or_else(|| std::mem::take(request.request.get_meta_mut()));
     // The revision the request names itself, read once (each reading parses `_meta`), and
@@ -162,7 +201,7 @@ async fn answer(
     let own = (meta.protocol_version()).map(|own| known(own.as_str()).cloned().unwrap_or(own));
     let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
         Ok(header) => header,
-        Err(Refusal::Plain(status, text)) => return plain(status, text),
+        Err(Refusal::Plain(status, text)) => return Begun::Refused(plain(status, text)),
         Err(Refusal::JsonRpc(error)) => return refused(error),
     };
     let (method, name) = method_and_name(&request.request);
@@ -207,11 +246,11 @@ async fn answer(
             {
                 Some(capabilities) => Some(capabilities),
                 None => {
-                    return plain(
+                    return Begun::Refused(plain(
                         StatusCode::NOT_FOUND,
                         "Not Found: this server issued no such session (it may have been issued \
                          under another state key); initialize again",
-                    );
+                    ));
                 }
             },
         },
@@ -235,21 +274,58 @@ async fn answer(
             Err(error) => ServerJsonRpcMessage::error(error, Some(request.id)),
         }
     };
-    let mut answer = Answer::new(run, cancel);
-    tokio::select! {
-        message = &mut answer => match stream.sent() {
-            // It sent something as it ended: that goes first, on a stream.
-            Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
-            None => {
-                let status = if statuses { status_of(&message, !complete) } else { StatusCode::OK };
-                let mut response = json(&message, status);
-                if let Some(session) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
-                    response.headers_mut().insert(session::HEADER, session);
+    Begun::Running(Running {
+        answer: Answer::new(run, cancel),
+        stream,
+        statuses,
+        complete,
+        session,
+    })
+}
+
+/// A request begun: running, or refused before its method ran.
+enum Begun {
+    Running(Running),
+    Refused(Response),
+}
+
+/// A request whose method runs, and what its answer needs once it has one.
+struct Running {
+    answer: Answer,
+    stream: Stream,
+    /// Whether its errors are answered with the status they call for (see [`status_of`]).
+    statuses: bool,
+    /// Whether its `_meta` had all 2026-07-28 requires.
+    complete: bool,
+    /// The session id an `initialize` is answered with.
+    session: Option<String>,
+}
+
+impl Running {
+    /// The answer as JSON or, if the method sends something first, as a stream.
+    async fn respond(self) -> Response {
+        let Running {
+            mut answer,
+            stream,
+            statuses,
+            complete,
+            session,
+        } = self;
+        tokio::select! {
+            message = &mut answer => match stream.sent() {
+                // It sent something as it ended: that goes first, on a stream.
+                Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
+                None => {
+                    let status = if statuses { status_of(&message, !complete) } else { StatusCode::OK };
+                    let mut response = json(&message, status);
+                    if let Some(session) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
+                        response.headers_mut().insert(session::HEADER, session);
+                    }
+                    response
                 }
-                response
-            }
-        },
-        sent = stream.opened() => stream::response(Progress::Running(answer), sent),
+            },
+            sent = stream.opened() => stream::response(Progress::Running(answer), sent),
+        }
     }
 }
 
