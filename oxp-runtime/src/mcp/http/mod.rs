@@ -564,6 +564,10 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
     (status, text.into()).into_response()
 }
 
+/// The headers a typical MCP request carries: HTTP's (`Host`, `Content-Type`, `Content-Length`,
+/// `Accept`, `User-Agent`, `Accept-Encoding`, `Authorization`), and MCP's standard ones.
+const REQUEST_HEADERS: usize = 12;
+
 fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
     // A message of MCP's own types always serializes.
     // Room for a typical answer at once, rather than growing through five sizes to it.
@@ -571,6 +575,10 @@ fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
     serde_json::to_writer(&mut body, message).expect("an MCP message serializes");
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
+    // hyper reads the next request on the connection into this answer's header map, emptied:
+    // with room for the headers an MCP request carries (the standard ones beside HTTP's own),
+    // it need not grow for each.
+    *response.headers_mut() = HeaderMap::with_capacity(REQUEST_HEADERS);
     (response.headers_mut()).insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
