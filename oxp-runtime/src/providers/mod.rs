@@ -833,13 +833,13 @@ impl Dispatcher {
         answers: std::collections::BTreeMap<String, Value>,
     ) -> (Step, Failure) {
         let PendingInput { call, state, .. } = pending;
-        let opened = self.bound(&call, |binding| self.sealer.open(&state, binding));
+        let metrics = self.pipeline.metrics_handle();
+        let opened = self.bound(&call, |binding| {
+            self.sealer.open_counted(&state, binding, metrics)
+        });
         let ledger = match opened {
             Ok(ledger) => ledger,
             Err(bad) => {
-                if let Some(metrics) = self.pipeline.metrics_handle() {
-                    metrics.refused_state(bad);
-                }
                 let result = failed(
                     &call,
                     format!(
@@ -878,12 +878,12 @@ impl Dispatcher {
             .resolve_wire_name(&call.name)
             .map_or("", |tool| tool.id());
         let no_input = Value::Null;
-        f(&crate::seal::Binding {
+        f(&crate::seal::Binding::call(
             tool_id,
-            input: call.arguments.as_ref().unwrap_or(&no_input),
-            principal: self.meta.principal.as_deref().unwrap_or_default(),
-            user: self.context.user_id.as_deref().unwrap_or_default(),
-        })
+            call.arguments.as_ref().unwrap_or(&no_input),
+            self.meta.principal.as_deref(),
+            self.context.user_id.as_deref(),
+        ))
     }
 
     /// One round of one call. Every round runs under the model's call id, so a round resumed
