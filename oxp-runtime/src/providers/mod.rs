@@ -296,6 +296,26 @@ pub(crate) fn object_arguments(value: Option<&Value>, field: &str) -> Result<Val
     }
 }
 
+/// What every format's dispatch does, the format supplying only its wire shape: read the
+/// model's calls with `parse`, run them through `dispatcher`, and answer each result with
+/// `answer`, in the calls' order.
+pub(crate) async fn dispatch(
+    dispatcher: &Dispatcher,
+    response: &Value,
+    parse: fn(&Value) -> Result<Vec<ToolCall>, DispatchError>,
+    answer: fn(ToolResult) -> Value,
+) -> Result<Vec<Value>, DispatchError> {
+    let results = dispatcher.run(parse(response)?).await?;
+    Ok(results.into_iter().map(answer).collect())
+}
+
+/// The one `role: "user"` message that carries every answer under `field` (Anthropic's
+/// `content`, Gemini's `parts`), for the formats that answer so: none when the model called no
+/// tool, since both APIs refuse a message with nothing in it.
+pub(crate) fn user_message(field: &str, answers: Vec<Value>) -> Option<Value> {
+    (!answers.is_empty()).then(|| json!({"role": "user", field: answers}))
+}
+
 /// What came of one tool call, ready to be put in the provider's result format.
 ///
 /// ```
