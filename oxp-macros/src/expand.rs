@@ -77,9 +77,38 @@ fn glue(
     identity: &Identity,
 ) -> TokenStream {
     let fn_name = &tool.fn_name;
-    let vis = &item.vis;
+    // The assertions that report a wrong type in our words, on the type: the input's, then
+    // the output's.
+    let mut checks = Vec::new();
+    let (input, call_args, decoded) = input(item, oxp, tool, &mut checks);
+    // Spanned on the fn's name, where a call that does not type-check (or an async fn's future
+    // that is not `Send`) is reported.
+    let call = quote_spanned!(fn_name.span()=> #fn_name(#(#call_args),*));
+    let (encode, output_schema) = output(oxp, &tool.output, &mut checks);
+    let invoke = invoke(oxp, tool, &call, &encode, &input.decode, &decoded);
+    descriptor(
+        item,
+        oxp,
+        args,
+        tool,
+        identity,
+        Emitted {
+            input,
+            checks,
+            output_schema,
+            invoke,
+        },
+    )
+}
 
-    // The arguments the glue passes to the fn, in the fn's order.
+/// How the glue reads the input, the arguments it passes to the fn (in the fn's order), and
+/// the locals `decode` reads the input into (in its tuple's order).
+fn input(
+    item: &syn::ItemFn,
+    oxp: &TokenStream,
+    tool: &Tool,
+    checks: &mut Vec<TokenStream>,
+) -> (InputGlue, Vec<TokenStream>, Vec<syn::Ident>) {
     let mut call_args: Vec<(usize, TokenStream)> = Vec::new();
     if let Some((position, by_ref)) = tool.context {
         let context = if by_ref {
@@ -89,14 +118,8 @@ fn glue(
         };
         call_args.push((position, context));
     }
-    let mut checks = Vec::new();
-    // The locals `decode` reads the input into, in its tuple's order.
     let mut decoded: Vec<syn::Ident> = Vec::new();
-    let InputGlue {
-        items: input_items,
-        schema: input_schema,
-        decode,
-    } = match &tool.inputs {
+    let input = match &tool.inputs {
         Inputs::Params(params) => {
             let locals: Vec<_> = (0..params.len())
                 .map(|i| format_ident!("__oxp_arg{i}"))
@@ -127,12 +150,17 @@ fn glue(
         }
     };
     call_args.sort_by_key(|(position, _)| *position);
-    let call_args: Vec<_> = call_args.into_iter().map(|(_, arg)| arg).collect();
-    // Spanned on the fn's name, where a call that does not type-check (or an async fn's future
-    // that is not `Send`) is reported.
-    let call = quote_spanned!(fn_name.span()=> #fn_name(#(#call_args),*));
+    let call_args = call_args.into_iter().map(|(_, arg)| arg).collect();
+    (input, call_args, decoded)
+}
 
-    let (encode, output_schema) = match &tool.output {
+/// The runtime fn that encodes what the fn returns, and the descriptor's `output_schema`.
+fn output(
+    oxp: &TokenStream,
+    output: &Output,
+    checks: &mut Vec<TokenStream>,
+) -> (TokenStream, TokenStream) {
+    match output {
         Output::Unit => (quote!(#oxp::unit), quote!(::core::option::Option::None)),
         Output::Value(ty) => {
             checks.push(quote_spanned!(ty.span()=> #oxp::assert_output::<#ty>();));
@@ -156,8 +184,20 @@ fn glue(
                 quote!(::core::option::Option::Some(#oxp::output_schema::<#ok>)),
             )
         }
-    };
+    }
+}
 
+/// The descriptor's `invoke`: the fn `__oxp_invoke`, which reads the input, calls the fn and
+/// encodes its output, as an `Invoke::Async` or an `Invoke::Blocking`.
+fn invoke(
+    oxp: &TokenStream,
+    tool: &Tool,
+    call: &TokenStream,
+    encode: &TokenStream,
+    decode: &TokenStream,
+    decoded: &[syn::Ident],
+) -> TokenStream {
+    let fn_name = &tool.fn_name;
     // An async fn's future, boxed with its output's encoding: by a runtime fn (generic only
     // over the future, so no state machine of its own per tool) unless the fn borrows the
     // context, which an async block must then own.
@@ -167,7 +207,7 @@ fn glue(
         },
         _ => quote_spanned!(fn_name.span()=> #oxp::boxed(#call, #encode)),
     };
-    let invoke = if tool.is_async {
+    if tool.is_async {
         // The input is read before the future is made: the future holds only the arguments
         // and the fn's own future, and each tool's state machine (compiled in the crate's root
         // module with every other tool, again after any edit of the file) carries no decoding.
@@ -197,8 +237,39 @@ fn glue(
             }
             #oxp::Invoke::Blocking(__oxp_invoke)
         }
-    };
+    }
+}
 
+/// What [`descriptor`] places that the steps before it made.
+struct Emitted {
+    input: InputGlue,
+    checks: Vec<TokenStream>,
+    output_schema: TokenStream,
+    invoke: TokenStream,
+}
+
+/// The handle struct `add` with `add::TOOL`, and the descriptor submitted to `inventory`.
+fn descriptor(
+    item: &syn::ItemFn,
+    oxp: &TokenStream,
+    args: &Args,
+    tool: &Tool,
+    identity: &Identity,
+    emitted: Emitted,
+) -> TokenStream {
+    let fn_name = &tool.fn_name;
+    let vis = &item.vis;
+    let Emitted {
+        input:
+            InputGlue {
+                items: input_items,
+                schema: input_schema,
+                ..
+            },
+        checks,
+        output_schema,
+        invoke,
+    } = emitted;
     let Identity {
         toolkit,
         name,

@@ -102,115 +102,155 @@ pub fn args(tokens: TokenStream, errors: &mut Errors) -> Args {
             errors.spanned(&meta.path, unknown_key_message("this path", KEYS));
             return skip_value(&meta);
         };
-        let repeatable = matches!(key.as_str(), "secret" | "authorization" | "example");
-        if KEYS.contains(&key.as_str()) && !repeatable {
-            if seen.contains(&key) {
-                errors.spanned(&meta.path, format!("duplicate key `{key}`: give it once"));
-                return skip_value(&meta);
-            }
-            seen.push(key.clone());
+        if given_twice(&meta, &key, &mut seen, errors) {
+            return skip_value(&meta);
         }
-        match key.as_str() {
-            "toolkit" => args.toolkit = string(&meta, &key, "\"Calculator\"", errors)?,
-            "name" => args.name = string(&meta, &key, "\"Add\"", errors)?,
-            "wire_name" => args.wire_name = string(&meta, &key, "\"greet\"", errors)?,
-            "version" => args.version = string(&meta, &key, "\"1.0.0\"", errors)?,
-            "secret" => {
-                if let Some(secret) = string(&meta, &key, "\"TWILIO_API_KEY\"", errors)? {
-                    args.secrets.push(secret);
-                }
-            }
-            "user_id" => {
-                if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
-                    errors.spanned(
-                        &meta.path,
-                        "`user_id` is a flag and takes no value: write `user_id` to require a user id",
-                    );
-                    return skip_value(&meta);
-                }
-                args.user_id = true;
-            }
-            "always_load" => {
-                if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
-                    errors.spanned(
-                        &meta.path,
-                        "`always_load` is a flag and takes no value: write `always_load` to have hosts that defer tools load this one up front, or leave it out to let them defer it",
-                    );
-                    return skip_value(&meta);
-                }
-                args.always_load = true;
-            }
-            "search_hint" => {
-                args.search_hint = string(&meta, &key, "\"pdf invoice receipt\"", errors)?;
-            }
-            "timeout_ms" => {
-                if !meta.input.peek(Token![=]) {
-                    errors.spanned(
-                        &meta.path,
-                        "`timeout_ms` takes a number: `timeout_ms = 30000`",
-                    );
-                    return skip_value(&meta);
-                }
-                let value = meta.value()?;
-                if value.peek(LitInt) {
-                    args.timeout_ms = Some(value.parse()?);
-                } else {
-                    let expr: syn::Expr = value.parse()?;
-                    errors.spanned(
-                        expr,
-                        "`timeout_ms` takes a whole number of milliseconds: `timeout_ms = 30000`",
-                    );
-                }
-            }
-            "authorization" => {
-                if let Some(authorization) = authorization(&meta, errors)? {
-                    args.authorization.push(authorization);
-                }
-            }
-            "title" => args.title = string(&meta, &key, "\"Add numbers\"", errors)?,
-            "confirm" => args.confirm = string(&meta, &key, "\"Delete {path}?\"", errors)?,
-            "cannot_ask" => args.cannot_ask = string(&meta, &key, "\"hide\"", errors)?,
-            "task" => args.task = string(&meta, &key, "\"optional\"", errors)?,
-            "deprecated" => {
-                args.deprecated = string(&meta, &key, "\"use Calculator.Add@2\"", errors)?;
-            }
-            "example" => {
-                if let Some(example) = string(&meta, &key, "r#\"{\"a\": 1}\"#", errors)? {
-                    args.examples.push(example);
-                }
-            }
-            "read_only" => args.read_only = flag(&meta, &key, errors)?,
-            "destructive" => args.destructive = flag(&meta, &key, errors)?,
-            "idempotent" => args.idempotent = flag(&meta, &key, errors)?,
-            "open_world" => args.open_world = flag(&meta, &key, errors)?,
-            "tags" => {
-                args.tags = string_list(&meta, "tags", "`tags = [\"math\", \"billing\"]`", errors)?
-            }
-            "scopes" => {
-                args.scopes = string_list(&meta, "scopes", "`scopes = [\"files:write\"]`", errors)?;
-            }
-            "crate" => {
-                if let Some(path) = string(&meta, &key, "\"my_oxp\"", errors)? {
-                    match path.parse::<syn::Path>() {
-                        Ok(parsed) => args.krate = Some(parsed),
-                        Err(_) => errors.spanned(
-                            &path,
-                            "`crate` takes the path the runtime is reached by: `crate = \"my_oxp\"` after `my_oxp = { package = \"oxp-runtime\" }`",
-                        ),
-                    }
-                }
-            }
-            _ => {
-                errors.spanned(&meta.path, unknown_key_message(&format!("`{key}`"), KEYS));
-                return skip_value(&meta);
-            }
-        }
-        Ok(())
+        arg(&mut args, &meta, &key, errors)
     });
     if let Err(error) = parser.parse2(tokens) {
         errors.push(error);
     }
     args
+}
+
+/// Whether `key` was given before (reported, then): every key but `secret`, `authorization` and
+/// `example` is given once.
+fn given_twice(
+    meta: &ParseNestedMeta,
+    key: &str,
+    seen: &mut Vec<String>,
+    errors: &mut Errors,
+) -> bool {
+    let repeatable = matches!(key, "secret" | "authorization" | "example");
+    if KEYS.contains(&key) && !repeatable {
+        if seen.iter().any(|k| k == key) {
+            errors.spanned(&meta.path, format!("duplicate key `{key}`: give it once"));
+            return true;
+        }
+        seen.push(key.to_owned());
+    }
+    false
+}
+
+/// One argument, `key` with its value, into `args`; an unknown key is reported with the
+/// closest known one.
+fn arg(args: &mut Args, meta: &ParseNestedMeta, key: &str, errors: &mut Errors) -> syn::Result<()> {
+    match key {
+        "toolkit" => args.toolkit = string(meta, key, "\"Calculator\"", errors)?,
+        "name" => args.name = string(meta, key, "\"Add\"", errors)?,
+        "wire_name" => args.wire_name = string(meta, key, "\"greet\"", errors)?,
+        "version" => args.version = string(meta, key, "\"1.0.0\"", errors)?,
+        "secret" => {
+            if let Some(secret) = string(meta, key, "\"TWILIO_API_KEY\"", errors)? {
+                args.secrets.push(secret);
+            }
+        }
+        "user_id" => {
+            args.user_id = bare_flag(
+                meta,
+                "`user_id` is a flag and takes no value: write `user_id` to require a user id",
+                errors,
+            )?;
+        }
+        "always_load" => {
+            args.always_load = bare_flag(
+                meta,
+                "`always_load` is a flag and takes no value: write `always_load` to have hosts that defer tools load this one up front, or leave it out to let them defer it",
+                errors,
+            )?;
+        }
+        "search_hint" => {
+            args.search_hint = string(meta, key, "\"pdf invoice receipt\"", errors)?;
+        }
+        "timeout_ms" => args.timeout_ms = timeout_ms(meta, errors)?,
+        "authorization" => {
+            if let Some(authorization) = authorization(meta, errors)? {
+                args.authorization.push(authorization);
+            }
+        }
+        "title" => args.title = string(meta, key, "\"Add numbers\"", errors)?,
+        "confirm" => args.confirm = string(meta, key, "\"Delete {path}?\"", errors)?,
+        "cannot_ask" => args.cannot_ask = string(meta, key, "\"hide\"", errors)?,
+        "task" => args.task = string(meta, key, "\"optional\"", errors)?,
+        "deprecated" => {
+            args.deprecated = string(meta, key, "\"use Calculator.Add@2\"", errors)?;
+        }
+        "example" => {
+            if let Some(example) = string(meta, key, "r#\"{\"a\": 1}\"#", errors)? {
+                args.examples.push(example);
+            }
+        }
+        "read_only" => args.read_only = flag(meta, key, errors)?,
+        "destructive" => args.destructive = flag(meta, key, errors)?,
+        "idempotent" => args.idempotent = flag(meta, key, errors)?,
+        "open_world" => args.open_world = flag(meta, key, errors)?,
+        "tags" => {
+            args.tags = string_list(meta, "tags", "`tags = [\"math\", \"billing\"]`", errors)?
+        }
+        "scopes" => {
+            args.scopes = string_list(meta, "scopes", "`scopes = [\"files:write\"]`", errors)?;
+        }
+        "crate" => args.krate = crate_path(meta, key, errors)?,
+        _ => {
+            errors.spanned(&meta.path, unknown_key_message(&format!("`{key}`"), KEYS));
+            return skip_value(meta);
+        }
+    }
+    Ok(())
+}
+
+/// A key that is a flag and nothing more (`user_id`): true, or `problem` reported when a
+/// value follows it.
+fn bare_flag(meta: &ParseNestedMeta, problem: &str, errors: &mut Errors) -> syn::Result<bool> {
+    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+        errors.spanned(&meta.path, problem);
+        skip_value(meta)?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// `timeout_ms = 30000`: a whole number of milliseconds.
+fn timeout_ms(meta: &ParseNestedMeta, errors: &mut Errors) -> syn::Result<Option<LitInt>> {
+    if !meta.input.peek(Token![=]) {
+        errors.spanned(
+            &meta.path,
+            "`timeout_ms` takes a number: `timeout_ms = 30000`",
+        );
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let value = meta.value()?;
+    if value.peek(LitInt) {
+        return Ok(Some(value.parse()?));
+    }
+    let expr: syn::Expr = value.parse()?;
+    errors.spanned(
+        expr,
+        "`timeout_ms` takes a whole number of milliseconds: `timeout_ms = 30000`",
+    );
+    Ok(None)
+}
+
+/// `crate = "my_oxp"`: the path the runtime is reached by.
+fn crate_path(
+    meta: &ParseNestedMeta,
+    key: &str,
+    errors: &mut Errors,
+) -> syn::Result<Option<syn::Path>> {
+    let Some(path) = string(meta, key, "\"my_oxp\"", errors)? else {
+        return Ok(None);
+    };
+    match path.parse::<syn::Path>() {
+        Ok(parsed) => Ok(Some(parsed)),
+        Err(_) => {
+            errors.spanned(
+                &path,
+                "`crate` takes the path the runtime is reached by: `crate = \"my_oxp\"` after `my_oxp = { package = \"oxp-runtime\" }`",
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// `key = "string"`; anything else is reported with an example of what to write.

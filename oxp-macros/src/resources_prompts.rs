@@ -190,26 +190,69 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
     };
     let name_span = model::name_span(&item);
     let description = read.description.clone().unwrap_or_default();
+    check_description(kind, &description, name_span, &mut errors);
+    let params = params(kind, &read, name_span, &mut errors);
+    check_renames(kind, params, &mut errors);
+    let names: Vec<String> = params.iter().map(model::Param::wire_name).collect();
+    check_uri(kind, &args, params, &names, &mut errors);
+    let return_type = return_type(kind, &item, name_span, &mut errors);
+    let (Some(return_type), true) = (return_type, errors.is_empty()) else {
+        return fallback(kind, &item, &oxp, errors);
+    };
+    let run = run(kind, &oxp, &read, &item, params, &names, &args.mime_type);
+    let arguments = arguments(&oxp, params, &names, &completions);
+    descriptor(
+        kind,
+        &item,
+        &oxp,
+        &args,
+        Parts {
+            description,
+            params,
+            arguments,
+            return_type,
+            run,
+        },
+    )
+}
+
+/// The description hosts show and models read: present, and within the rule's length.
+fn check_description(kind: Kind, description: &str, name_span: Span, errors: &mut Errors) {
+    let attribute = kind.attribute();
     if description.trim().is_empty() {
         errors.error(
             name_span,
             format!("a #[{attribute}] needs a description, which hosts show and models read: add a doc comment (`/// What it is.`) above the fn"),
         );
-    } else if let Some(problem) = crate::rules::description_problem(&description) {
+    } else if let Some(problem) = crate::rules::description_problem(description) {
         errors.error(name_span, problem);
     }
-    let params = match &read.inputs {
+}
+
+/// The fn's parameters, which a resource or prompt takes one by one.
+fn params<'a>(
+    kind: Kind,
+    read: &'a model::Tool,
+    name_span: Span,
+    errors: &mut Errors,
+) -> &'a [model::Param] {
+    match &read.inputs {
         Inputs::Params(params) => params.as_slice(),
         Inputs::Whole { .. } => {
+            let attribute = kind.attribute();
             errors.error(
                 name_span,
                 format!("a #[{attribute}] takes its arguments one by one, not as `Input<T>`"),
             );
             &[]
         }
-    };
-    // `#[serde(rename = "…")]` names an argument as the wire has it (`resourceUri`); nothing
-    // else of serde's or schemars' applies to a string read as its type.
+    }
+}
+
+/// `#[serde(rename = "…")]` names an argument as the wire has it (`resourceUri`); nothing
+/// else of serde's or schemars' applies to a string read as its type.
+fn check_renames(kind: Kind, params: &[model::Param], errors: &mut Errors) {
+    let attribute = kind.attribute();
     for param in params {
         for attr in &param.passthrough {
             let mut renames_only = attr.path().is_ident("serde");
@@ -225,14 +268,24 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
             }
         }
     }
-    let names: Vec<String> = params.iter().map(model::Param::wire_name).collect();
+}
+
+/// A resource's URI, present, and its template's `{variables}` the fn's parameters (`names`,
+/// as the wire has them), each way round.
+fn check_uri(
+    kind: Kind,
+    args: &Args,
+    params: &[model::Param],
+    names: &[String],
+    errors: &mut Errors,
+) {
     match (kind, &args.uri) {
         (Kind::Resource, None) => errors.error(
             Span::call_site(),
             "#[resource] needs its URI: `#[resource(uri = \"config://app\")]`, or a template whose `{params}` are the fn's parameters: `uri = \"file:///logs/{date}\"`",
         ),
         (Kind::Resource, Some(uri)) => {
-            let variables = template_variables(uri, &mut errors);
+            let variables = template_variables(uri, errors);
             for variable in &variables {
                 if !names.contains(variable) {
                     errors.spanned(
@@ -241,7 +294,7 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
                     );
                 }
             }
-            for (param, name) in params.iter().zip(&names) {
+            for (param, name) in params.iter().zip(names) {
                 if !variables.contains(name) {
                     errors.spanned(
                         &param.name,
@@ -252,7 +305,16 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
         }
         (Kind::Prompt, _) => {}
     }
-    let return_type = match &item.sig.output {
+}
+
+/// What the fn returns: a resource's contents or a prompt's messages, never nothing.
+fn return_type(
+    kind: Kind,
+    item: &syn::ItemFn,
+    name_span: Span,
+    errors: &mut Errors,
+) -> Option<syn::Type> {
+    match &item.sig.output {
         syn::ReturnType::Type(_, ty) => Some((**ty).clone()),
         syn::ReturnType::Default => {
             errors.error(
@@ -264,32 +326,65 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
             );
             None
         }
-    };
-    let fn_name = &item.sig.ident;
-    let vis = &item.vis;
-    let (handle, fallback) = match kind {
-        Kind::Resource => (format_ident!("RESOURCE"), quote!(#oxp::FALLBACK_RESOURCE)),
-        Kind::Prompt => (format_ident!("PROMPT"), quote!(#oxp::FALLBACK_PROMPT)),
-    };
-    let descriptor_type = match kind {
-        Kind::Resource => quote!(#oxp::ResourceDescriptor),
-        Kind::Prompt => quote!(#oxp::PromptDescriptor),
-    };
-    let (Some(return_type), true) = (return_type, errors.is_empty()) else {
-        let errors = errors.into_compile_errors();
-        return quote! {
-            #errors
-            #item
-            #[doc(hidden)]
-            #[allow(non_camel_case_types, dead_code)]
-            #vis struct #fn_name {}
-            impl #fn_name {
-                #[doc(hidden)]
-                pub const #handle: &'static #descriptor_type = &#fallback;
-            }
-        };
-    };
+    }
+}
 
+/// The handle's name (`RESOURCE`, `PROMPT`), the placeholder it points to on an error, and
+/// the descriptor's type.
+fn handle(kind: Kind, oxp: &TokenStream) -> (syn::Ident, TokenStream, TokenStream) {
+    match kind {
+        Kind::Resource => (
+            format_ident!("RESOURCE"),
+            quote!(#oxp::FALLBACK_RESOURCE),
+            quote!(#oxp::ResourceDescriptor),
+        ),
+        Kind::Prompt => (
+            format_ident!("PROMPT"),
+            quote!(#oxp::FALLBACK_PROMPT),
+            quote!(#oxp::PromptDescriptor),
+        ),
+    }
+}
+
+/// On an error: the errors, the fn as written, and a handle to a placeholder that only
+/// type-checks, so that code registering it does not fail a second time.
+fn fallback(kind: Kind, item: &syn::ItemFn, oxp: &TokenStream, errors: Errors) -> TokenStream {
+    let (fn_name, vis) = (&item.sig.ident, &item.vis);
+    let (handle, fallback, descriptor_type) = handle(kind, oxp);
+    let errors = errors.into_compile_errors();
+    quote! {
+        #errors
+        #item
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #fn_name {}
+        impl #fn_name {
+            #[doc(hidden)]
+            pub const #handle: &'static #descriptor_type = &#fallback;
+        }
+    }
+}
+
+fn some_str(lit: &Option<LitStr>) -> TokenStream {
+    match lit {
+        Some(lit) => quote!(::core::option::Option::Some(#lit)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The descriptor's `read` or `get`: the fn `__oxp_run`, which reads each argument from the
+/// input, calls the fn and encodes what it returns (a resource's contents for its URI, a
+/// prompt's messages).
+fn run(
+    kind: Kind,
+    oxp: &TokenStream,
+    read: &model::Tool,
+    item: &syn::ItemFn,
+    params: &[model::Param],
+    names: &[String],
+    mime_type: &Option<LitStr>,
+) -> TokenStream {
+    let fn_name = &item.sig.ident;
     // The fn's arguments, in its order: the context, and each parameter read from the input.
     let mut call_args: Vec<(usize, TokenStream)> = Vec::new();
     if let Some((position, by_ref)) = read.context {
@@ -311,17 +406,13 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
     call_args.sort_by_key(|(position, _)| *position);
     let call_args = call_args.into_iter().map(|(_, arg)| arg);
     let call = quote_spanned!(fn_name.span()=> #fn_name(#(#call_args),*));
-    let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
+    let types = params.iter().map(|p| &p.ty);
     let decode = quote! {
         (|| -> ::core::result::Result<_, #oxp::InvokeError> {
             ::core::result::Result::Ok((#(#oxp::argument::<#types>(&__oxp_input, #names)?,)*))
         })()
     };
-    let some_str = |lit: &Option<LitStr>| match lit {
-        Some(lit) => quote!(::core::option::Option::Some(#lit)),
-        None => quote!(::core::option::Option::None),
-    };
-    let mime_type = some_str(&args.mime_type);
+    let mime_type = some_str(mime_type);
     let encode = |value: TokenStream| match kind {
         Kind::Resource => quote!(#oxp::resource_contents(#value, &__oxp_uri, #mime_type)),
         Kind::Prompt => quote!(#oxp::prompt_messages(#value)),
@@ -330,7 +421,7 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
         Kind::Resource => quote!(let __oxp_uri = #oxp::resource_uri(&__oxp_input);),
         Kind::Prompt => quote!(),
     };
-    let invoke = if read.is_async {
+    if read.is_async {
         let encoded = encode(quote!(#call.await));
         quote! {
             #[allow(unused_variables)]
@@ -362,10 +453,23 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
             }
             #oxp::Invoke::Blocking(__oxp_run)
         }
-    };
-    let completions = completions_for(params, &completions);
-    let arguments = params.iter().zip(&names).zip(&completions).map(
-        |((param, name), complete)| {
+    }
+}
+
+/// The descriptor's `arguments`: each parameter's wire name, description, schema and
+/// completion fn.
+fn arguments(
+    oxp: &TokenStream,
+    params: &[model::Param],
+    names: &[String],
+    completions: &[Option<syn::Path>],
+) -> Vec<TokenStream> {
+    let completions = completions_for(params, completions);
+    params
+        .iter()
+        .zip(names)
+        .zip(&completions)
+        .map(|((param, name), complete)| {
             let ty = &param.ty;
             let description = param.docs.join("\n").trim().to_owned();
             let complete = match complete {
@@ -385,10 +489,41 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
                     complete: #complete,
                 }
             }
-        },
-    );
-    let checks = types
+        })
+        .collect()
+}
+
+/// What [`descriptor`] places that the steps before it made.
+struct Parts<'a> {
+    description: String,
+    params: &'a [model::Param],
+    arguments: Vec<TokenStream>,
+    return_type: syn::Type,
+    run: TokenStream,
+}
+
+/// The fn, its handle struct with `RESOURCE`/`PROMPT`, and the descriptor submitted to
+/// `inventory`.
+fn descriptor(
+    kind: Kind,
+    item: &syn::ItemFn,
+    oxp: &TokenStream,
+    args: &Args,
+    parts: Parts<'_>,
+) -> TokenStream {
+    let attribute = kind.attribute();
+    let (fn_name, vis) = (&item.sig.ident, &item.vis);
+    let (handle, _, descriptor_type) = handle(kind, oxp);
+    let Parts {
+        description,
+        params,
+        arguments,
+        return_type,
+        run,
+    } = parts;
+    let checks = params
         .iter()
+        .map(|p| &p.ty)
         .map(|ty| quote_spanned!(ty.span()=> #oxp::assert_parameter::<#ty>();));
     let output_check = match kind {
         Kind::Resource => {
@@ -412,13 +547,14 @@ pub fn expand(kind: Kind, args_tokens: TokenStream, item: TokenStream) -> TokenS
     let fields = match kind {
         Kind::Resource => {
             let uri = args.uri.as_ref().map(LitStr::value).unwrap_or_default();
+            let mime_type = some_str(&args.mime_type);
             quote! {
                 uri: #uri,
                 mime_type: #mime_type,
-                read: { #invoke },
+                read: { #run },
             }
         }
-        Kind::Prompt => quote!(get: { #invoke },),
+        Kind::Prompt => quote!(get: { #run },),
     };
     let handle_doc = format!("The {attribute} descriptor of [`{fn_name_str}`].");
     quote! {

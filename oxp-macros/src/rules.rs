@@ -144,6 +144,27 @@ pub fn scope_problem(value: &str) -> Option<String> {
     ))
 }
 
+/// Characters in an Agent Skill's name.
+pub const MAX_SKILL_NAME_LEN: usize = 64;
+
+/// The Agent Skills name `name`, unless it is 1 to [`MAX_SKILL_NAME_LEN`] lowercase letters,
+/// digits and hyphens, not starting or ending with a hyphen, no two hyphens together.
+pub fn skill_name_problem(name: &str) -> Option<String> {
+    let problem = if name.is_empty() || name.chars().count() > MAX_SKILL_NAME_LEN {
+        "must have 1 to 64 characters"
+    } else if !name
+        .chars()
+        .all(|c| c.is_lowercase() || c.is_numeric() || c == '-')
+    {
+        "may only have lowercase letters, digits and hyphens"
+    } else if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        "may not start or end with a hyphen, nor have two together"
+    } else {
+        return None;
+    };
+    Some(format!("the name `{name}` {problem}"))
+}
+
 /// `get_emails` → `GetEmails`, `my-crate` → `MyCrate`: the default name of a fn or a crate.
 pub fn pascal_case(s: &str) -> String {
     s.split(['_', '-']).map(capitalized).collect()
@@ -271,6 +292,22 @@ mod tests {
         assert!(description_problem("  ").unwrap().contains("doc comment"));
         assert!(description_problem(&"x".repeat(MAX_DESCRIPTION_LEN + 1)).is_some());
         assert!(description_problem("Add two numbers.").is_none());
+    }
+
+    #[test]
+    fn skill_names() {
+        assert_eq!(skill_name_problem("pdf-tools"), None);
+        assert_eq!(skill_name_problem("é2-x"), None);
+        for bad in ["", "PDF", "-pdf", "pdf-", "pdf--tools", "pdf_tools"] {
+            assert!(skill_name_problem(bad).is_some(), "{bad}");
+        }
+        assert_eq!(skill_name_problem(&"a".repeat(MAX_SKILL_NAME_LEN)), None);
+        let long = skill_name_problem(&"a".repeat(MAX_SKILL_NAME_LEN + 1)).unwrap();
+        assert!(long.ends_with("must have 1 to 64 characters"), "{long}");
+        assert_eq!(
+            skill_name_problem("Upper").unwrap(),
+            "the name `Upper` may only have lowercase letters, digits and hyphens"
+        );
     }
 
     #[test]

@@ -151,8 +151,8 @@ fn skill(dir: &Path, written: &str) -> Result<Skill, String> {
             "{source}: the frontmatter needs `name: {folder}` (the folder's name)"
         ));
     };
-    if let Some(problem) = name_problem(&name) {
-        return Err(format!("{source}: the name `{name}` {problem}"));
+    if let Some(problem) = crate::rules::skill_name_problem(&name) {
+        return Err(format!("{source}: {problem}"));
     }
     if name != folder {
         return Err(format!(
@@ -212,24 +212,6 @@ fn collect(dir: &Path, prefix: &str, files: &mut Vec<(String, PathBuf)>) -> std:
         }
     }
     Ok(())
-}
-
-/// The Agent Skills name rule: 1–64 lowercase letters, digits and hyphens, not starting or
-/// ending with a hyphen, no two hyphens together.
-fn name_problem(name: &str) -> Option<&'static str> {
-    if name.is_empty() || name.chars().count() > 64 {
-        return Some("must have 1 to 64 characters");
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_lowercase() || c.is_numeric() || c == '-')
-    {
-        return Some("may only have lowercase letters, digits and hyphens");
-    }
-    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Some("may not start or end with a hyphen, nor have two together");
-    }
-    None
 }
 
 /// The frontmatter between the `---` lines at the top, read as YAML's plain subset: `key: value`
@@ -449,15 +431,5 @@ mod tests {
                 .unwrap()
                 .contains("has no skill")
         );
-    }
-
-    #[test]
-    fn names_follow_the_agent_skills_rule() {
-        assert_eq!(name_problem("pdf-tools"), None);
-        assert!(name_problem("PDF").is_some());
-        assert!(name_problem("-pdf").is_some());
-        assert!(name_problem("pdf--tools").is_some());
-        assert!(name_problem(&"a".repeat(65)).is_some());
-        assert!(name_problem("pdf_tools").is_some());
     }
 }

@@ -27,6 +27,7 @@
 //! MCP session ids ([`Sealer::seal_value`]) are sealed with the same keys; one whose key was
 //! dropped is answered as a session that ended, and its client initializes again.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -221,19 +222,50 @@ impl std::fmt::Display for TooLarge {
     }
 }
 
-/// What a state is bound to: the call (tool as resolved and input) and who makes it.
+/// What a state is bound to: the call (tool as resolved and input) and who makes it. Built
+/// only by [`call`](Self::call) and [`prompt`](Self::prompt), so that every front binds alike.
 pub(crate) struct Binding<'a> {
-    pub(crate) tool_id: &'a str,
-    pub(crate) input: &'a Value,
-    pub(crate) principal: &'a str,
-    pub(crate) user: &'a str,
+    tool_id: Cow<'a, str>,
+    input: &'a Value,
+    principal: &'a str,
+    user: &'a str,
+}
+
+impl<'a> Binding<'a> {
+    /// A call's: the tool its name resolved to (`""` for none: the call then fails on its
+    /// own), its input, the caller's principal and the user it runs for (`""` for none).
+    pub(crate) fn call(
+        tool_id: &'a str,
+        input: &'a Value,
+        principal: Option<&'a str>,
+        user: Option<&'a str>,
+    ) -> Self {
+        Binding {
+            tool_id: Cow::Borrowed(tool_id),
+            input,
+            principal: principal.unwrap_or_default(),
+            user: user.unwrap_or_default(),
+        }
+    }
+
+    /// A prompt's, bound as a call's is: to what is rendered (the prompt, under a name no
+    /// tool id can have, and its arguments) and to who asks; a prompt runs for no user.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's prompts are its one use
+    pub(crate) fn prompt(name: &str, arguments: &'a Value, principal: Option<&'a str>) -> Self {
+        Binding {
+            tool_id: Cow::Owned(format!("prompt:{name}")),
+            input: arguments,
+            principal: principal.unwrap_or_default(),
+            user: "",
+        }
+    }
 }
 
 impl Binding<'_> {
     fn mac(&self, key: &[u8], payload: &[u8]) -> Hmac {
         let mut mac = <Hmac as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
         mac.update(DOMAIN);
-        let call = Fingerprint::of(self.tool_id, self.input, &[]).to_hex();
+        let call = Fingerprint::of(&self.tool_id, self.input, &[]).to_hex();
         for part in [
             call.as_bytes(),
             self.principal.as_bytes(),
@@ -362,6 +394,21 @@ impl Sealer {
         Ok(state)
     }
 
+    /// [`open`](Self::open), with a refused state counted in `metrics` by its reason: how
+    /// every front takes a state back.
+    pub(crate) fn open_counted(
+        &self,
+        state: &str,
+        binding: &Binding<'_>,
+        metrics: Option<&crate::metrics::Metrics>,
+    ) -> Result<Ledger, BadState> {
+        self.open(state, binding).inspect_err(|bad| {
+            if let Some(metrics) = metrics {
+                metrics.refused_state(*bad);
+            }
+        })
+    }
+
     /// The ledger `state` carries, if it is ours, bound to `binding`, and not expired.
     pub(crate) fn open(&self, state: &str, binding: &Binding<'_>) -> Result<Ledger, BadState> {
         use BadState::{Malformed, Mismatch};
@@ -454,12 +501,7 @@ mod tests {
     use super::*;
 
     fn binding<'a>(input: &'a Value, principal: &'a str) -> Binding<'a> {
-        Binding {
-            tool_id: "Files.Delete@1.0.0",
-            input,
-            principal,
-            user: "ada",
-        }
+        Binding::call("Files.Delete@1.0.0", input, Some(principal), Some("ada"))
     }
 
     fn answered() -> Ledger {
@@ -698,5 +740,38 @@ mod tests {
             .unwrap_err();
         assert!(error.contains("previous state key 2"), "{error}");
         assert!(!error.contains("too short"), "{error}");
+    }
+
+    /// Every front takes a state back through `open_counted`: a refusal is counted once, by
+    /// its reason, and a state opened is not counted.
+    #[test]
+    fn a_refused_state_is_counted_by_its_reason() {
+        let sealer = Sealer::new(Some(&[7; 32]), Duration::from_secs(60)).unwrap();
+        let registry = crate::Registry::builder().build().unwrap();
+        let metrics = crate::metrics::Metrics::new(&registry);
+        let input = serde_json::json!({"path": "/srv"});
+        let state = sealer.seal(answered(), &binding(&input, "p")).unwrap();
+        let open = |state: &str, principal: &str| {
+            sealer.open_counted(state, &binding(&input, principal), Some(&metrics))
+        };
+        assert!(open(&state, "p").is_ok());
+        assert_eq!(open(&state, "q"), Err(BadState::Mismatch));
+        assert_eq!(open("not a state", "p"), Err(BadState::Malformed));
+        assert_eq!(
+            sealer.open_counted(&state, &binding(&input, "q"), None),
+            Err(BadState::Mismatch)
+        );
+        let text = metrics.render(crate::metrics::Levels {
+            blocking_in_use: 0,
+            store: None,
+        });
+        assert!(
+            text.contains("oxp_request_states_refused_total{reason=\"invalid\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("oxp_request_states_refused_total{reason=\"expired\"} 0"),
+            "{text}"
+        );
     }
 }

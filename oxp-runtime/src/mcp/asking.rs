@@ -127,12 +127,11 @@ impl super::McpServer {
         binding: &Binding<'_>,
         what: &str,
     ) -> Result<Ledger, rmcp::ErrorData> {
-        self.sealer.open(state, binding).map_err(|bad| {
-            if let Some(metrics) = self.pipeline.metrics_handle() {
-                metrics.refused_state(bad);
-            }
-            rmcp::ErrorData::invalid_params(format!("The {what} {}.", bad.reason()), None)
-        })
+        (self.sealer)
+            .open_counted(state, binding, self.pipeline.metrics_handle())
+            .map_err(|bad| {
+                rmcp::ErrorData::invalid_params(format!("The {what} {}.", bad.reason()), None)
+            })
     }
 
     /// The end of a round that asked: its asks, and `ledger` sealed for the next round. Every

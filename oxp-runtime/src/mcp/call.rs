@@ -91,12 +91,12 @@ impl Prepared<'_> {
 
     /// What this call's states are bound to: the tool as resolved, the input, who calls.
     fn binding<'b>(&'b self, user: &'b str) -> Binding<'b> {
-        Binding {
-            tool_id: self.tool.id(),
-            input: &self.input,
-            principal: self.principal.as_deref().unwrap_or_default(),
-            user,
-        }
+        Binding::call(
+            self.tool.id(),
+            &self.input,
+            self.principal.as_deref(),
+            Some(user),
+        )
     }
 
     fn user(&self) -> String {

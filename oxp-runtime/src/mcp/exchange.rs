@@ -88,14 +88,12 @@ impl Exchange {
 
     /// The caller the OXP server's authentication found; none over a connection.
     pub(crate) fn principal(&self) -> Option<&Principal> {
-        self.http.as_ref()?.extensions.get::<Principal>()
+        principal_in(self.http.as_ref()?)
     }
 
     /// The caller's principal as a call names it: none for an anonymous one.
     pub(crate) fn caller(&self) -> Option<String> {
-        self.principal()
-            .filter(|p| **p != Principal::Anonymous)
-            .map(ToString::to_string)
+        caller_name(self.principal())
     }
 
     /// What the caller's scopes let it see and use: over HTTP, the grant the OXP server's
@@ -122,6 +120,19 @@ impl Exchange {
             Back::Stream(_) => None,
         }
     }
+}
+
+/// The caller the OXP server's authentication left in a request's HTTP parts.
+pub(crate) fn principal_in(parts: &Parts) -> Option<&Principal> {
+    parts.extensions.get::<Principal>()
+}
+
+/// `principal` as a call, a task or a request state names its caller: none for an anonymous
+/// one.
+pub(crate) fn caller_name(principal: Option<&Principal>) -> Option<String> {
+    principal
+        .filter(|p| **p != Principal::Anonymous)
+        .map(ToString::to_string)
 }
 
 impl Back {

@@ -654,9 +654,7 @@ impl McpServer {
         } else {
             self.context.user_id.clone()
         };
-        let principal = principal
-            .filter(|p| **p != Principal::Anonymous)
-            .map(ToString::to_string);
+        let principal = exchange::caller_name(principal);
         Self::task_key(principal.as_deref(), user, id)
     }
 }

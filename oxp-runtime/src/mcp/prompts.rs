@@ -65,17 +65,9 @@ pub(super) async fn get(
 ) -> Result<GetPromptResponse, McpError> {
     let pipeline = &server.pipeline;
     let arguments: Map<String, Value> = request.arguments.unwrap_or_default().into_iter().collect();
-    let principal = exchange.caller().unwrap_or_default();
-    // A prompt's state is bound as a call's is: to what is rendered (the prompt, under a name
-    // no tool id can have, and its arguments) and to who asks.
-    let subject = format!("prompt:{}", request.name);
+    let principal = exchange.caller();
     let input = Value::Object(arguments.clone());
-    let binding = crate::seal::Binding {
-        tool_id: &subject,
-        input: &input,
-        principal: &principal,
-        user: "",
-    };
+    let binding = crate::seal::Binding::prompt(&request.name, &input, principal.as_deref());
     let ledger = match request.request_state.as_deref() {
         Some(state) => Some(server.open_state(state, &binding, "requestState")?),
         None => None,

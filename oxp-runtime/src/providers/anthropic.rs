@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, ToolResult, export};
 use crate::registry::Registry;
 
 /// Anthropic `tools`: `{name, description, input_schema}`.
@@ -104,29 +104,25 @@ pub async fn dispatch(
     dispatcher: &Dispatcher,
     response: &Value,
 ) -> Result<Option<Value>, DispatchError> {
-    let results = dispatcher.run(parse_calls(response)?).await?;
-    if results.is_empty() {
-        return Ok(None);
+    let blocks = super::dispatch(dispatcher, response, parse_calls, tool_result).await?;
+    Ok(super::user_message("content", blocks))
+}
+
+/// A `tool_result` block.
+fn tool_result(r: ToolResult) -> Value {
+    let (id, is_error) = (r.id.clone(), r.is_error);
+    // Images in the result are image blocks beside its text; other media have only
+    // their notice in the text.
+    let content = r.with_images(
+        |text| json!({"type": "text", "text": text}),
+        |data, mime| {
+            json!({"type": "image",
+            "source": {"type": "base64", "media_type": mime, "data": data}})
+        },
+    );
+    let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": content});
+    if is_error {
+        block["is_error"] = Value::Bool(true);
     }
-    let blocks: Vec<Value> = results
-        .into_iter()
-        .map(|r| {
-            let (id, is_error) = (r.id.clone(), r.is_error);
-            // Images in the result are image blocks beside its text; other media have only
-            // their notice in the text.
-            let content = r.with_images(
-                |text| json!({"type": "text", "text": text}),
-                |data, mime| {
-                    json!({"type": "image",
-                    "source": {"type": "base64", "media_type": mime, "data": data}})
-                },
-            );
-            let mut block = json!({"type": "tool_result", "tool_use_id": id, "content": content});
-            if is_error {
-                block["is_error"] = Value::Bool(true);
-            }
-            block
-        })
-        .collect();
-    Ok(Some(json!({"role": "user", "content": blocks})))
+    block
 }

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, ToolResult, export};
 use crate::content::Content;
 use crate::registry::Registry;
 
@@ -131,9 +131,21 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
     let mut out = Map::new();
     // A union reported as incompatible has no single type either; say so once.
     let reported = incompatible.len();
+    unions(&mut source, &mut out, incompatible);
+    let kind = kind(&source, &mut out, incompatible, reported);
+    keywords(&source, kind.as_deref(), &mut out, incompatible);
+    Value::Object(out)
+}
 
+/// Nullable, unions, enums of constants and `const`, rewritten in `source` to what Gemini
+/// has (`nullable`, a string `enum`), or reported.
+fn unions(
+    source: &mut Map<String, Value>,
+    out: &mut Map<String, Value>,
+    incompatible: &mut Vec<String>,
+) {
     // `anyOf: [S, {"type": "null"}]` is exactly S with `nullable: true`; any other union is not.
-    if crate::schema::collapse_nullable(&mut source) {
+    if crate::schema::collapse_nullable(source) {
         out.insert("nullable".into(), Value::Bool(true));
     } else if source.contains_key("anyOf") {
         incompatible.push("anyOf".to_owned());
@@ -177,7 +189,17 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
             _ => incompatible.push("const (not a string)".to_owned()),
         }
     }
+}
 
+/// Gemini's `type` for `source` (upper case), set in `out`; `None` when it has none, reported
+/// unless an `enum` sets it or a union already reported says so (`reported`: the problems
+/// before this schema's).
+fn kind(
+    source: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    incompatible: &mut Vec<String>,
+    reported: usize,
+) -> Option<String> {
     let kind = match source.get("type") {
         Some(Value::String(t)) => Some(t.to_ascii_uppercase()),
         Some(Value::Array(types)) => {
@@ -214,8 +236,18 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
         None if source.contains_key("enum") || incompatible.len() > reported => {}
         None => incompatible.push("a schema without a type (any value)".to_owned()),
     }
+    kind
+}
 
-    for (key, value) in &source {
+/// Every other keyword of `source`, of a schema of type `kind`: kept, projected (properties,
+/// items), translated (`examples`), dropped as an annotation, or reported.
+fn keywords(
+    source: &Map<String, Value>,
+    kind: Option<&str>,
+    out: &mut Map<String, Value>,
+    incompatible: &mut Vec<String>,
+) {
+    for (key, value) in source {
         let key = key.as_str();
         match key {
             "type" => {}
@@ -244,7 +276,7 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
             }
             "format" => {
                 let format = value.as_str().unwrap_or_default();
-                let kind = kind.as_deref().unwrap_or_default();
+                let kind = kind.unwrap_or_default();
                 if FORMATS.contains(&(kind, format)) {
                     out.insert("format".into(), value.clone());
                 }
@@ -273,7 +305,6 @@ fn project(schema: &Value, incompatible: &mut Vec<String>) -> Value {
             other => incompatible.push(other.to_owned()),
         }
     }
-    Value::Object(out)
 }
 
 /// Reads `functionCall` parts from a response (the first candidate) or a bare `content`.
@@ -354,37 +385,33 @@ pub async fn dispatch(
     dispatcher: &Dispatcher,
     response: &Value,
 ) -> Result<Option<Value>, DispatchError> {
-    let results = dispatcher.run(parse_calls(response)?).await?;
-    if results.is_empty() {
-        return Ok(None);
-    }
-    let parts: Vec<Value> = results
-        .into_iter()
-        .map(|r| {
-            let response = if r.is_error {
-                json!({ "error": r.content })
-            } else {
-                // Structured when whole; the (truncated) text otherwise.
-                json!({ "output": r.value.unwrap_or(Value::String(r.content)) })
-            };
-            let mut answer = json!({"id": r.id, "name": r.name, "response": response});
-            // Images and sounds ride beside the response as inline data (multimodal function
-            // responses); other media have only their notice in the text.
-            let inline: Vec<Value> = r
-                .media
-                .iter()
-                .filter_map(|block| match block {
-                    Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
-                        Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
-                    }
-                    _ => None,
-                })
-                .collect();
-            if !inline.is_empty() {
-                answer["parts"] = Value::Array(inline);
+    let parts = super::dispatch(dispatcher, response, parse_calls, function_response).await?;
+    Ok(super::user_message("parts", parts))
+}
+
+/// A `functionResponse` part.
+fn function_response(r: ToolResult) -> Value {
+    let response = if r.is_error {
+        json!({ "error": r.content })
+    } else {
+        // Structured when whole; the (truncated) text otherwise.
+        json!({ "output": r.value.unwrap_or(Value::String(r.content)) })
+    };
+    let mut answer = json!({"id": r.id, "name": r.name, "response": response});
+    // Images and sounds ride beside the response as inline data (multimodal function
+    // responses); other media have only their notice in the text.
+    let inline: Vec<Value> = r
+        .media
+        .iter()
+        .filter_map(|block| match block {
+            Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+                Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
             }
-            json!({ "functionResponse": answer })
+            _ => None,
         })
         .collect();
-    Ok(Some(json!({"role": "user", "parts": parts})))
+    if !inline.is_empty() {
+        answer["parts"] = Value::Array(inline);
+    }
+    json!({ "functionResponse": answer })
 }

@@ -296,6 +296,26 @@ pub(crate) fn object_arguments(value: Option<&Value>, field: &str) -> Result<Val
     }
 }
 
+/// What every format's dispatch does, the format supplying only its wire shape: read the
+/// model's calls with `parse`, run them through `dispatcher`, and answer each result with
+/// `answer`, in the calls' order.
+pub(crate) async fn dispatch(
+    dispatcher: &Dispatcher,
+    response: &Value,
+    parse: fn(&Value) -> Result<Vec<ToolCall>, DispatchError>,
+    answer: fn(ToolResult) -> Value,
+) -> Result<Vec<Value>, DispatchError> {
+    let results = dispatcher.run(parse(response)?).await?;
+    Ok(results.into_iter().map(answer).collect())
+}
+
+/// The one `role: "user"` message that carries every answer under `field` (Anthropic's
+/// `content`, Gemini's `parts`), for the formats that answer so: none when the model called no
+/// tool, since both APIs refuse a message with nothing in it.
+pub(crate) fn user_message(field: &str, answers: Vec<Value>) -> Option<Value> {
+    (!answers.is_empty()).then(|| json!({"role": "user", field: answers}))
+}
+
 /// What came of one tool call, ready to be put in the provider's result format.
 ///
 /// ```
@@ -833,13 +853,13 @@ impl Dispatcher {
         answers: std::collections::BTreeMap<String, Value>,
     ) -> (Step, Failure) {
         let PendingInput { call, state, .. } = pending;
-        let opened = self.bound(&call, |binding| self.sealer.open(&state, binding));
+        let metrics = self.pipeline.metrics_handle();
+        let opened = self.bound(&call, |binding| {
+            self.sealer.open_counted(&state, binding, metrics)
+        });
         let ledger = match opened {
             Ok(ledger) => ledger,
             Err(bad) => {
-                if let Some(metrics) = self.pipeline.metrics_handle() {
-                    metrics.refused_state(bad);
-                }
                 let result = failed(
                     &call,
                     format!(
@@ -878,12 +898,12 @@ impl Dispatcher {
             .resolve_wire_name(&call.name)
             .map_or("", |tool| tool.id());
         let no_input = Value::Null;
-        f(&crate::seal::Binding {
+        f(&crate::seal::Binding::call(
             tool_id,
-            input: call.arguments.as_ref().unwrap_or(&no_input),
-            principal: self.meta.principal.as_deref().unwrap_or_default(),
-            user: self.context.user_id.as_deref().unwrap_or_default(),
-        })
+            call.arguments.as_ref().unwrap_or(&no_input),
+            self.meta.principal.as_deref(),
+            self.context.user_id.as_deref(),
+        ))
     }
 
     /// One round of one call. Every round runs under the model's call id, so a round resumed

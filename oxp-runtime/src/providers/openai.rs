@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use super::schema_walk::for_each_subschema;
-use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, export};
+use super::{DispatchError, Dispatcher, ExportError, Limits, ToolCall, ToolResult, export};
 use crate::registry::{RegisteredTool, Registry};
 
 const PROVIDER: &str = "OpenAI strict mode";
@@ -328,11 +328,12 @@ pub async fn dispatch_chat(
     dispatcher: &Dispatcher,
     response: &Value,
 ) -> Result<Vec<Value>, DispatchError> {
-    let results = dispatcher.run(parse_chat_calls(response)?).await?;
-    Ok(results
-        .into_iter()
-        .map(|r| json!({"role": "tool", "tool_call_id": r.id, "content": r.content}))
-        .collect())
+    super::dispatch(dispatcher, response, parse_chat_calls, tool_message).await
+}
+
+/// A Chat Completions `role: "tool"` message: text only, so media are their notices.
+fn tool_message(r: ToolResult) -> Value {
+    json!({"role": "tool", "tool_call_id": r.id, "content": r.content})
 }
 
 /// Runs a Responses API response's function calls; returns the `function_call_output` items.
@@ -358,23 +359,22 @@ pub async fn dispatch_responses(
     dispatcher: &Dispatcher,
     response: &Value,
 ) -> Result<Vec<Value>, DispatchError> {
-    let results = dispatcher.run(parse_responses_calls(response)?).await?;
-    Ok(results
-        .into_iter()
-        .map(|r| {
-            // The Responses API takes images in a function's output (`input_image`); Chat
-            // Completions' tool messages take text only, so there media are their notices. The
-            // data URL is made of a checked block: an `image/…` type of restricted characters
-            // (no `;` or `,` to end it early) and base64 data (`content::Content`'s rules).
-            let id = r.id.clone();
-            let output = r.with_images(
-                |text| json!({"type": "input_text", "text": text}),
-                |data, mime| {
-                    json!({"type": "input_image",
-                    "image_url": format!("data:{mime};base64,{data}")})
-                },
-            );
-            json!({"type": "function_call_output", "call_id": id, "output": output})
-        })
-        .collect())
+    super::dispatch(dispatcher, response, parse_responses_calls, call_output).await
+}
+
+/// A Responses API `function_call_output` item.
+fn call_output(r: ToolResult) -> Value {
+    // The Responses API takes images in a function's output (`input_image`); Chat
+    // Completions' tool messages take text only, so there media are their notices. The
+    // data URL is made of a checked block: an `image/…` type of restricted characters
+    // (no `;` or `,` to end it early) and base64 data (`content::Content`'s rules).
+    let id = r.id.clone();
+    let output = r.with_images(
+        |text| json!({"type": "input_text", "text": text}),
+        |data, mime| {
+            json!({"type": "input_image",
+            "image_url": format!("data:{mime};base64,{data}")})
+        },
+    );
+    json!({"type": "function_call_output", "call_id": id, "output": output})
 }

@@ -25,20 +25,8 @@ pub(crate) fn register(
                 continue;
             }
         };
-        let name_ok = !descriptor.name.is_empty()
-            && descriptor.name.chars().count() <= 64
-            && descriptor
-                .name
-                .chars()
-                .all(|c| c.is_lowercase() || c.is_numeric() || c == '-')
-            && !descriptor.name.starts_with('-')
-            && !descriptor.name.ends_with('-')
-            && !descriptor.name.contains("--");
-        let problem = if !name_ok {
-            Some(format!(
-                "the skill name `{}` breaks the Agent Skills rule: 1 to 64 lowercase letters, digits and single hyphens, not first or last",
-                descriptor.name
-            ))
+        let problem = if let Some(problem) = crate::rules::skill_name_problem(descriptor.name) {
+            Some(problem)
         } else if descriptor.description.trim().is_empty() {
             Some("the skill needs a description".to_owned())
         } else if frontmatter.get("name").and_then(|v| v.as_str()) != Some(descriptor.name)
@@ -70,4 +58,44 @@ pub(crate) fn register(
     }
     registered.sort_by_key(|s| s.descriptor().name);
     registered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skill::SkillFile;
+
+    const FILES: &[SkillFile] = &[SkillFile {
+        path: "SKILL.md",
+        bytes: b"---\nname: x\n---\n",
+    }];
+
+    /// A skill written by hand is held to the rule `skills!` checks, in the same words.
+    #[test]
+    fn a_hand_written_skill_is_held_to_the_name_rule() {
+        static BAD: SkillDescriptor = SkillDescriptor {
+            name: "Pdf--Tools",
+            description: "Fill forms.",
+            frontmatter: r#"{"name": "Pdf--Tools", "description": "Fill forms."}"#,
+            files: FILES,
+            source: "skills/Pdf--Tools/SKILL.md",
+        };
+        static GOOD: SkillDescriptor = SkillDescriptor {
+            name: "pdf-tools",
+            description: "Fill forms.",
+            frontmatter: r#"{"name": "pdf-tools", "description": "Fill forms."}"#,
+            files: FILES,
+            source: "skills/pdf-tools/SKILL.md",
+        };
+        let mut problems = Vec::new();
+        let registered = register(&[&BAD, &GOOD], &mut problems);
+        assert_eq!(registered.len(), 1);
+        assert_eq!(
+            problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "skills/Pdf--Tools/SKILL.md: the name `Pdf--Tools` may only have lowercase \
+              letters, digits and hyphens"
+            ]
+        );
+    }
 }

@@ -28,7 +28,6 @@ use super::super::McpServer;
 use super::super::exchange::Exchange;
 use super::Stream;
 use crate::idempotency::StoreError;
-use crate::principal::Principal;
 
 /// The ids of the server's own requests.
 const PREFIX: &str = "oxp-ask-";
@@ -136,7 +135,7 @@ impl McpServer {
         let Some(store) = self.pipeline.store() else {
             return unknown();
         };
-        let principal = parts.extensions.get::<Principal>();
+        let principal = crate::mcp::exchange::principal_in(parts);
         let key = self.key_of(principal, true, &record_id(ask));
         let answered = async {
             let Some(record) = store.read_record(&key).await? else {
