@@ -565,7 +565,8 @@ impl<S> Contents<S> {
 
 /// A published output schema's parts when it is [`Contents`]': the structured value's schema
 /// (`None` when the tool returns blocks only).
-pub(crate) fn structured_schema(output: &serde_json::Value) -> Option<Option<&serde_json::Value>> {
+#[doc(hidden)]
+pub fn structured_schema(output: &serde_json::Value) -> Option<Option<&serde_json::Value>> {
     if output.get(CONTENTS_MARK) != Some(&serde_json::Value::Bool(true)) {
         return None;
     }

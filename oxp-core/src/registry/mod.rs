@@ -357,7 +357,8 @@ impl Registry {
     /// Each tool with the name MCP lists it by: its wire name for the latest version, with the
     /// version as a suffix (`Calculator_Add__v1_0_0`) for an older one. Versions of one tool sit
     /// together, the latest last.
-    pub(crate) fn listed_names(&self) -> impl Iterator<Item = (&RegisteredTool, String)> {
+    #[doc(hidden)]
+    pub fn listed_names(&self) -> impl Iterator<Item = (&RegisteredTool, String)> {
         let all = &self.tools;
         all.iter().enumerate().map(move |(i, tool)| {
             let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
@@ -370,8 +371,8 @@ impl Registry {
     /// latest version's versioned name, not `__v01_0_0`), so a rule written against a listed
     /// name — a gateway's deny list, the scope check, the header checks — covers every call
     /// that reaches the tool, and reaches the version the call runs.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
+    #[doc(hidden)]
+    pub fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
         if let Some(tool) = self.resolve_wire_name(name) {
             return Some(tool);
         }
