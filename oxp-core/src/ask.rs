@@ -133,7 +133,7 @@ impl Capability {
 
 /// What a tool that asks does for a caller whose client declared no way to answer (over MCP:
 /// no `elicitation` capability, or a revision before 2026-07-28): `#[tool(cannot_ask = "…")]`
-/// per tool, [`McpServer::cannot_ask`](crate::mcp::McpServer::cannot_ask) (`OXP_CANNOT_ASK`)
+/// per tool, [`McpServer::cannot_ask`](https://docs.rs/oxp-runtime/latest/oxp_runtime/mcp/struct.McpServer.html#method.cannot_ask) (`OXP_CANNOT_ASK`)
 /// for the rest.
 ///
 /// ```

@@ -167,7 +167,7 @@ impl Refusal {
 /// The bucket bounds in microseconds, from 100 µs to 60 s (the default time limit): roughly
 /// ×2.5 a step, so that a fast tool's p99 and a slow one's both fall between two bounds that
 /// tell them apart.
-const BUCKET_MICROS: [u64; 16] = [
+pub const BUCKET_MICROS: [u64; 16] = [
     100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
     1_000_000, 2_500_000, 10_000_000, 60_000_000,
 ];

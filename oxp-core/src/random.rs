@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// Ids per refill: 512 bytes from the OS at a time.
-const BATCH: usize = 32;
+pub const BATCH: usize = 32;
 
 struct Pool {
     bytes: [u8; 16 * BATCH],

@@ -74,7 +74,7 @@ use crate::error::ToolError;
 /// timer. It never blocks and never fails, and with no one subscribed it only checks that.
 /// Notifications reach clients on a connection (stdio, `<bin> mcp`); stateless HTTP has no
 /// stream to carry them, so `/mcp` does not declare `resources.subscribe` (see
-/// [the guide](crate::guide::resources_prompts_skills#subscriptions-served-over-stdio-acknowledged-over-http)).
+/// [the guide](https://docs.rs/oxp-runtime/latest/oxp_runtime/guide/resources_prompts_skills/index.html#subscriptions-served-over-stdio-acknowledged-over-http)).
 /// A template's resource is named by the URI read
 /// (`file:///logs/monday`), not the template.
 ///

@@ -1,6 +1,6 @@
 //! Agent Skills (MCP's skills extension, SEP-2640): folders that teach an agent how to use the
 //! server's tools, each a `SKILL.md` with a frontmatter and the files beside it, embedded at
-//! compile time by [`skills!`](crate::skills) and served as `skill://<name>/<path>` resources with
+//! compile time by [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) and served as `skill://<name>/<path>` resources with
 //! `skills/list` and `skills/get`.
 //!
 //! ```text
@@ -30,7 +30,7 @@ pub struct SkillFile {
     pub bytes: &'static [u8],
 }
 
-/// A skill, as [`skills!`](crate::skills) embeds it.
+/// A skill, as [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embeds it.
 ///
 /// ```
 /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
@@ -112,7 +112,7 @@ impl RegisteredSkill {
         }
     }
 
-    /// What [`skills!`](crate::skills) embedded.
+    /// What [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embedded.
     ///
     /// ```
     /// # use oxp_runtime::skill::{SkillDescriptor, SkillFile};

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How many lines a counter is spread over.
-pub(crate) const STRIPES: usize = 8;
+pub const STRIPES: usize = 8;
 
 /// A stripe may wrap below zero (a call admitted on one thread can end on another); the
 /// wrapping sum is exact.

@@ -452,7 +452,7 @@ impl std::future::Future for InTool {
 /// Wraps the panic hook in force (the default one, or the app's own) with one that keeps the
 /// text of panics inside tools to the pipeline, which logs it with the call's secrets scrubbed;
 /// other panics are logged through `tracing` and then handed to the hook that was there.
-/// [`serve`](crate::serve()) installs it; an app that embeds the router may call it at start-up,
+/// [`serve`](https://docs.rs/oxp-runtime/latest/oxp_runtime/fn.serve.html) installs it; an app that embeds the router may call it at start-up,
 /// after installing its own hook. Installing it again does nothing.
 ///
 /// ```

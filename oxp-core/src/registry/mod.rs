@@ -715,7 +715,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds one skill (what [`skills!`](crate::skills) embeds is found by [`all`](Self::all)).
+    /// Adds one skill (what [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embeds is found by [`all`](Self::all)).
     ///
     /// ```
     /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
@@ -736,7 +736,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds every skill [`skills!`](crate::skills) embedded in the binary, and nothing else.
+    /// Adds every skill [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embedded in the binary, and nothing else.
     ///
     /// ```
     /// let registry = oxp_runtime::Registry::builder().all_skills().build().unwrap();
