@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use harness::Oxp;
+use oxp_runtime::MetricsText;
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::mcp::McpServer;
 use oxp_runtime::providers::{Dispatcher, ToolCall};
 use oxp_runtime::server::{Server, ServerAuth};
-use oxp_runtime::MetricsText;
 use serde_json::{Value, json};
 
 const API_KEY: &str = "k_metrics_test_0123456789abcdef";

@@ -7,8 +7,8 @@
 //! adds on its own thread's lines and two clock reads. Scrapes add the stripes up. Labels are
 //! bounded by the registry: tool ids, never inputs, users or call ids.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 

@@ -345,11 +345,7 @@ impl Sealer {
     /// from now while no answer is in it; from the first answer on, until the ledger's
     /// deadline, which this sets when it is not yet.
     #[doc(hidden)]
-    pub fn seal(
-        &self,
-        mut ledger: Ledger,
-        binding: &Binding<'_>,
-    ) -> Result<String, TooLarge> {
+    pub fn seal(&self, mut ledger: Ledger, binding: &Binding<'_>) -> Result<String, TooLarge> {
         let from_now = now_ms().saturating_add(millis(self.ttl));
         let exp = if ledger.answers.is_empty() {
             from_now
