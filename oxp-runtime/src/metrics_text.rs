@@ -178,7 +178,8 @@ fn calls(table: &Table, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
     Ok(())
 }
 
-/// Everything else counted: refusals, idempotency results, asks, fallbacks, OAuth, tasks.
+/// Everything else counted: refusals, idempotency results, asks, request states, fallbacks,
+/// then [`identity_and_tasks`].
 fn events(table: &Table, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
     counters(
         encoder,
@@ -229,6 +230,11 @@ fn events(table: &Table, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
         "fallback",
         std::array::from_fn::<_, 4, _>(|at| (Fallback::ALL[at].label(), &table.fallbacks[at])),
     )?;
+    identity_and_tasks(table, encoder)
+}
+
+/// The identity provider's key sets and introspections; MCP tasks and lost leases.
+fn identity_and_tasks(table: &Table, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
     counters(
         encoder,
         (

@@ -551,7 +551,7 @@ impl Pipeline {
         };
         if let Some(refusal) = bad_ids(&request, meta.front) {
             // At debug, as every refusal a client can repeat at will.
-            tracing::debug!(reason = refusal.message, "call refused");
+            tracing::debug!(target: "oxp_runtime::call", reason = refusal.message, "call refused");
             return refused(Refused::InvalidIds, CallOutcome::Rejected(refusal));
         }
         let admission = match self.gate.admit() {
@@ -577,12 +577,16 @@ impl Pipeline {
         let tool = match self.resolve(&request.tool_id, meta) {
             Ok(tool) => tool,
             Err(error) => {
-                tracing::debug!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
+                tracing::debug!(
+                    target: "oxp_runtime::call",
+                    call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused",
+                );
                 let answer = CallOutcome::Rejected(rejection(&request.tool_id, &error));
                 return Started::answered(answer, Outcome::UnknownTool);
             }
         };
         let span = tracing::info_span!(
+            target: "oxp_runtime::call",
             "oxp.call",
             call_id = ?call_id,
             trace_id = request.trace_id.as_deref().unwrap_or(""),
@@ -601,7 +605,12 @@ impl Pipeline {
             adopt(&span, traceparent);
         }
         if let Some(why) = tool.hints().deprecated {
-            span.in_scope(|| tracing::warn!(deprecated = why, "a deprecated tool was called"));
+            span.in_scope(|| {
+                tracing::warn!(
+                    target: "oxp_runtime::call",
+                    deprecated = why, "a deprecated tool was called",
+                )
+            });
         }
         let run =
             span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta, admission));
@@ -904,9 +913,15 @@ fn finished(outcome: Outcome, started: Instant) {
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::Span::current().record("outcome", outcome.as_str());
     if matches!(outcome, Outcome::Timeout | Outcome::Panic) {
-        tracing::info!(outcome = outcome.as_str(), duration_ms, "call finished");
+        tracing::info!(
+            target: "oxp_runtime::call",
+            outcome = outcome.as_str(), duration_ms, "call finished",
+        );
     } else {
-        tracing::debug!(outcome = outcome.as_str(), duration_ms, "call finished");
+        tracing::debug!(
+            target: "oxp_runtime::call",
+            outcome = outcome.as_str(), duration_ms, "call finished",
+        );
     }
 }
 

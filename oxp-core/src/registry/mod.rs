@@ -988,6 +988,7 @@ fn index(
 fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skills: usize) {
     let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
     tracing::info!(
+        target: "oxp_runtime::registry",
         "{} tool{} in toolkit{} {}",
         tools.len(),
         if tools.len() == 1 { "" } else { "s" },
@@ -997,6 +998,7 @@ fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skil
     if resources + prompts + skills > 0 {
         let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
         tracing::info!(
+            target: "oxp_runtime::registry",
             "{}, {} and {} (served over MCP)",
             count(resources, "resource"),
             count(prompts, "prompt"),
