@@ -138,7 +138,9 @@ pub use descriptor::{
     AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,
 };
 pub use error::ToolError;
+#[doc(no_inline)]
 pub use registry::{Registry, RegistryBuilder, RegistryError};
+#[doc(no_inline)]
 pub use version::ToolVersion;
 
 #[doc = include_str!("tool_attribute.md")]
