@@ -78,12 +78,35 @@ fn a_default_server_links_mcp_but_no_http_client_no_http2_and_no_public_key_cryp
     assert!(crates.contains("hmac"), "HS256 is ours, from hmac");
 }
 
-/// `default-features = false` serves OXP alone: no MCP SDK and what only it brings (rmcp's
-/// uuid among them: oxp's own v4 ids are six bits set in sixteen random bytes).
+/// `default-features = false, features = ["server"]` serves OXP alone: no MCP SDK and what
+/// only it brings (rmcp's uuid among them: oxp's own v4 ids are six bits set in sixteen random
+/// bytes).
 #[test]
 fn oxp_alone_links_no_mcp_sdk() {
-    let (crates, tree) = linked(&["--no-default-features"]);
+    let (crates, tree) = linked(&["--no-default-features", "--features", "server"]);
     for absent in ["rmcp", "uuid", "sse-stream", "reqwest"] {
+        assert!(
+            !crates.contains(absent),
+            "{absent} is linked without default features:\n{tree}"
+        );
+    }
+}
+
+/// `default-features = false` is the core and the provider adapters, for an app that hands tools
+/// to a model and serves nothing: no HTTP server, no MCP SDK, no Prometheus, no log formatter.
+#[test]
+fn without_default_features_no_server_is_linked() {
+    let (crates, tree) = linked(&["--no-default-features"]);
+    assert!(crates.contains("oxp-core"), "the core is linked:\n{tree}");
+    for absent in [
+        "axum",
+        "hyper",
+        "hyper-util",
+        "rmcp",
+        "prometheus-client",
+        "tracing-subscriber",
+        "jsonwebtoken",
+    ] {
         assert!(
             !crates.contains(absent),
             "{absent} is linked without default features:\n{tree}"

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use harness::Oxp;
+use oxp_runtime::MetricsText;
 use oxp_runtime::call::Pipeline;
 use oxp_runtime::mcp::McpServer;
 use oxp_runtime::providers::{Dispatcher, ToolCall};

@@ -13,7 +13,7 @@ use oxp_runtime::content::{Content, Resource};
 use oxp_runtime::mcp::McpServer;
 use oxp_runtime::prompt::{Message, Role};
 use oxp_runtime::server::Server;
-use oxp_runtime::{Registry, ToolError, prompt, resource};
+use oxp_runtime::{MetricsText, Registry, ToolError, prompt, resource};
 use rmcp::model::{ErrorCode, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{RunningService, ServiceError};
 use rmcp::{RoleClient, ServiceExt};

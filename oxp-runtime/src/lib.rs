@@ -41,58 +41,81 @@
 #[cfg(any(feature = "rig", feature = "adk"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "rig", feature = "adk"))))]
 pub mod agents;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod app;
-pub mod ask;
-pub mod authorization;
+#[doc(inline)]
+pub use oxp_core::ask;
+#[doc(inline)]
+pub use oxp_core::authorization;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod card;
 extern crate self as oxp_runtime;
-pub mod call;
+#[doc(inline)]
+pub use oxp_core::call;
 #[cfg(feature = "client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "client")))]
 pub mod client;
-pub mod content;
-mod context;
-mod descriptor;
-mod error;
+#[doc(inline)]
+pub use oxp_core::content;
 pub mod guide;
+#[cfg(feature = "server")]
 mod hs256;
-pub mod idempotency;
-pub mod lock;
+#[doc(inline)]
+pub use oxp_core::idempotency;
+#[doc(inline)]
+pub use oxp_core::lock;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
-mod metrics;
+#[cfg(feature = "server")]
+mod metrics_text;
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub mod oauth;
 #[cfg(feature = "otel")]
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
-mod outcome;
-mod principal;
-pub mod prompt;
-pub mod protocol;
-pub mod providers;
-mod random;
-pub mod registry;
-pub mod resource;
-// The identity rules, shared with `#[tool]` (the file is `oxp-macros/src/rules.rs`); the macro
-// alone names fns and crates.
-#[allow(dead_code)]
-mod rules;
-pub mod schema;
-mod seal;
-mod selection;
+#[doc(inline)]
+pub use oxp_core::prompt;
+#[doc(inline)]
+pub use oxp_core::protocol;
+#[doc(inline)]
+pub use oxp_core::providers;
+#[doc(inline)]
+pub use oxp_core::registry;
+#[doc(inline)]
+pub use oxp_core::resource;
+#[doc(inline)]
+pub use oxp_core::schema;
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
 pub mod server;
-pub mod signals;
-pub mod skill;
-mod striped;
-pub mod tasks;
+#[doc(inline)]
+pub use oxp_core::signals;
+#[doc(inline)]
+pub use oxp_core::skill;
+#[doc(inline)]
+pub use oxp_core::tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod time;
-pub mod version;
+#[doc(inline)]
+pub use oxp_core::version;
 
+#[cfg(feature = "server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "server")))]
+pub use metrics_text::MetricsText;
+
+// The core's own modules, under the paths the fronts name them by (`crate::seal::…`); not
+// every set of features uses every one. `rules` is `oxp-macros/src/rules.rs`, shared with
+// `#[tool]`.
+#[allow(unused_imports)]
+use oxp_core::{
+    context, descriptor, error, metrics, outcome, principal, random, rules, seal, striped, time,
+};
+
+#[cfg(feature = "server")]
 pub use app::serve;
 
 /// The one-line `main` that also publishes this binary's MCP Server Card: [`serve()`], with
@@ -105,6 +128,7 @@ pub use app::serve;
 ///     oxp_runtime::serve!().await
 /// }
 /// ```
+#[cfg(feature = "server")]
 #[macro_export]
 macro_rules! serve {
     () => {
@@ -116,7 +140,9 @@ pub use descriptor::{
     AuthorizationSpec, Input, Invoke, InvokeError, InvokeResult, ToolDescriptor, ToolHints,
 };
 pub use error::ToolError;
+#[doc(no_inline)]
 pub use registry::{Registry, RegistryBuilder, RegistryError};
+#[doc(no_inline)]
 pub use version::ToolVersion;
 
 #[doc = include_str!("tool_attribute.md")]
@@ -160,4 +186,4 @@ pub use serde_json;
 /// What `#[tool]` expands to reaches its dependencies only through here, so a user's Cargo.toml
 /// needs `oxp-runtime` and nothing else. Not a public API: it changes without notice.
 #[doc(hidden)]
-pub mod __private;
+pub use oxp_core::__private;

@@ -31,6 +31,7 @@ pub(crate) fn layer<S>() -> Option<impl tracing_subscriber::Layer<S>>
 where
     S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
 {
+    crate::call::set_adopt_parent(adopt_parent);
     let env = |name: &str| {
         std::env::var(name)
             .ok()
@@ -78,7 +79,7 @@ fn binary_name() -> String {
 
 /// Makes `span` a child of the span `traceparent` names. A malformed one is ignored (a call is
 /// never refused for its tracing header): the span then starts a trace of its own.
-pub(crate) fn adopt_parent(span: &tracing::Span, traceparent: &str) {
+fn adopt_parent(span: &tracing::Span, traceparent: &str) {
     let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
     let parent = TraceContextPropagator::new().extract(&carrier);
     if parent.span().span_context().is_valid() {

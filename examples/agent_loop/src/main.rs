@@ -61,7 +61,7 @@ async fn forget(
 
 /// The model behind the loop: an OpenAI-compatible Chat Completions endpoint.
 struct Model {
-    client: reqwest::Client,
+    client: ureq::Agent,
     base: String,
     key: String,
     name: String,
@@ -74,21 +74,20 @@ impl Model {
         if let Some(tools) = tools {
             body["tools"] = Value::from(tools);
         }
-        let response: Value = self
-            .client
-            .post(format!(
-                "{}/chat/completions",
-                self.base.trim_end_matches('/')
-            ))
-            .bearer_auth(&self.key)
-            .json(&body)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
+        let (client, key) = (self.client.clone(), self.key.clone());
+        let url = format!("{}/chat/completions", self.base.trim_end_matches('/'));
+        // ureq blocks: the request runs on a blocking thread, not on the loop's workers. An
+        // error status is an error, as is a body that is not JSON.
+        let response: Value = tokio::task::spawn_blocking(move || {
+            client
+                .post(&url)
+                .header("Authorization", &format!("Bearer {key}"))
+                .send_json(&body)
+                .and_then(|mut response| response.body_mut().read_json())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())??;
         response
             .pointer("/choices/0/message")
             .cloned()
@@ -217,7 +216,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     };
     let model = Model {
-        client: reqwest::Client::new(),
+        client: ureq::Agent::new_with_defaults(),
         base: std::env::var("OXP_AGENT_BASE_URL")
             .unwrap_or_else(|_| "https://api.openai.com/v1".into()),
         key,

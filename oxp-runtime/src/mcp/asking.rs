@@ -102,6 +102,8 @@ pub(crate) fn supports(
             Capability::UrlElicitation => c.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
             Capability::Sampling => c.sampling.is_some(),
             Capability::Roots => c.roots.is_some(),
+            // A kind of ask this front does not know: no client declares it here.
+            _ => false,
         })
     }
 }

@@ -459,6 +459,7 @@ fn unsupported(
         Capability::UrlElicitation => "its user to open a link",
         Capability::Sampling => "an answer from the client's model",
         Capability::Roots => "the client's roots (the folders it works in)",
+        _ => "something only its client can give",
     };
     let mut text = format!(
         "This tool needs {needs} before it goes on, and this client cannot give it (it did not \

@@ -120,5 +120,6 @@ pub(super) fn error_of(error: ReadError, what: &str, key: &str) -> McpError {
         ReadError::InvalidArguments(why) => McpError::invalid_params(why, None),
         ReadError::Failed(error) => McpError::internal_error(error.for_model(), None),
         ReadError::Unavailable(why) => McpError::internal_error(why, None),
+        other => McpError::internal_error(other.to_string(), None),
     }
 }

@@ -81,12 +81,16 @@ pub(super) fn read(registry: &Registry, uri: &str) -> Option<ResourceContents> {
             uri,
             mime_type,
             text,
+            ..
         } => (ResourceContents::text(text, uri), mime_type),
         Read::Blob {
             uri,
             mime_type,
             blob,
+            ..
         } => (ResourceContents::blob(blob, uri), mime_type),
+        // A kind of contents MCP has no field for.
+        _ => return None,
     };
     Some(match mime_type {
         Some(mime_type) => contents.with_mime_type(mime_type),

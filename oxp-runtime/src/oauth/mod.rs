@@ -827,7 +827,7 @@ impl Verifier {
         }
         for (i, result) in Introspected::ALL.into_iter().enumerate() {
             for _ in 0..counts.introspections_before[i] {
-                metrics.introspected(result);
+                metrics.introspected(result as usize);
             }
         }
         counts.metrics = Some(metrics.clone());
@@ -837,7 +837,7 @@ impl Verifier {
     fn introspected(&self, result: Introspected) {
         let mut counts = self.fetch_counts.lock().unwrap_or_else(|e| e.into_inner());
         match &counts.metrics {
-            Some(metrics) => metrics.introspected(result),
+            Some(metrics) => metrics.introspected(result as usize),
             None => counts.introspections_before[result as usize] += 1,
         }
     }

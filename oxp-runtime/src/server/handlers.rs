@@ -16,9 +16,8 @@ use super::respond::{
     answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
 };
 use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, Principal};
+use crate::MetricsText;
 use crate::call::CallMeta;
-#[cfg(feature = "mcp")]
-use crate::principal::ScopeRefusal;
 use crate::registry::Registry;
 
 /// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
@@ -132,7 +131,7 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 /// `GET /metrics`'s answer: every metric in the OpenMetrics text format.
 pub(super) fn scrape(pipeline: &crate::call::Pipeline) -> Response {
     match pipeline.metrics_text() {
-        Some(text) => response(StatusCode::OK, crate::metrics::CONTENT_TYPE, text),
+        Some(text) => response(StatusCode::OK, crate::metrics_text::CONTENT_TYPE, text),
         None => json_response(
             StatusCode::NOT_FOUND,
             &json!({ "message": "Metrics are off on this server (OXP_METRICS=false)." }),
@@ -361,6 +360,32 @@ fn names_access_token(query: &str) -> bool {
         let decoded: Vec<u8> = percent_encoding::percent_decode_str(name).collect();
         decoded.eq_ignore_ascii_case(b"access_token")
     })
+}
+
+/// How the server's authentication refuses a caller whose [`Grant`](crate::principal::Grant)
+/// lacks scopes that a front finds a request needs once it has read it (MCP names them in its
+/// message): the `403` with the challenge naming them. The authentication leaves it beside a
+/// limited grant in the request's extensions, so that no front builds another's challenge.
+#[cfg(feature = "mcp")]
+#[derive(Clone)]
+pub(crate) struct ScopeRefusal(std::sync::Arc<Refuse>);
+
+/// The refusal of a request that needs these scopes.
+#[cfg(feature = "mcp")]
+type Refuse = dyn Fn(&[&str]) -> axum::response::Response + Send + Sync;
+
+#[cfg(feature = "mcp")]
+impl ScopeRefusal {
+    pub(crate) fn new(
+        refuse: impl Fn(&[&str]) -> axum::response::Response + Send + Sync + 'static,
+    ) -> Self {
+        ScopeRefusal(std::sync::Arc::new(refuse))
+    }
+
+    /// The refusal of a request that needs `needed`.
+    pub(crate) fn refuse(&self, needed: &[&str]) -> axum::response::Response {
+        (self.0)(needed)
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ mod dialect;
 mod discovery;
 mod guard;
 mod handlers;
+#[cfg(feature = "mcp")]
+pub(crate) use handlers::ScopeRefusal;
 mod listen;
 mod playground;
 mod respond;

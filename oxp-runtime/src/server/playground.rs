@@ -79,6 +79,8 @@ pub(super) async fn hints(State(state): State<Arc<AppState>>, request: Request) 
                 "task": h.task.map(|task| match task {
                     crate::tasks::TaskSupport::Optional => "optional",
                     crate::tasks::TaskSupport::Required => "required",
+                    // A kind this page does not know yet: called as a task or not, as it likes.
+                    _ => "optional",
                 }),
             });
             (tool.id().to_owned(), value)
@@ -237,6 +239,7 @@ fn failure(error: ReadError, what: &str) -> Response {
             &json!({ "error": { "message": error.for_model() } }),
         ),
         ReadError::Unavailable(why) => message(StatusCode::SERVICE_UNAVAILABLE, why),
+        other => message(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
     }
 }
 

@@ -47,7 +47,8 @@ pub(crate) const MAX_STATE_BYTES: usize = 256 * 1024;
 /// How long a round's state is good for, by default: long enough for a person to answer, and
 /// no longer than the idempotency store remembers a finished call (so that a call's last
 /// round cannot be replayed after its record is gone; see [`Ledger::call`]).
-pub(crate) const DEFAULT_TTL: Duration = crate::idempotency::DEFAULT_TTL;
+#[doc(hidden)]
+pub const DEFAULT_TTL: Duration = crate::idempotency::DEFAULT_TTL;
 
 /// How the `call_id`s of calls that ask begin: kept for them, so that no client's own `call_id`
 /// reads or takes the record of one.
@@ -66,33 +67,35 @@ type Hmac = hmac::Hmac<Sha256>;
 /// What a call's rounds have established, carried from one round to the next inside the
 /// sealed state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Ledger {
+#[doc(hidden)]
+pub struct Ledger {
     /// Names the call across its rounds: a round that presents a state runs under the
     /// `call_id` made of it ([`call_id`](Self::call_id)), so the idempotency store that replicas
     /// share keeps the call's end, and a replayed round gets that first answer instead of
     /// running the tool again.
-    pub(crate) call: String,
+    pub call: String,
     /// When the answers stop counting (milliseconds since the epoch): set when the first answer
     /// arrives, never moved later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) deadline: Option<u64>,
+    pub deadline: Option<u64>,
     /// What the round that sealed this state asked: each key with its question's digest. Only
     /// a response to one of these counts.
-    pub(crate) asked: BTreeMap<String, String>,
+    pub asked: BTreeMap<String, String>,
     /// The answers so far, each bound to the question it answered.
-    pub(crate) answers: Vec<Answer>,
+    pub answers: Vec<Answer>,
     /// What answering the questions asked needs of the client ([`Capability::name`]s): a
     /// round presented by a client without one is refused before anything runs, and does not
     /// use the call up.
     ///
     /// [`Capability::name`]: crate::ask::Capability::name
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) needs: Vec<String>,
+    pub needs: Vec<String>,
 }
 
 /// One answer, to one question.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Answer {
+#[doc(hidden)]
+pub struct Answer {
     /// The ask's key.
     pub(crate) key: String,
     /// The digest of the question as it was sent ([`question_digest`]).
@@ -111,8 +114,8 @@ impl Ledger {
     }
 
     /// The `call_id` the rounds after the first run under.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn call_id(&self) -> String {
+    #[doc(hidden)]
+    pub fn call_id(&self) -> String {
         format!("{ASK_CALL_ID_PREFIX}{}", self.call)
     }
 }
@@ -125,7 +128,8 @@ pub(crate) fn question_digest(question: &Value) -> String {
 
 /// The server's keys for request states, and how long they live.
 #[derive(Clone)]
-pub(crate) struct Sealer {
+#[doc(hidden)]
+pub struct Sealer {
     /// The key that seals, then the keys that still open what they sealed (see the module's
     /// "Rotating the key"). Never empty.
     keys: std::sync::Arc<[Key]>,
@@ -166,7 +170,8 @@ impl std::fmt::Debug for Sealer {
 /// Why a state was refused: each says which check failed, none says more than the client
 /// could tell on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BadState {
+#[doc(hidden)]
+pub enum BadState {
     /// Not a state at all (not two base64url parts, not JSON, too large).
     Malformed,
     /// Sealed with a key this server does not hold: another server, a replica without the
@@ -180,7 +185,8 @@ pub(crate) enum BadState {
 
 impl BadState {
     /// What failed, as the end of a sentence whose subject is the state.
-    pub(crate) fn reason(self) -> &'static str {
+    #[doc(hidden)]
+    pub fn reason(self) -> &'static str {
         match self {
             BadState::Malformed => "is not a state this server made",
             BadState::OtherKey => {
@@ -195,7 +201,8 @@ impl BadState {
     }
 
     /// The metrics' `reason` labels ([`reason_index`](Self::reason_index) is each state's).
-    pub(crate) const REASONS: [&'static str; 3] = ["invalid", "other_key", "expired"];
+    #[doc(hidden)]
+    pub const REASONS: [&'static str; 3] = ["invalid", "other_key", "expired"];
 
     pub(crate) fn reason_index(self) -> usize {
         match self {
@@ -209,7 +216,8 @@ impl BadState {
 /// A state that would be larger than [`MAX_STATE_BYTES`]: refused when sealed, since the next
 /// round would refuse it anyway.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct TooLarge(pub(crate) usize);
+#[doc(hidden)]
+pub struct TooLarge(pub usize);
 
 impl std::fmt::Display for TooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -224,7 +232,8 @@ impl std::fmt::Display for TooLarge {
 
 /// What a state is bound to: the call (tool as resolved and input) and who makes it. Built
 /// only by [`call`](Self::call) and [`prompt`](Self::prompt), so that every front binds alike.
-pub(crate) struct Binding<'a> {
+#[doc(hidden)]
+pub struct Binding<'a> {
     tool_id: Cow<'a, str>,
     input: &'a Value,
     principal: &'a str,
@@ -234,7 +243,7 @@ pub(crate) struct Binding<'a> {
 impl<'a> Binding<'a> {
     /// A call's: the tool its name resolved to (`""` for none: the call then fails on its
     /// own), its input, the caller's principal and the user it runs for (`""` for none).
-    pub(crate) fn call(
+    pub fn call(
         tool_id: &'a str,
         input: &'a Value,
         principal: Option<&'a str>,
@@ -250,8 +259,7 @@ impl<'a> Binding<'a> {
 
     /// A prompt's, bound as a call's is: to what is rendered (the prompt, under a name no
     /// tool id can have, and its arguments) and to who asks; a prompt runs for no user.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's prompts are its one use
-    pub(crate) fn prompt(name: &str, arguments: &'a Value, principal: Option<&'a str>) -> Self {
+    pub fn prompt(name: &str, arguments: &'a Value, principal: Option<&'a str>) -> Self {
         Binding {
             tool_id: Cow::Owned(format!("prompt:{name}")),
             input: arguments,
@@ -294,7 +302,8 @@ use crate::time::{millis, now_ms};
 impl Sealer {
     /// A sealer with `key` (at least [`MIN_KEY_BYTES`]), or with a random key of its own when
     /// none is given.
-    pub(crate) fn new(key: Option<&[u8]>, ttl: Duration) -> Result<Self, String> {
+    #[doc(hidden)]
+    pub fn new(key: Option<&[u8]>, ttl: Duration) -> Result<Self, String> {
         let key = match key {
             Some(key) if key.len() < MIN_KEY_BYTES => {
                 return Err(format!(
@@ -319,8 +328,8 @@ impl Sealer {
     /// [`MIN_KEY_BYTES`]; `Err` names the first that is not by its place, from 1, and never
     /// shows it), in place of any given before. It still seals with its own key; a previous key
     /// equal to it, or to another, adds nothing.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's `OXP_STATE_KEYS_PREVIOUS`
-    pub(crate) fn with_previous_keys<'k>(
+    #[doc(hidden)] // MCP's `OXP_STATE_KEYS_PREVIOUS`
+    pub fn with_previous_keys<'k>(
         self,
         previous: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<Self, String> {
@@ -351,24 +360,23 @@ impl Sealer {
     }
 
     /// The same key, with states that live `ttl`.
-    pub(crate) fn with_ttl(mut self, ttl: Duration) -> Self {
+    #[doc(hidden)]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
     }
 
     /// How long a state lives.
-    pub(crate) fn ttl(&self) -> Duration {
+    #[doc(hidden)]
+    pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
     /// A sealed state carrying `ledger`, bound to `binding`. It lives the sealer's lifetime
     /// from now while no answer is in it; from the first answer on, until the ledger's
     /// deadline, which this sets when it is not yet.
-    pub(crate) fn seal(
-        &self,
-        mut ledger: Ledger,
-        binding: &Binding<'_>,
-    ) -> Result<String, TooLarge> {
+    #[doc(hidden)]
+    pub fn seal(&self, mut ledger: Ledger, binding: &Binding<'_>) -> Result<String, TooLarge> {
         let from_now = now_ms().saturating_add(millis(self.ttl));
         let exp = if ledger.answers.is_empty() {
             from_now
@@ -396,7 +404,8 @@ impl Sealer {
 
     /// [`open`](Self::open), with a refused state counted in `metrics` by its reason: how
     /// every front takes a state back.
-    pub(crate) fn open_counted(
+    #[doc(hidden)]
+    pub fn open_counted(
         &self,
         state: &str,
         binding: &Binding<'_>,
@@ -410,7 +419,8 @@ impl Sealer {
     }
 
     /// The ledger `state` carries, if it is ours, bound to `binding`, and not expired.
-    pub(crate) fn open(&self, state: &str, binding: &Binding<'_>) -> Result<Ledger, BadState> {
+    #[doc(hidden)]
+    pub fn open(&self, state: &str, binding: &Binding<'_>) -> Result<Ledger, BadState> {
         use BadState::{Malformed, Mismatch};
         if state.len() > MAX_STATE_BYTES {
             return Err(Malformed);
@@ -439,12 +449,13 @@ impl Sealer {
     }
 }
 
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))] // MCP's session ids are their one use
+// MCP's session ids are their one use
 impl Sealer {
     /// `value` sealed under this key for `domain` (what it is, so that one kind of token is
     /// never taken for another), with no expiry and bound to nothing else: for what a client
     /// keeps and sends back unchanged, such as an MCP session id.
-    pub(crate) fn seal_value(&self, domain: &[u8], value: &impl Serialize) -> String {
+    #[doc(hidden)]
+    pub fn seal_value(&self, domain: &[u8], value: &impl Serialize) -> String {
         let payload = serde_json::to_vec(value).expect("JSON values serialize");
         let tag = tag(&self.current().secret, domain, &payload)
             .finalize()
@@ -460,7 +471,8 @@ impl Sealer {
     /// under one of this sealer's keys. Such a token names no key: it is tried under each, the
     /// sealing key first, so that the ids clients already hold stay as they are; a few keys at
     /// most are held, and nothing is told apart here (any refusal is "no such session").
-    pub(crate) fn open_value<T: serde::de::DeserializeOwned>(
+    #[doc(hidden)]
+    pub fn open_value<T: serde::de::DeserializeOwned>(
         &self,
         domain: &[u8],
         token: &str,
@@ -482,8 +494,8 @@ impl Sealer {
 }
 
 /// The tag of a [`Sealer::seal_value`] seal.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-fn tag(key: &[u8], domain: &[u8], payload: &[u8]) -> Hmac {
+#[doc(hidden)]
+pub fn tag(key: &[u8], domain: &[u8], payload: &[u8]) -> Hmac {
     let mut mac = <Hmac as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
     mac.update(&(domain.len() as u64).to_be_bytes());
     mac.update(domain);
@@ -761,17 +773,12 @@ mod tests {
             sealer.open_counted(&state, &binding(&input, "q"), None),
             Err(BadState::Mismatch)
         );
-        let text = metrics.render(crate::metrics::Levels {
-            blocking_in_use: 0,
-            store: None,
-        });
-        assert!(
-            text.contains("oxp_request_states_refused_total{reason=\"invalid\"} 2"),
-            "{text}"
+        let refused = |bad: BadState| metrics.table().refused_states[bad.reason_index()].sum();
+        assert_eq!(
+            refused(BadState::Mismatch),
+            2,
+            "invalid: the mismatch and the malformed"
         );
-        assert!(
-            text.contains("oxp_request_states_refused_total{reason=\"expired\"} 0"),
-            "{text}"
-        );
+        assert_eq!(refused(BadState::Expired), 0);
     }
 }

@@ -211,33 +211,6 @@ mod tests {
     }
 }
 
-/// How the server's authentication refuses a caller whose [`Grant`] lacks scopes that a
-/// front finds a request needs once it has read it (MCP names them in its message): the `403`
-/// with the challenge naming them. The authentication leaves it beside a limited grant in the
-/// request's extensions, so that no front builds another's challenge. (It is an HTTP answer: it
-/// moves with the fronts when the core stands on its own.)
-#[cfg(feature = "mcp")]
-#[derive(Clone)]
-pub(crate) struct ScopeRefusal(std::sync::Arc<Refuse>);
-
-/// The refusal of a request that needs these scopes.
-#[cfg(feature = "mcp")]
-type Refuse = dyn Fn(&[&str]) -> axum::response::Response + Send + Sync;
-
-#[cfg(feature = "mcp")]
-impl ScopeRefusal {
-    pub(crate) fn new(
-        refuse: impl Fn(&[&str]) -> axum::response::Response + Send + Sync + 'static,
-    ) -> Self {
-        ScopeRefusal(std::sync::Arc::new(refuse))
-    }
-
-    /// The refusal of a request that needs `needed`.
-    pub(crate) fn refuse(&self, needed: &[&str]) -> axum::response::Response {
-        (self.0)(needed)
-    }
-}
-
 /// What a caller may use by scopes: OAuth callers what their token's scopes grant; every other
 /// caller (API keys and HS256 tokens are the operator's own credentials, and with
 /// authentication off there is no one to tell apart) every tool.

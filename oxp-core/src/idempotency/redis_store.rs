@@ -136,7 +136,10 @@ impl RedisIdempotency {
             loop {
                 tokio::time::sleep(CLOCK_CHECK).await;
                 if let Err(error) = watch.now_ms().await {
-                    tracing::debug!(%error, "could not read Redis's clock");
+                    tracing::debug!(
+                        target: "oxp_runtime::idempotency::redis_store",
+                        %error, "could not read Redis's clock",
+                    );
                 }
             }
         });
@@ -431,12 +434,18 @@ impl RedisIdempotency {
                 Ok(1) => {}
                 Ok(_) => {
                     tracing::warn!(
+                        target: "oxp_runtime::idempotency::redis_store",
                         "a call_id run's claim lapsed while it ran (its process stalled past \
                          OXP_LEASE_MS): its answer is the one that says so"
                     );
                     return std::future::pending().await;
                 }
-                Err(error) => tracing::warn!(%error, "could not renew a run's lease in Redis"),
+                Err(error) => {
+                    tracing::warn!(
+                        target: "oxp_runtime::idempotency::redis_store",
+                        %error, "could not renew a run's lease in Redis",
+                    )
+                }
             }
         }
     }
@@ -494,7 +503,10 @@ impl RedisIdempotency {
                         Ok(None) => outcome,
                         Ok(Some(kept)) => kept,
                         Err(error) => {
-                            tracing::error!(%error, "could not record an idempotent outcome in Redis");
+                            tracing::error!(
+                                target: "oxp_runtime::idempotency::redis_store",
+                                %error, "could not record an idempotent outcome in Redis",
+                            );
                             outcome
                         }
                     }
@@ -797,7 +809,10 @@ impl IdempotencyStore for RedisIdempotency {
         Box::pin(async move {
             let key = format!("{}{key}", self.prefix);
             self.once_inner(key, fingerprint, Some(run)).await.unwrap_or_else(|error| {
-                tracing::error!(%error, "Redis is unreachable; refusing the call rather than risk running it twice");
+                tracing::error!(
+                    target: "oxp_runtime::idempotency::redis_store",
+                    %error, "Redis is unreachable; refusing the call rather than risk running it twice",
+                );
                 let outcome = CallOutcome::unavailable(format!("the idempotency store is unreachable: {error}"));
                 (outcome, Reuse::Unavailable)
             })

@@ -357,7 +357,8 @@ impl Registry {
     /// Each tool with the name MCP lists it by: its wire name for the latest version, with the
     /// version as a suffix (`Calculator_Add__v1_0_0`) for an older one. Versions of one tool sit
     /// together, the latest last.
-    pub(crate) fn listed_names(&self) -> impl Iterator<Item = (&RegisteredTool, String)> {
+    #[doc(hidden)]
+    pub fn listed_names(&self) -> impl Iterator<Item = (&RegisteredTool, String)> {
         let all = &self.tools;
         all.iter().enumerate().map(move |(i, tool)| {
             let latest = all.get(i + 1).is_none_or(|next| next.name() != tool.name());
@@ -370,8 +371,8 @@ impl Registry {
     /// latest version's versioned name, not `__v01_0_0`), so a rule written against a listed
     /// name — a gateway's deny list, the scope check, the header checks — covers every call
     /// that reaches the tool, and reaches the version the call runs.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
+    #[doc(hidden)]
+    pub fn resolve_mcp_name(&self, name: &str) -> Option<&RegisteredTool> {
         if let Some(tool) = self.resolve_wire_name(name) {
             return Some(tool);
         }
@@ -714,7 +715,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds one skill (what [`skills!`](crate::skills) embeds is found by [`all`](Self::all)).
+    /// Adds one skill (what [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embeds is found by [`all`](Self::all)).
     ///
     /// ```
     /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
@@ -735,7 +736,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds every skill [`skills!`](crate::skills) embedded in the binary, and nothing else.
+    /// Adds every skill [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embedded in the binary, and nothing else.
     ///
     /// ```
     /// let registry = oxp_runtime::Registry::builder().all_skills().build().unwrap();
@@ -987,6 +988,7 @@ fn index(
 fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skills: usize) {
     let toolkits: BTreeSet<&str> = tools.iter().map(|t| t.descriptor.toolkit).collect();
     tracing::info!(
+        target: "oxp_runtime::registry",
         "{} tool{} in toolkit{} {}",
         tools.len(),
         if tools.len() == 1 { "" } else { "s" },
@@ -996,6 +998,7 @@ fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skil
     if resources + prompts + skills > 0 {
         let count = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
         tracing::info!(
+            target: "oxp_runtime::registry",
             "{}, {} and {} (served over MCP)",
             count(resources, "resource"),
             count(prompts, "prompt"),

@@ -6,15 +6,18 @@ use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor}
 use serde_json::{Map, Number, Value};
 
 /// The message of the error a repeated key gives (serde_json adds the line and column).
-pub(crate) const DUPLICATE_KEY: &str = "a key appears twice in one object";
+#[doc(hidden)]
+pub const DUPLICATE_KEY: &str = "a key appears twice in one object";
 
 /// Whether `error` is the one a repeated key gave.
-pub(crate) fn is_duplicate_key(error: &serde_json::Error) -> bool {
+#[doc(hidden)]
+pub fn is_duplicate_key(error: &serde_json::Error) -> bool {
     error.to_string().starts_with(DUPLICATE_KEY)
 }
 
 /// A JSON value in which no object has a key twice, at any depth.
-pub(crate) struct Unique(pub(crate) Value);
+#[doc(hidden)]
+pub struct Unique(pub Value);
 
 impl<'de> Deserialize<'de> for Unique {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

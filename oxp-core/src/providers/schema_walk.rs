@@ -31,7 +31,8 @@ pub(crate) fn for_each_subschema(
 /// An input schema as a model is shown it: without `x-mcp-header` (`#[mcp_header]`), which
 /// tells MCP clients which header mirrors a parameter and means nothing to a model (and which a
 /// provider's strict mode might refuse as an unknown keyword).
-pub(crate) fn for_model(schema: &Value) -> Value {
+#[doc(hidden)]
+pub fn for_model(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for property in properties.values_mut() {

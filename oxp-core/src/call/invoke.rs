@@ -405,7 +405,7 @@ fn panicked(payload: &(dyn std::any::Any + Send), redactor: &Redactor) -> Invoke
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a non-string panic payload".to_owned());
     redactor.text(&mut text);
-    tracing::error!(panic = ?text, "tool panicked");
+    tracing::error!(target: "oxp_runtime::call::invoke", panic = ?text, "tool panicked");
     InvokeError::Tool(ToolError::new(PANICKED).of_kind(crate::error::FailureKind::Panic))
 }
 
@@ -452,7 +452,7 @@ impl std::future::Future for InTool {
 /// Wraps the panic hook in force (the default one, or the app's own) with one that keeps the
 /// text of panics inside tools to the pipeline, which logs it with the call's secrets scrubbed;
 /// other panics are logged through `tracing` and then handed to the hook that was there.
-/// [`serve`](crate::serve()) installs it; an app that embeds the router may call it at start-up,
+/// [`serve`](https://docs.rs/oxp-runtime/latest/oxp_runtime/fn.serve.html) installs it; an app that embeds the router may call it at start-up,
 /// after installing its own hook. Installing it again does nothing.
 ///
 /// ```
@@ -481,7 +481,10 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
         .map(|l| format!("{}:{}", l.file(), l.line()))
         .unwrap_or_default();
     if in_tool() {
-        tracing::debug!(%location, "a tool panicked (its message is logged with the call)");
+        tracing::debug!(
+            target: "oxp_runtime::call::invoke",
+            %location, "a tool panicked (its message is logged with the call)",
+        );
         return;
     }
     let payload = info.payload();
@@ -490,7 +493,10 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a non-string panic payload");
-    tracing::error!(%location, panic = ?text, "a thread panicked");
+    tracing::error!(
+        target: "oxp_runtime::call::invoke",
+        %location, panic = ?text, "a thread panicked",
+    );
 }
 
 #[cfg(test)]

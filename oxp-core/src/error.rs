@@ -53,12 +53,14 @@ pub struct ToolError {
     /// or panicked (for metrics and logs; never on the wire, so a tool's error can never pass
     /// for the pipeline's by its text).
     #[serde(skip)]
-    pub(crate) kind: FailureKind,
+    #[doc(hidden)]
+    pub kind: FailureKind,
 }
 
 /// Whose failure a [`ToolError`] is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum FailureKind {
+#[doc(hidden)]
+pub enum FailureKind {
     /// The tool returned it.
     #[default]
     Tool,

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::error::ToolError;
 
-pub(crate) mod unique;
+#[doc(hidden)]
+pub mod unique;
 
 /// A string that must never be logged: its `Debug` prints `"<redacted>"`.
 ///

@@ -63,7 +63,8 @@ pub struct CallSignals {
 /// that becomes an MCP task, from inside the tool's run, whatever the call waited for around it
 /// (a store's I/O, a place to run).
 #[derive(Default)]
-pub(crate) struct FirstWait {
+#[doc(hidden)]
+pub struct FirstWait {
     waited: AtomicBool,
     notify: Notify,
 }
@@ -74,14 +75,14 @@ impl FirstWait {
         self.notify.notify_waiters();
     }
 
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn waited(&self) -> bool {
+    #[doc(hidden)]
+    pub fn waited(&self) -> bool {
         self.waited.load(Ordering::SeqCst)
     }
 
     /// Returns once the tool has waited.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) async fn wait(&self) {
+    #[doc(hidden)]
+    pub async fn wait(&self) {
         loop {
             let notified = self.notify.notified();
             if self.waited() {
@@ -120,8 +121,8 @@ impl CallSignals {
     }
 
     /// `first_wait` is marked when the tool first waits.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn on_first_wait(mut self, first_wait: &Arc<FirstWait>) -> Self {
+    #[doc(hidden)]
+    pub fn on_first_wait(mut self, first_wait: &Arc<FirstWait>) -> Self {
         self.first_wait = Some(first_wait.clone());
         self
     }

@@ -5,12 +5,13 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How many lines a counter is spread over.
-pub(crate) const STRIPES: usize = 8;
+pub const STRIPES: usize = 8;
 
 /// A stripe may wrap below zero (a call admitted on one thread can end on another); the
 /// wrapping sum is exact.
 #[derive(Default)]
-pub(crate) struct Striped([Line; STRIPES]);
+#[doc(hidden)]
+pub struct Striped([Line; STRIPES]);
 
 #[derive(Default)]
 #[repr(align(128))]
@@ -21,7 +22,8 @@ impl Striped {
         self.0[stripe()].0.fetch_add(n, Ordering::SeqCst);
     }
 
-    pub(crate) fn sum(&self) -> u64 {
+    #[doc(hidden)]
+    pub fn sum(&self) -> u64 {
         self.0.iter().fold(0, |sum, line| {
             sum.wrapping_add(line.0.load(Ordering::SeqCst))
         })

@@ -74,7 +74,7 @@ use crate::error::ToolError;
 /// timer. It never blocks and never fails, and with no one subscribed it only checks that.
 /// Notifications reach clients on a connection (stdio, `<bin> mcp`); stateless HTTP has no
 /// stream to carry them, so `/mcp` does not declare `resources.subscribe` (see
-/// [the guide](crate::guide::resources_prompts_skills#subscriptions-served-over-stdio-acknowledged-over-http)).
+/// [the guide](https://docs.rs/oxp-runtime/latest/oxp_runtime/guide/resources_prompts_skills/index.html#subscriptions-served-over-stdio-acknowledged-over-http)).
 /// A template's resource is named by the URI read
 /// (`file:///logs/monday`), not the template.
 ///
@@ -118,8 +118,8 @@ fn changes_sender() -> &'static tokio::sync::broadcast::Sender<std::sync::Arc<st
 }
 
 /// Every URI [`changed`] is given from now on, for the MCP front's subscriptions.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) fn changes() -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
+#[doc(hidden)]
+pub fn changes() -> tokio::sync::broadcast::Receiver<std::sync::Arc<str>> {
     changes_sender().subscribe()
 }
 
@@ -425,8 +425,8 @@ impl<T: ResourceOutput, E: Into<ToolError>> ResourceOutput for Result<T, E> {
 #[derive(Debug, Clone)]
 pub(crate) struct CheckedArgument {
     pub(crate) required: bool,
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) variants: Vec<String>,
+    #[doc(hidden)]
+    pub variants: Vec<String>,
 }
 
 fn check_arguments(arguments: &'static [Argument]) -> Vec<CheckedArgument> {
@@ -471,7 +471,6 @@ fn check_arguments(arguments: &'static [Argument]) -> Vec<CheckedArgument> {
 pub struct RegisteredResource {
     descriptor: &'static ResourceDescriptor,
     template: Template,
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     arguments: Vec<CheckedArgument>,
 }
 
@@ -512,8 +511,8 @@ impl RegisteredResource {
     }
 
     /// The values completion offers for the template parameter `name`, given what was typed.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
+    #[doc(hidden)]
+    pub fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
         complete_argument(self.descriptor.arguments, &self.arguments, name, typed)
     }
 }
@@ -573,13 +572,12 @@ impl RegisteredPrompt {
     }
 
     /// The values completion offers for the argument `name`, given what was typed.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
+    #[doc(hidden)]
+    pub fn complete(&self, name: &str, typed: &str) -> Option<(Vec<String>, usize)> {
         complete_argument(self.descriptor.arguments, &self.arguments, name, typed)
     }
 }
 
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 fn complete_argument(
     arguments: &[Argument],
     checked: &[CheckedArgument],
@@ -770,13 +768,13 @@ pub(crate) fn enum_values(schema: &Schema) -> Vec<String> {
 }
 
 /// The most values a completion answer carries (MCP's limit).
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) const MAX_COMPLETIONS: usize = 100;
+#[doc(hidden)]
+pub const MAX_COMPLETIONS: usize = 100;
 
 /// The values offered for `typed` so far: the author's fn's, or the enum's that start with
 /// it; at most [`MAX_COMPLETIONS`], and how many there were.
-#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-pub(crate) fn complete(
+#[doc(hidden)]
+pub fn complete(
     complete: Option<fn(&str) -> Vec<String>>,
     variants: &[String],
     typed: &str,

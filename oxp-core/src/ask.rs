@@ -133,7 +133,7 @@ impl Capability {
 
 /// What a tool that asks does for a caller whose client declared no way to answer (over MCP:
 /// no `elicitation` capability, or a revision before 2026-07-28): `#[tool(cannot_ask = "…")]`
-/// per tool, [`McpServer::cannot_ask`](crate::mcp::McpServer::cannot_ask) (`OXP_CANNOT_ASK`)
+/// per tool, [`McpServer::cannot_ask`](https://docs.rs/oxp-runtime/latest/oxp_runtime/mcp/struct.McpServer.html#method.cannot_ask) (`OXP_CANNOT_ASK`)
 /// for the rest.
 ///
 /// ```
@@ -337,7 +337,8 @@ struct Held {
 }
 /// What became of one ask in a round: the metrics' `outcome` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AskOutcome {
+#[doc(hidden)]
+pub enum AskOutcome {
     /// Sent to the client, not answered yet.
     Asked,
     /// Answered (accepted, for the user's asks).
@@ -349,14 +350,16 @@ pub(crate) enum AskOutcome {
 }
 
 impl AskOutcome {
-    pub(crate) const ALL: [AskOutcome; 4] = [
+    #[doc(hidden)]
+    pub const ALL: [AskOutcome; 4] = [
         AskOutcome::Asked,
         AskOutcome::Answered,
         AskOutcome::Declined,
         AskOutcome::Unsupported,
     ];
 
-    pub(crate) fn as_str(self) -> &'static str {
+    #[doc(hidden)]
+    pub fn as_str(self) -> &'static str {
         match self {
             AskOutcome::Asked => "asked",
             AskOutcome::Answered => "answered",
@@ -367,7 +370,8 @@ impl AskOutcome {
 }
 
 impl Capability {
-    pub(crate) const ALL: [Capability; 4] = [
+    #[doc(hidden)]
+    pub const ALL: [Capability; 4] = [
         Capability::Elicitation,
         Capability::UrlElicitation,
         Capability::Sampling,
@@ -432,7 +436,8 @@ impl Round {
     /// The next round of a call: what its sealed `ledger` holds (none: the call's first
     /// round), and the client's `responses`, of which only those to a question the ledger says
     /// was asked count, each bound to that question.
-    pub(crate) fn resume(
+    #[doc(hidden)]
+    pub fn resume(
         ledger: Option<Ledger>,
         responses: BTreeMap<String, Value>,
         supports: impl Fn(Capability) -> bool,
@@ -477,7 +482,8 @@ impl Round {
 
     /// What the next round must be given when this one asked: the call's name, the questions
     /// asked and the answers read so far; `None` when the round asked nothing.
-    pub(crate) fn next(&self) -> Option<Ledger> {
+    #[doc(hidden)]
+    pub fn next(&self) -> Option<Ledger> {
         let state = self.lock();
         if state.asked.is_empty() {
             return None;
@@ -558,14 +564,14 @@ impl Round {
     }
 
     /// What the ask its client could not answer said, if it said anything.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn refused_question(&self) -> Option<String> {
+    #[doc(hidden)]
+    pub fn refused_question(&self) -> Option<String> {
         self.lock().refused.clone()
     }
 
     /// The message and URL of a URL ask whose client cannot show it, if one was made.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn link(&self) -> Option<(String, String)> {
+    #[doc(hidden)]
+    pub fn link(&self) -> Option<(String, String)> {
         self.lock().link.clone()
     }
 
@@ -682,7 +688,8 @@ const FORM_FORMATS: [&str; 4] = ["email", "uri", "date", "date-time"];
 /// an object whose every field is a string (of one of [`FORM_FORMATS`], if any), a number, an
 /// integer, a boolean, or a choice among strings (`enum`, or `oneOf` options with a `const` and
 /// a `title`; an array of such choices for several).
-pub(crate) fn form_problem(schema: &Value) -> Option<String> {
+#[doc(hidden)]
+pub fn form_problem(schema: &Value) -> Option<String> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return Some("a form is an object with named fields".into());
     }
@@ -757,7 +764,8 @@ fn form_answer_problem(schema: &Value, content: &Value) -> Option<String> {
 const RESERVED: &str = "oxp.";
 
 /// The ask key of a tool's `confirm = "…"`: reserved, so no key of the tool's own is it.
-pub(crate) const CONFIRM_KEY: &str = "oxp.confirm";
+#[doc(hidden)]
+pub const CONFIRM_KEY: &str = "oxp.confirm";
 
 impl crate::context::ToolContext {
     fn round(&self) -> Round {

@@ -40,7 +40,8 @@ pub(crate) fn store_read(store_ms: u64) {
 
 /// `duration` in whole milliseconds, the unit stores and wires count in; a duration too long for
 /// a `u64` (half a billion years) saturates rather than wraps.
-pub(crate) fn millis(duration: Duration) -> u64 {
+#[doc(hidden)]
+pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 

@@ -5,7 +5,8 @@
 //! [`CallToolRequest`], runs [`Pipeline::call`], and translates the [`CallOutcome`] back.
 
 mod gate;
-pub(crate) use gate::Owed;
+#[doc(hidden)]
+pub use gate::Owed;
 mod invoke;
 mod requirements;
 mod resources_prompts;
@@ -55,6 +56,16 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// assert_eq!(oxp_runtime::call::DEFAULT_MAX_RESULT_BYTES, 16 * 1024 * 1024);
 /// ```
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+
+/// What makes a call's span a child of the span its `traceparent` names. The exporter that can
+/// do it (oxp-runtime's `otel` feature) sets it, so the core names no tracing backend.
+static ADOPT_PARENT: std::sync::OnceLock<fn(&tracing::Span, &str)> = std::sync::OnceLock::new();
+
+/// Sets how a call's span adopts its caller's `traceparent` (the first setting stays).
+#[doc(hidden)]
+pub fn set_adopt_parent(adopt: fn(&tracing::Span, &str)) {
+    let _ = ADOPT_PARENT.set(adopt);
+}
 
 /// The longest `call_id`, `trace_id` or `tool_id` a call may carry, in bytes. Longer ones, and
 /// ones with control characters, are refused with a `400`: they are echoed and logged.
@@ -189,10 +200,11 @@ impl Pipeline {
         }
     }
 
-    /// Whether calls are counted and timed for [`metrics_text`](Self::metrics_text) (and the
-    /// server's `GET /metrics`); on by default, `OXP_METRICS=false` turns it off.
+    /// Whether calls are counted and timed for `metrics_text` (oxp-runtime's `MetricsText`,
+    /// and the server's `GET /metrics`); on by default, `OXP_METRICS=false` turns it off.
     ///
     /// ```
+    /// # use oxp_runtime::MetricsText;
     /// # let registry = oxp_runtime::Registry::builder().build().unwrap();
     /// let pipeline = oxp_runtime::call::Pipeline::new(registry).metrics(false);
     /// assert!(pipeline.metrics_text().is_none());
@@ -208,35 +220,19 @@ impl Pipeline {
         self
     }
 
-    /// Every metric, in the OpenMetrics text format Prometheus scrapes (what `GET /metrics`
-    /// answers); `None` when metrics are off. The names and labels are in the repository's
-    /// `docs/observability.md`.
-    ///
-    /// ```
-    /// use oxp_runtime::{call::Pipeline, tool, Registry};
-    ///
-    /// /// Add two integers.
-    /// #[tool(toolkit = "Calculator", version = "1.0.0")]
-    /// async fn add(a: i64, b: i64) -> i64 { a + b }
-    ///
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let pipeline = Pipeline::new(Registry::builder().tool(add::TOOL).build().unwrap());
-    /// let request = serde_json::from_str(r#"{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}"#).unwrap();
-    /// pipeline.call(request).await;
-    /// let text = pipeline.metrics_text().unwrap();
-    /// assert!(text.contains(r#"oxp_calls_total{front="oxp",tool="Calculator.Add@1.0.0",outcome="success"} 1"#));
-    /// # });
-    /// ```
-    pub fn metrics_text(&self) -> Option<String> {
-        let metrics = self.metrics.as_ref()?;
-        Some(metrics.render(crate::metrics::Levels {
+    /// What the pipeline knows only when scraped: the sync tools in their blocking threads, and
+    /// what the idempotency store keeps.
+    #[doc(hidden)]
+    pub fn metrics_levels(&self) -> crate::metrics::Levels {
+        crate::metrics::Levels {
             blocking_in_use: self.gate.blocking_in_use(),
             store: self.idempotency.as_ref().and_then(|store| store.size()),
-        }))
+        }
     }
 
     /// The metrics the fronts add their refusals to.
-    pub(crate) fn metrics_handle(&self) -> Option<&Metrics> {
+    #[doc(hidden)]
+    pub fn metrics_handle(&self) -> Option<&Metrics> {
         self.metrics.as_ref()
     }
 
@@ -410,8 +406,8 @@ impl Pipeline {
     }
 
     /// The store that keeps `call_id` answers and tasks, if any.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn store(&self) -> Option<&Arc<dyn IdempotencyStore>> {
+    #[doc(hidden)]
+    pub fn store(&self) -> Option<&Arc<dyn IdempotencyStore>> {
         self.idempotency.as_ref()
     }
 
@@ -427,8 +423,8 @@ impl Pipeline {
     }
 
     /// Counts a write owed to the store after a run (see [`Gate::owe`]) until the guard drops.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn owe(&self) -> Owed {
+    #[doc(hidden)]
+    pub fn owe(&self) -> Owed {
         self.gate.owe()
     }
 
@@ -555,7 +551,7 @@ impl Pipeline {
         };
         if let Some(refusal) = bad_ids(&request, meta.front) {
             // At debug, as every refusal a client can repeat at will.
-            tracing::debug!(reason = refusal.message, "call refused");
+            tracing::debug!(target: "oxp_runtime::call", reason = refusal.message, "call refused");
             return refused(Refused::InvalidIds, CallOutcome::Rejected(refusal));
         }
         let admission = match self.gate.admit() {
@@ -581,12 +577,16 @@ impl Pipeline {
         let tool = match self.resolve(&request.tool_id, meta) {
             Ok(tool) => tool,
             Err(error) => {
-                tracing::debug!(call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused");
+                tracing::debug!(
+                    target: "oxp_runtime::call",
+                    call_id = ?call_id, tool_id = ?request.tool_id, reason = ?error.to_string(), "call refused",
+                );
                 let answer = CallOutcome::Rejected(rejection(&request.tool_id, &error));
                 return Started::answered(answer, Outcome::UnknownTool);
             }
         };
         let span = tracing::info_span!(
+            target: "oxp_runtime::call",
             "oxp.call",
             call_id = ?call_id,
             trace_id = request.trace_id.as_deref().unwrap_or(""),
@@ -601,12 +601,16 @@ impl Pipeline {
         {
             span.record("answers", answers);
         }
-        #[cfg(feature = "otel")]
-        if let Some(traceparent) = &meta.traceparent {
-            crate::otel::adopt_parent(&span, traceparent);
+        if let (Some(traceparent), Some(adopt)) = (&meta.traceparent, ADOPT_PARENT.get()) {
+            adopt(&span, traceparent);
         }
         if let Some(why) = tool.hints().deprecated {
-            span.in_scope(|| tracing::warn!(deprecated = why, "a deprecated tool was called"));
+            span.in_scope(|| {
+                tracing::warn!(
+                    target: "oxp_runtime::call",
+                    deprecated = why, "a deprecated tool was called",
+                )
+            });
         }
         let run =
             span.in_scope(|| self.run(tool, request, call_id, idempotency_key, meta, admission));
@@ -909,9 +913,15 @@ fn finished(outcome: Outcome, started: Instant) {
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::Span::current().record("outcome", outcome.as_str());
     if matches!(outcome, Outcome::Timeout | Outcome::Panic) {
-        tracing::info!(outcome = outcome.as_str(), duration_ms, "call finished");
+        tracing::info!(
+            target: "oxp_runtime::call",
+            outcome = outcome.as_str(), duration_ms, "call finished",
+        );
     } else {
-        tracing::debug!(outcome = outcome.as_str(), duration_ms, "call finished");
+        tracing::debug!(
+            target: "oxp_runtime::call",
+            outcome = outcome.as_str(), duration_ms, "call finished",
+        );
     }
 }
 
@@ -934,7 +944,7 @@ mod tests {
     use super::*;
 
     /// Z.
-    #[crate::tool(toolkit = "Z")]
+    #[oxp_macros::tool(toolkit = "Z", crate = "crate")]
     async fn echo(a: i64) -> i64 {
         a
     }
@@ -967,13 +977,13 @@ mod tests {
     }
 
     /// Z.
-    #[crate::tool(toolkit = "Z")]
+    #[oxp_macros::tool(toolkit = "Z", crate = "crate")]
     fn sync_echo(a: i64) -> i64 {
         a
     }
 
     /// A log.
-    #[crate::resource(uri = "z://log")]
+    #[oxp_macros::resource(uri = "z://log", crate = "crate")]
     fn log() -> String {
         "log".into()
     }

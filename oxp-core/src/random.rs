@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::fmt;
 
 /// Ids per refill: 512 bytes from the OS at a time.
-const BATCH: usize = 32;
+pub const BATCH: usize = 32;
 
 struct Pool {
     bytes: [u8; 16 * BATCH],
@@ -24,7 +24,8 @@ thread_local! {
 }
 
 /// A random (version 4) UUID.
-pub(crate) fn uuid_v4() -> Uuid {
+#[doc(hidden)]
+pub fn uuid_v4() -> Uuid {
     POOL.with_borrow_mut(|pool| {
         if pool.next == BATCH {
             // uuid's own `new_v4` fails the same way: an OS that cannot give random bytes
@@ -44,7 +45,8 @@ pub(crate) fn uuid_v4() -> Uuid {
 
 /// A version 4 UUID (RFC 9562): 122 random bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Uuid([u8; 16]);
+#[doc(hidden)]
+pub struct Uuid([u8; 16]);
 
 impl Uuid {
     /// Random bytes made a UUID: the version (4) and the variant (`10`) take six of their bits.
@@ -55,18 +57,19 @@ impl Uuid {
     }
 
     /// `67e55044-10b1-426f-9247-bb680e5fe0c8`: the form ids take on the wire.
-    pub(crate) fn hyphenated(self) -> String {
+    #[doc(hidden)]
+    pub fn hyphenated(self) -> String {
         self.hex(true)
     }
 
     /// `67e5504410b1426f9247bb680e5fe0c8`: no hyphens, for ids inside other names.
-    pub(crate) fn simple(self) -> String {
+    #[doc(hidden)]
+    pub fn simple(self) -> String {
         self.hex(false)
     }
 
     /// The client's retry jitter.
-    #[cfg(any(feature = "client", test))]
-    pub(crate) fn as_u128(self) -> u128 {
+    pub fn as_u128(self) -> u128 {
         u128::from_be_bytes(self.0)
     }
 

@@ -1,4 +1,4 @@
-//! How the registry checks skills: what [`skills!`](crate::skills) embeds
+//! How the registry checks skills: what [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embeds
 //! ([`crate::skill`]) comes in, what passed comes out, and each refusal goes to the builder's
 //! list of problems.
 

@@ -29,8 +29,8 @@ mod provider;
 mod schema_walk;
 
 pub use provider::Provider;
-#[cfg(any(feature = "rig", feature = "adk"))]
-pub(crate) use schema_walk::for_model as schema_for_model;
+#[doc(hidden)]
+pub use schema_walk::for_model as schema_for_model;
 
 use std::fmt;
 
@@ -186,7 +186,8 @@ impl std::error::Error for ExportError {}
 
 /// The tools to export: the latest version of each wire name (models call tools by name), in
 /// registry order, with the per-tool limits checked.
-pub(crate) fn exported_tools<'r>(
+#[doc(hidden)]
+pub fn exported_tools<'r>(
     registry: &'r Registry,
     limits: &Limits,
 ) -> Result<Vec<&'r RegisteredTool>, Vec<ExportError>> {
@@ -719,14 +720,14 @@ impl Dispatcher {
     }
 
     /// Whether a call carries secret `id` (the in-process fronts add a framework's own).
-    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
-    pub(crate) fn has_secret(&self, id: &str) -> bool {
+    #[doc(hidden)]
+    pub fn has_secret(&self, id: &str) -> bool {
         self.context.secrets.iter().any(|secret| secret.id == id)
     }
 
     /// Its limits (the in-process fronts export with them).
-    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
-    pub(crate) fn limits_in_force(&self) -> &Limits {
+    #[doc(hidden)]
+    pub fn limits_in_force(&self) -> &Limits {
         &self.limits
     }
 
@@ -814,8 +815,8 @@ impl Dispatcher {
 
     /// One call as [`steps`](Self::steps) runs it, with what kind of failure its result is:
     /// for the in-process fronts, which answer in their framework's error types.
-    #[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
-    pub(crate) async fn step_one(&self, call: ToolCall) -> (Step, Failure) {
+    #[doc(hidden)]
+    pub async fn step_one(&self, call: ToolCall) -> (Step, Failure) {
         let cancellation = Cancellation::new();
         let _cancel_when_dropped = CancelOnDrop(cancellation.clone());
         let round = crate::ask::Round::resume(None, Default::default(), |_| true);
@@ -847,7 +848,8 @@ impl Dispatcher {
     }
 
     /// [`resume`](Self::resume), with what kind of failure its result is.
-    pub(crate) async fn resume_one(
+    #[doc(hidden)]
+    pub async fn resume_one(
         &self,
         pending: PendingInput,
         answers: std::collections::BTreeMap<String, Value>,
@@ -1061,9 +1063,9 @@ fn failed(call: &ToolCall, content: String) -> ToolResult {
 
 /// What kind of failure a [`ToolResult`] is, for the fronts that answer in a framework's own
 /// error types (rig's `ToolErrorKind`, adk-rust's `ErrorCategory`); its words are the same.
-#[cfg_attr(not(any(feature = "rig", feature = "adk")), allow(dead_code))]
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// It did not fail.
     None,
     /// The arguments are not what the tool takes (the 422 words): the model retries.

@@ -1,6 +1,6 @@
 //! Agent Skills (MCP's skills extension, SEP-2640): folders that teach an agent how to use the
 //! server's tools, each a `SKILL.md` with a frontmatter and the files beside it, embedded at
-//! compile time by [`skills!`](crate::skills) and served as `skill://<name>/<path>` resources with
+//! compile time by [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) and served as `skill://<name>/<path>` resources with
 //! `skills/list` and `skills/get`.
 //!
 //! ```text
@@ -30,7 +30,7 @@ pub struct SkillFile {
     pub bytes: &'static [u8],
 }
 
-/// A skill, as [`skills!`](crate::skills) embeds it.
+/// A skill, as [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embeds it.
 ///
 /// ```
 /// use oxp_runtime::skill::{SkillDescriptor, SkillFile};
@@ -79,7 +79,6 @@ inventory::collect!(SkillDescriptor);
 #[derive(Debug)]
 pub struct RegisteredSkill {
     descriptor: &'static SkillDescriptor,
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     frontmatter: serde_json::Map<String, serde_json::Value>,
     /// Each file's URI and digest, in the descriptor's order.
     files: Vec<(String, String)>,
@@ -113,7 +112,7 @@ impl RegisteredSkill {
         }
     }
 
-    /// What [`skills!`](crate::skills) embedded.
+    /// What [`skills!`](https://docs.rs/oxp-runtime/latest/oxp_runtime/macro.skills.html) embedded.
     ///
     /// ```
     /// # use oxp_runtime::skill::{SkillDescriptor, SkillFile};
@@ -146,8 +145,8 @@ impl RegisteredSkill {
     }
 
     /// Its frontmatter.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn frontmatter(&self) -> &serde_json::Map<String, serde_json::Value> {
+    #[doc(hidden)]
+    pub fn frontmatter(&self) -> &serde_json::Map<String, serde_json::Value> {
         &self.frontmatter
     }
 
@@ -171,7 +170,8 @@ impl RegisteredSkill {
     }
 
     /// The file at `uri`, if it is one of this skill's.
-    fn file(&self, uri: &str) -> Option<&'static SkillFile> {
+    #[doc(hidden)]
+    pub fn file(&self, uri: &str) -> Option<&'static SkillFile> {
         let position = self.files.iter().position(|(u, _)| u == uri)?;
         self.descriptor.files.get(position)
     }
@@ -179,7 +179,8 @@ impl RegisteredSkill {
 
 /// A file's URI: the skill's name and the path, each segment percent-encoded where a URI needs
 /// it.
-pub(crate) fn file_uri(name: &str, path: &str) -> String {
+#[doc(hidden)]
+pub fn file_uri(name: &str, path: &str) -> String {
     let encode = |segment: &str| {
         let mut out = String::with_capacity(segment.len());
         for byte in segment.bytes() {
@@ -197,7 +198,8 @@ pub(crate) fn file_uri(name: &str, path: &str) -> String {
 
 /// The skill file at `uri` as a read answers it (MCP's `resources/read`, the playground's): its
 /// text when it is UTF-8 and not an image or a PDF, its bytes (base64) otherwise.
-pub(crate) fn read(skills: &[RegisteredSkill], uri: &str) -> Option<crate::content::Resource> {
+#[doc(hidden)]
+pub fn read(skills: &[RegisteredSkill], uri: &str) -> Option<crate::content::Resource> {
     use crate::content::Resource;
     let file = skills.iter().find_map(|skill| skill.file(uri))?;
     let mime_type = Some(media_type(file.path, file.bytes).to_owned());
@@ -218,7 +220,8 @@ pub(crate) fn read(skills: &[RegisteredSkill], uri: &str) -> Option<crate::conte
 
 /// The media type a file is served with, by its extension: a skill's files are text the agent
 /// reads, or bytes it passes on.
-pub(crate) fn media_type(path: &str, bytes: &[u8]) -> &'static str {
+#[doc(hidden)]
+pub fn media_type(path: &str, bytes: &[u8]) -> &'static str {
     let extension = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
     match extension.as_deref() {
         Some("md") => "text/markdown",

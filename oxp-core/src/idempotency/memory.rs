@@ -576,7 +576,10 @@ fn write_json_within(json: &mut Vec<u8>, outcome: &CallOutcome, max: usize) -> b
 /// wrong answer.
 fn from_json(json: &[u8]) -> CallOutcome {
     serde_json::from_slice(json).unwrap_or_else(|error| {
-        tracing::error!(%error, "a kept answer did not read back");
+        tracing::error!(
+            target: "oxp_runtime::idempotency::memory",
+            %error, "a kept answer did not read back",
+        );
         CallOutcome::unavailable("the kept answer to this call_id could not be read")
     })
 }

@@ -174,8 +174,8 @@ impl Gate {
     /// taken while draining too (what a run came to must be written whatever the server does).
     /// Taken while something that will owe it is still counted (a run, a request being
     /// answered), so a drain never finds the gate idle between the two.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn owe(self: &Arc<Self>) -> Owed {
+    #[doc(hidden)]
+    pub fn owe(self: &Arc<Self>) -> Owed {
         self.owed.fetch_add(1, Ordering::SeqCst);
         Owed { gate: self.clone() }
     }
@@ -259,7 +259,8 @@ impl Drop for Admission {
 }
 
 /// A write owed to the store (see [`Gate::owe`]); dropping it says the write is done or given up.
-pub(crate) struct Owed {
+#[doc(hidden)]
+pub struct Owed {
     gate: Arc<Gate>,
 }
 

@@ -370,7 +370,7 @@ impl Content {
 
     /// A link to a resource, which a host may open for its user: its URI must be one of
     /// [`LINK_SCHEMES`] (`https`, `http`, `file`) — not `javascript:`, not `data:`. A resource
-    /// this server serves under another scheme (a [`#[resource]`](macro@crate::resource) at
+    /// this server serves under another scheme (a [`#[resource]`](https://docs.rs/oxp-runtime/latest/oxp_runtime/attr.resource.html) at
     /// `notes://today`) cannot be linked: carry it whole with
     /// [`text_resource`](Self::text_resource) or [`blob_resource`](Self::blob_resource), whose
     /// URI is not checked (the client is handed the contents, and opens nothing).
@@ -565,7 +565,8 @@ impl<S> Contents<S> {
 
 /// A published output schema's parts when it is [`Contents`]': the structured value's schema
 /// (`None` when the tool returns blocks only).
-pub(crate) fn structured_schema(output: &serde_json::Value) -> Option<Option<&serde_json::Value>> {
+#[doc(hidden)]
+pub fn structured_schema(output: &serde_json::Value) -> Option<Option<&serde_json::Value>> {
     if output.get(CONTENTS_MARK) != Some(&serde_json::Value::Bool(true)) {
         return None;
     }

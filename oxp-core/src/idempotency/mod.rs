@@ -461,7 +461,8 @@ pub enum Reuse {
 }
 
 impl Reuse {
-    pub(crate) const ALL: [Reuse; 5] = [
+    #[doc(hidden)]
+    pub const ALL: [Reuse; 5] = [
         Reuse::Fresh,
         Reuse::Replayed,
         Reuse::Waited,
