@@ -59,6 +59,22 @@
 
 use std::time::Duration;
 
+// Only the MCP front makes tasks so far: without it, the store's side of them goes unused.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+mod record;
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+mod runs;
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+mod store;
+
+#[cfg_attr(not(feature = "mcp"), allow(unused_imports))]
+pub(crate) use record::{Record, Render, Status, TaskError};
+pub(crate) use runs::Runs;
+#[cfg_attr(not(feature = "mcp"), allow(unused_imports))]
+pub(crate) use runs::{Again, FirstRound, Line, Run, until_first_wait};
+#[cfg_attr(not(feature = "mcp"), allow(unused_imports))]
+pub(crate) use store::{ANONYMOUS, TaskConfig, TaskStore};
+
 /// Whether a tool may run as a task: `#[tool(task = "optional")]` or `#[tool(task = "required")]`.
 ///
 /// ```

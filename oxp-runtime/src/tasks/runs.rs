@@ -1,0 +1,146 @@
+//! The task rounds one process runs: each run's line to its task, and the table of rounds going
+//! on here, which a pipeline owns (one per server, shared by its fronts), so that nothing of it
+//! is global to the process.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use super::TaskStore;
+use super::record::status_message;
+use crate::ask::Round;
+use crate::call::CallOutcome;
+use crate::idempotency::IdempotencyKey;
+use crate::signals::{CallSignals, Cancellation, FirstWait};
+
+/// A run's line to its task: its cancellation, its last progress, and whether the tool has
+/// waited yet.
+#[derive(Clone, Default)]
+pub(crate) struct Line {
+    pub(crate) cancellation: Cancellation,
+    progress: Arc<Mutex<Option<String>>>,
+    pub(crate) first_wait: Arc<FirstWait>,
+}
+
+impl Line {
+    pub(crate) fn signals(&self, round: &Round) -> CallSignals {
+        let progress = self.progress.clone();
+        CallSignals::new()
+            .cancelled_by(&self.cancellation)
+            .asking(round)
+            .on_first_wait(&self.first_wait)
+            .on_progress(move |p| {
+                *progress.lock().unwrap_or_else(|e| e.into_inner()) = Some(status_message(&p));
+            })
+    }
+
+    pub(crate) fn progress(&self) -> Option<String> {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+pub(crate) type Run = Pin<Box<dyn Future<Output = CallOutcome> + Send>>;
+
+/// Starts a round's run anew.
+pub(crate) type Again = Box<dyn Fn() -> Run + Send + Sync>;
+
+/// A task's round going on in this process.
+struct Running {
+    tasks: TaskStore,
+    key: IdempotencyKey,
+    cancellation: Cancellation,
+}
+
+/// The rounds going on in this process, by their lease's holder: cancelled at once by a
+/// `tasks/cancel` that lands here, and marked interrupted if the process stops with them (what
+/// one process drives, as its count of calls in flight: nothing a later request needs). Cheap
+/// to clone: clones share the table.
+#[derive(Clone, Default)]
+pub(crate) struct Runs(Arc<Mutex<HashMap<String, Running>>>);
+
+impl Runs {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes `holder`'s round of the task `key`, run here.
+    pub(crate) fn insert(
+        &self,
+        holder: &str,
+        tasks: &TaskStore,
+        key: &IdempotencyKey,
+        line: &Line,
+    ) {
+        let here = Running {
+            tasks: tasks.clone(),
+            key: key.clone(),
+            cancellation: line.cancellation.clone(),
+        };
+        self.running().insert(holder.to_owned(), here);
+    }
+
+    /// Forgets `holder`'s round, which has ended here.
+    pub(crate) fn remove(&self, holder: &str) {
+        self.running().remove(holder);
+    }
+
+    /// Stops `holder`'s round at once, if it runs here.
+    pub(crate) fn cancel(&self, holder: &str) {
+        if let Some(run) = self.running().get(holder) {
+            run.cancellation.cancel();
+        }
+    }
+
+    /// Marks the tasks this process still runs as failed, the server having stopped: for a
+    /// shutdown whose grace period ran out with task runs going.
+    pub(crate) async fn interrupt(&self) {
+        let running: Vec<(String, TaskStore, IdempotencyKey)> = (self.running().iter())
+            .map(|(holder, run)| (holder.clone(), run.tasks.clone(), run.key.clone()))
+            .collect();
+        for (holder, tasks, key) in running {
+            let why = "The server stopped before the task ended.";
+            let ended = tasks
+                .change_task(&key, |record, now| {
+                    if !record.held_by(&holder) {
+                        return false;
+                    }
+                    record.fail(why, now);
+                    true
+                })
+                .await;
+            if let Err(error) = ended {
+                tracing::error!(%error, "could not mark a task interrupted");
+            }
+        }
+    }
+}
+
+/// How a task's first round went by the time the tool first waited.
+pub(crate) enum FirstRound {
+    /// The tool waited: the run goes on as the task's.
+    Waited(Run),
+    /// It answered before it ever waited: a plain call's answer.
+    Answered(CallOutcome),
+}
+
+/// Runs a task's first round until the tool first waits (see [`FirstWait`]).
+pub(crate) async fn until_first_wait(mut run: Run, line: &Line) -> FirstRound {
+    let ended = tokio::select! {
+        biased;
+        outcome = &mut run => Some(outcome),
+        () = line.first_wait.wait() => None,
+    };
+    match ended {
+        // It ended after it waited (a sync tool's thread, say): a task all the same, that
+        // one rule decides, not how quickly the run went.
+        Some(outcome) if line.first_wait.waited() => {
+            FirstRound::Waited(Box::pin(std::future::ready(outcome)))
+        }
+        Some(outcome) => FirstRound::Answered(outcome),
+        None => FirstRound::Waited(run),
+    }
+}
