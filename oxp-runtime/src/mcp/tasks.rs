@@ -13,11 +13,10 @@ use crate::ask::Round;
 use crate::call::{CallMeta, CallOutcome, Owed};
 use crate::idempotency::{IdempotencyKey, StoreError};
 use crate::protocol::CallToolRequest;
-pub(super) use crate::tasks::{Render, TaskConfig};
 use crate::tasks::{
-    ANONYMOUS, Again, FirstRound, Line, Record, Run, Status, TaskError, TaskStore,
-    until_first_wait,
+    ANONYMOUS, Again, FirstRound, Line, Record, Run, Status, TaskError, TaskStore, until_first_wait,
 };
+pub(super) use crate::tasks::{Render, TaskConfig};
 use crate::time::millis;
 
 /// How often a client is told to poll.

@@ -144,3 +144,76 @@ pub(crate) async fn until_first_wait(mut run: Run, line: &Line) -> FirstRound {
         None => FirstRound::Waited(run),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::call::Pipeline;
+    use crate::registry::Registry;
+    use crate::tasks::{Record, Render, Status, TaskConfig, TaskStore};
+
+    fn pipeline() -> Pipeline {
+        Pipeline::new(
+            Registry::builder()
+                .build()
+                .expect("an empty registry builds"),
+        )
+    }
+
+    /// A task made in `tasks`' store, held by `holder`.
+    async fn held_task(tasks: &TaskStore, holder: &str, id: &str) -> IdempotencyKey {
+        let key = TaskStore::key(None, None, id);
+        let render = Render {
+            any_output: false,
+            per_caller: false,
+            contents: false,
+        };
+        let (lease, now) = (TaskConfig::default().lease, crate::time::now_ms());
+        let record = Record::starting(
+            "T.A@1.0.0".into(),
+            None,
+            vec![],
+            render,
+            holder,
+            lease,
+            now,
+            60_000,
+        );
+        let made = tasks.make_task(&key, &record, &serde_json::json!({})).await;
+        assert!(matches!(made, Ok(None)), "the task is new");
+        key
+    }
+
+    async fn status(tasks: &TaskStore, key: &IdempotencyKey) -> Status {
+        let read = tasks.read_task(key).await.ok().and_then(|read| read.record);
+        read.expect("the task is kept").status
+    }
+
+    /// The rounds a pipeline runs are its own: a stopping server interrupts them, and neither
+    /// cancels nor interrupts another pipeline's in the same process.
+    #[tokio::test]
+    async fn each_pipeline_interrupts_and_cancels_only_its_own_runs() {
+        let (one, other) = (pipeline(), pipeline());
+        let shape: crate::tasks::store::Shape = |_, _| None;
+        let tasks = TaskStore::new(one.clone(), TaskConfig::default(), shape);
+        let elsewhere = TaskStore::new(other.clone(), TaskConfig::default(), shape);
+        let key = held_task(&tasks, "here", "t1").await;
+        let other_key = held_task(&elsewhere, "there", "t2").await;
+        let (line, other_line) = (Line::default(), Line::default());
+        one.task_runs().insert("here", &tasks, &key, &line);
+        other
+            .task_runs()
+            .insert("there", &elsewhere, &other_key, &other_line);
+
+        one.task_runs().cancel("there");
+        assert!(!other_line.cancellation.is_cancelled());
+        one.task_runs().cancel("here");
+        assert!(line.cancellation.is_cancelled());
+
+        one.task_runs().interrupt().await;
+        assert_eq!(status(&tasks, &key).await, Status::Failed);
+        assert_eq!(status(&elsewhere, &other_key).await, Status::Working);
+        other.task_runs().interrupt().await;
+        assert_eq!(status(&elsewhere, &other_key).await, Status::Failed);
+    }
+}

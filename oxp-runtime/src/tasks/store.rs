@@ -354,7 +354,9 @@ impl TaskStore {
             let mut progress = line.progress();
             let renewed = loop {
                 let renewed = self
-                    .change_task(key, |record, now| record.renew(holder, lease, &progress, now))
+                    .change_task(key, |record, now| {
+                        record.renew(holder, lease, &progress, now)
+                    })
                     .await;
                 match renewed {
                     Err(TaskError::Store(StoreError::Full)) if progress.is_some() => {
