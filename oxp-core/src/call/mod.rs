@@ -159,6 +159,8 @@ pub struct Pipeline {
     authorization: Option<Arc<dyn AuthorizationProvider>>,
     idempotency: Option<Arc<dyn IdempotencyStore>>,
     gate: Arc<Gate>,
+    /// The task rounds this pipeline's fronts run in this process.
+    task_runs: crate::tasks::Runs,
     max_result_bytes: usize,
     metrics: Option<Metrics>,
 }
@@ -196,6 +198,7 @@ impl Pipeline {
             authorization: None,
             idempotency: Some(Arc::new(InMemoryIdempotency::default())),
             gate: Arc::new(Gate::new(Some(default_max_calls()), DEFAULT_MAX_BLOCKING)),
+            task_runs: crate::tasks::Runs::default(),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
@@ -409,6 +412,13 @@ impl Pipeline {
     #[doc(hidden)]
     pub fn store(&self) -> Option<&Arc<dyn IdempotencyStore>> {
         self.idempotency.as_ref()
+    }
+
+    /// The task rounds this pipeline's fronts run in this process: what a cancellation that
+    /// lands here stops at once, and what a shutdown marks interrupted.
+    #[doc(hidden)]
+    pub fn task_runs(&self) -> &crate::tasks::Runs {
+        &self.task_runs
     }
 
     /// Whether [`drain`](Self::drain) was called.

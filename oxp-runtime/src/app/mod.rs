@@ -86,13 +86,15 @@ async fn run(card: Option<crate::card::ServerCard>) {
     for endpoint in &endpoints {
         tracing::info!("serving {endpoint}");
     }
+    // What a shutdown that runs out of grace marks interrupted: the server's own tasks.
+    let pipeline = server.pipeline().clone();
     let ended = server
         .serve(listener, shutdown, config.shutdown_grace)
         .await;
     // The last calls' spans go out before the process does.
     #[cfg(feature = "otel")]
     crate::otel::flush();
-    stop(ended).await
+    stop(ended, &pipeline).await
 }
 
 /// The command the arguments name; a usage error ends the process with its usage.
@@ -235,13 +237,12 @@ fn warn_about_state_keys(config: &ServerConfig) {
 
 /// How the process ends once the server stopped: 0 drained, 1 when the grace period ran out
 /// with calls in flight, 2 when the server failed.
-async fn stop(ended: Result<Shutdown, std::io::Error>) {
+async fn stop(ended: Result<Shutdown, std::io::Error>, pipeline: &crate::call::Pipeline) {
     match ended {
         Ok(Shutdown::Drained) => tracing::info!("stopped: every call was answered"),
         Ok(Shutdown::GraceExpired { active }) => {
             // Tasks still running are told as ended, not left to their lease.
-            #[cfg(feature = "mcp")]
-            crate::mcp::interrupt_tasks().await;
+            pipeline.task_runs().interrupt().await;
             tracing::warn!(
                 active,
                 "stopped: the grace period ran out with calls in flight"

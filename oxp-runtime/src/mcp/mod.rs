@@ -57,8 +57,6 @@ mod skills;
 mod subscriptions;
 mod tasks;
 
-pub(crate) use tasks::interrupt_running as interrupt_tasks;
-
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

@@ -59,6 +59,22 @@
 
 use std::time::Duration;
 
+// The store's side of tasks (records, leases, the runs of a process), public for the fronts
+// that make tasks (MCP's), and hidden from the docs.
+#[doc(hidden)]
+pub mod record;
+#[doc(hidden)]
+pub mod runs;
+#[doc(hidden)]
+pub mod store;
+
+#[doc(hidden)]
+pub use record::{Record, Render, Status, TaskError};
+#[doc(hidden)]
+pub use runs::{Again, FirstRound, Line, Run, Runs, until_first_wait};
+#[doc(hidden)]
+pub use store::{ANONYMOUS, TaskConfig, TaskStore};
+
 /// Whether a tool may run as a task: `#[tool(task = "optional")]` or `#[tool(task = "required")]`.
 ///
 /// ```
