@@ -157,6 +157,9 @@ type Check<S> = fn(Arc<S>) -> BoxFuture<'static, Result<(), String>>;
 ///
 /// [`once_reporting`]: IdempotencyStore::once_reporting
 /// [`settled`]: IdempotencyStore::settled
+/// Its length is the table of checks: one row per promise, each its own function run on a
+/// fresh store with the limits it needs, so that the list reads whole.
+///
 /// [`create_record`]: IdempotencyStore::create_record
 /// [`read_record`]: IdempotencyStore::read_record
 /// [`now_ms`]: IdempotencyStore::now_ms

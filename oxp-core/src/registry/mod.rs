@@ -1009,6 +1009,9 @@ fn log_contents(tools: &[RegisteredTool], resources: usize, prompts: usize, skil
 
 /// The rules `#[tool]` checks at compile time where its input is literal, checked again for
 /// descriptors made by hand or from a crate version, by the same [`rules`] in the same words.
+///
+/// One check after another in the order the attribute's keys are documented, each a call to
+/// its rule and the problem it names: kept in one function so that it reads as that list.
 fn register(descriptor: &'static ToolDescriptor) -> Result<RegisteredTool, RegistryProblem> {
     let problem = |what: String| RegistryProblem::Invalid {
         at: descriptor.location(),

@@ -94,6 +94,10 @@ impl McpServer {
     /// The method itself. `legacy`: the request is in an initialized session's lifecycle (the
     /// revisions before 2026-07-28), which has `ping` and `resources/subscribe` and no
     /// `subscriptions/listen`.
+    ///
+    /// One arm per method, each a line or two handing the request to the module that serves
+    /// it: long as MCP's list of methods is, and kept whole so that the one dispatch reads as
+    /// that list.
     #[allow(deprecated)] // logging and subscriptions: earlier revisions' clients still use them
     async fn method(
         &self,
