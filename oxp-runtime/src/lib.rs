@@ -59,6 +59,8 @@ pub use oxp_core::call;
 pub mod client;
 #[doc(inline)]
 pub use oxp_core::content;
+#[cfg(feature = "server")]
+mod fronts;
 pub mod guide;
 #[cfg(feature = "server")]
 mod hs256;

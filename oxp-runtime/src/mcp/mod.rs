@@ -155,7 +155,7 @@ impl McpServer {
         McpServer {
             context: Arc::default(),
             single_tenant: false,
-            max_body_bytes: crate::server::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: crate::fronts::DEFAULT_MAX_BODY_BYTES,
             list_ttl: DEFAULT_LIST_TTL,
             sealer: crate::seal::Sealer::new(None, crate::seal::DEFAULT_TTL)
                 .expect("the system's random source works"),

@@ -111,8 +111,9 @@ pub(super) async fn authenticate(
             #[cfg(feature = "mcp")]
             if caller.grant != Grant::All {
                 let (state, path) = (state.clone(), request.uri().path().to_owned());
-                let refusal =
-                    ScopeRefusal::new(move |needed| insufficient_scope(&state, needed, &path));
+                let refusal = crate::fronts::ScopeRefusal::new(move |needed| {
+                    insufficient_scope(&state, needed, &path)
+                });
                 request.extensions_mut().insert(refusal);
             }
             request.extensions_mut().insert(caller.principal);
@@ -360,32 +361,6 @@ fn names_access_token(query: &str) -> bool {
         let decoded: Vec<u8> = percent_encoding::percent_decode_str(name).collect();
         decoded.eq_ignore_ascii_case(b"access_token")
     })
-}
-
-/// How the server's authentication refuses a caller whose [`Grant`](crate::principal::Grant)
-/// lacks scopes that a front finds a request needs once it has read it (MCP names them in its
-/// message): the `403` with the challenge naming them. The authentication leaves it beside a
-/// limited grant in the request's extensions, so that no front builds another's challenge.
-#[cfg(feature = "mcp")]
-#[derive(Clone)]
-pub(crate) struct ScopeRefusal(std::sync::Arc<Refuse>);
-
-/// The refusal of a request that needs these scopes.
-#[cfg(feature = "mcp")]
-type Refuse = dyn Fn(&[&str]) -> axum::response::Response + Send + Sync;
-
-#[cfg(feature = "mcp")]
-impl ScopeRefusal {
-    pub(crate) fn new(
-        refuse: impl Fn(&[&str]) -> axum::response::Response + Send + Sync + 'static,
-    ) -> Self {
-        ScopeRefusal(std::sync::Arc::new(refuse))
-    }
-
-    /// The refusal of a request that needs `needed`.
-    pub(crate) fn refuse(&self, needed: &[&str]) -> axum::response::Response {
-        (self.0)(needed)
-    }
 }
 
 #[cfg(test)]

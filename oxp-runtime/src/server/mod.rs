@@ -24,8 +24,6 @@ mod dialect;
 mod discovery;
 mod guard;
 mod handlers;
-#[cfg(feature = "mcp")]
-pub(crate) use handlers::ScopeRefusal;
 mod listen;
 mod playground;
 mod respond;
@@ -49,16 +47,8 @@ use handlers::{
     authenticate, call_tool, check_authorization, health, list_tools, method_not_allowed, not_found,
 };
 
-/// The default cap on a request body.
-///
-/// ```
-/// use oxp_runtime::server::{Server, DEFAULT_MAX_BODY_BYTES};
-/// # let registry = oxp_runtime::Registry::builder().build().unwrap();
-/// // Tools that take documents inline: four times the default.
-/// let server = Server::new(registry).max_body_bytes(4 * DEFAULT_MAX_BODY_BYTES);
-/// let app = axum::Router::new().nest("/oxp", server.router());
-/// ```
-pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+#[doc(inline)]
+pub use crate::fronts::DEFAULT_MAX_BODY_BYTES;
 
 /// How long a request's body may take to arrive, by default, once its reader first waits on it.
 ///

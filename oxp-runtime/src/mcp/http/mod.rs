@@ -42,8 +42,8 @@ use super::McpServer;
 use super::exchange::{Back, Exchange};
 use super::headers::{self, PROTOCOL_VERSION};
 use super::scopes;
+use crate::fronts::ScopeRefusal;
 use crate::principal::Grant;
-use crate::server::ScopeRefusal;
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
