@@ -759,7 +759,7 @@ mod tests {
     #[test]
     fn a_refused_state_is_counted_by_its_reason() {
         let sealer = Sealer::new(Some(&[7; 32]), Duration::from_secs(60)).unwrap();
-        let registry = crate::Registry::builder().build().unwrap();
+        let registry = crate::registry::Registry::builder().build().unwrap();
         let metrics = crate::metrics::Metrics::new(&registry);
         let input = serde_json::json!({"path": "/srv"});
         let state = sealer.seal(answered(), &binding(&input, "p")).unwrap();

@@ -1721,7 +1721,7 @@ mod tests {
             grant().unwrap_err(),
             Refusal::invalid("The token was not issued for this server (`aud`).")
         );
-        let app = crate::server::Server::new(crate::Registry::builder().build().unwrap())
+        let app = crate::server::Server::new(crate::registry::Registry::builder().build().unwrap())
             .auth(auth.clone())
             .mount("/agents/mcp", axum::routing::post(|| async { "answered" }))
             .router();

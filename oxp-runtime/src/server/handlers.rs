@@ -16,8 +16,8 @@ use super::respond::{
     answer, body_failure, dialect_guess, json_bytes, json_response, respond, response,
 };
 use super::{AppState, AuthError, Grant, LANGCHAIN_USER_AGENTS, Principal};
-use crate::MetricsText;
 use crate::call::CallMeta;
+use crate::metrics_text::MetricsText;
 use crate::registry::Registry;
 
 /// Appends the JSON array of every tool definition, from the JSON the registry keeps of each:
