@@ -67,6 +67,31 @@ impl CallOutcome {
         }
     }
 
+    /// Whether the tool ran and returned a value: anything else (a failure, a refusal, an
+    /// input that did not validate) ended without one, which is where a round that asked
+    /// goes on.
+    ///
+    /// ```
+    /// use oxp_runtime::call::CallOutcome;
+    /// use oxp_runtime::protocol::{CallResult, CallToolResponse};
+    /// let done = CallOutcome::Completed(CallToolResponse {
+    ///     call_id: "c1".into(),
+    ///     duration: None,
+    ///     result: CallResult::Success { value: Some(3.into()) },
+    /// });
+    /// assert!(done.succeeded());
+    /// assert!(!CallOutcome::unavailable("down").succeeded());
+    /// ```
+    pub fn succeeded(&self) -> bool {
+        matches!(
+            self,
+            CallOutcome::Completed(CallToolResponse {
+                result: CallResult::Success { .. },
+                ..
+            })
+        )
+    }
+
     /// Whether the tool ran and failed with `can_retry: true` (an answer not to keep).
     ///
     /// ```

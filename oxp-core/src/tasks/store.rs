@@ -458,7 +458,7 @@ impl TaskStore {
         line: &Line,
     ) -> Result<(), TaskError> {
         let (cancelled, progress) = (line.cancellation.is_cancelled(), line.progress());
-        let asks = (failed(&outcome) && round.unsupported().is_none())
+        let asks = (!outcome.succeeded() && round.unsupported().is_none())
             .then(|| round.next().map(|ledger| (ledger, round.asked())))
             .flatten();
         let failure = match &outcome {
@@ -539,15 +539,4 @@ impl TaskStore {
         let found = found.ok_or_else(|| TaskError::Unreadable("its input is not kept".into()))?;
         serde_json::from_str(&found).map_err(|e| TaskError::Unreadable(e.to_string()))
     }
-}
-
-/// Whether a call ended without a value (a tool error among them): a round that asked ends so.
-fn failed(outcome: &CallOutcome) -> bool {
-    !matches!(
-        outcome,
-        CallOutcome::Completed(CallToolResponse {
-            result: CallResult::Success { .. },
-            ..
-        })
-    )
 }

@@ -18,7 +18,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, ClientCapabilities};
 use serde_json::Value;
 
 use super::exchange::Exchange;
-use super::{McpServer, asking, failed, fallback, mcp_result, tasks, text_error};
+use super::{McpServer, asking, fallback, mcp_result, tasks, text_error};
 use crate::ask::{CannotAsk, Capability, Round};
 use crate::call::CallOutcome;
 use crate::idempotency::StoreError;
@@ -292,7 +292,7 @@ impl McpServer {
             // the model's to carry, in `finish`).
             let askable = |next: &Ledger| {
                 by_request
-                    && failed(&outcome)
+                    && !outcome.succeeded()
                     && (next.needs.iter())
                         .filter_map(|name| Capability::from_name(name))
                         .all(|c| prepared.client(c))
@@ -375,7 +375,7 @@ impl McpServer {
         round: &Round,
     ) -> Result<CallToolResponse, McpError> {
         let newest = prepared.newest;
-        if failed(&outcome) {
+        if !outcome.succeeded() {
             let user = prepared.user();
             let binding = prepared.binding(&user);
             if let Some(ledger) = round

@@ -657,17 +657,6 @@ impl McpServer {
     }
 }
 
-/// Whether a call ended without a value (a tool error among them): a round that asked ends so.
-fn failed(outcome: &CallOutcome) -> bool {
-    !matches!(
-        outcome,
-        CallOutcome::Completed(crate::protocol::CallToolResponse {
-            result: CallResult::Success { .. },
-            ..
-        })
-    )
-}
-
 impl McpServer {
     /// Runs one call with what MCP carries besides it: progress to the client that asked for
     /// it, its cancellation, the tool's log messages. Progress and logs all precede the answer;
