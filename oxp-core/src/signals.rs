@@ -274,6 +274,19 @@ impl Cancellation {
         self.0.cancelled.load(Ordering::Acquire)
     }
 
+    /// Resolves once [`cancel`](Self::cancel) is called, whatever the tool asked.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let cancellation = oxp_runtime::signals::Cancellation::new();
+    /// cancellation.cancel();
+    /// cancellation.cancelled().await;
+    /// # });
+    /// ```
+    pub async fn cancelled(&self) {
+        self.0.wait().await;
+    }
+
     /// Resolves when the front should stop driving the run: once cancelled, unless the tool
     /// asked to finish (`ctx.finish_when_cancelled()`), in which case never.
     ///

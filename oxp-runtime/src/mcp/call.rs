@@ -56,7 +56,7 @@ struct Prepared<'a> {
     /// The caller's principal, none for an anonymous one.
     principal: Option<String>,
     /// What the request's client declared it can answer.
-    capabilities: Option<ClientCapabilities>,
+    capabilities: Option<&'a ClientCapabilities>,
     /// The tool's policy for a caller that cannot answer.
     policy: CannotAsk,
     /// A confirmation relayed through the model, sent back as an argument.
@@ -74,7 +74,7 @@ struct Prepared<'a> {
 impl Prepared<'_> {
     /// Whether the client itself can answer `capability`.
     fn client(&self, capability: Capability) -> bool {
-        asking::supports(self.capabilities.as_ref())(capability)
+        asking::supports(self.capabilities)(capability)
     }
 
     /// Whether this call's elicitation travels through the model instead of the client.
@@ -139,7 +139,7 @@ impl McpServer {
     fn caller<'a>(
         &'a self,
         request: CallToolRequestParams,
-        exchange: &Exchange,
+        exchange: &'a Exchange,
     ) -> Step<Prepared<'a>> {
         let newest = exchange.newest();
         let Some(tool) = self.resolve(&request.name) else {
@@ -204,7 +204,7 @@ impl McpServer {
             input: Value::Object(arguments),
             context,
             principal: exchange.caller(),
-            capabilities: exchange.capabilities.clone(),
+            capabilities: exchange.capabilities.as_ref(),
             policy,
             confirmation,
             per_caller,
@@ -281,8 +281,10 @@ impl McpServer {
                 input: Some(prepared.input.clone()),
                 context: Some(prepared.context.clone()),
             };
+            // The task and the ask are boxed: each would otherwise size the future of every
+            // call, which the transport moves whole, for the few that make a task or ask.
             let outcome = if prepared.declared_tasks && self.pipeline.store().is_some() {
-                self.as_task(prepared, call, &round, task_id.clone(), exchange)
+                Box::pin(self.as_task(prepared, call, &round, task_id.clone(), exchange))
                     .await?
             } else {
                 self.run(call, prepared.principal.clone(), &round, exchange)
@@ -308,7 +310,7 @@ impl McpServer {
                 ))
                 .into())));
             }
-            let asked = self.ask_by_request(exchange, round.asked(), self.sealer.ttl());
+            let asked = Box::pin(self.ask_by_request(exchange, round.asked(), self.sealer.ttl()));
             let answers = tokio::select! {
                 answers = asked => answers,
                 () = exchange.cancelled() => {

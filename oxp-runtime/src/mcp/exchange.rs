@@ -13,6 +13,7 @@ use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::principal::{Grant, Principal};
+use crate::signals::Cancellation;
 
 /// One request, read once by its transport.
 pub(crate) struct Exchange {
@@ -33,11 +34,20 @@ pub(crate) struct Exchange {
     /// `initialize` on a connection, or in the `initialize` an HTTP client sealed into the
     /// session id it sends back (see `http/session.rs`); none where nothing says.
     pub(crate) capabilities: Option<ClientCapabilities>,
-    /// Cancelled by `notifications/cancelled` on a connection, and over HTTP when the client
-    /// hangs up before its answer.
-    pub(crate) cancelled: Option<CancellationToken>,
+    /// What cancels it: `notifications/cancelled` on a connection, the client hanging up
+    /// before its answer over HTTP.
+    pub(crate) cancelled: Option<Cancel>,
     /// The way back to the client, for notifications and the server's own requests.
     pub(crate) back: Back,
+}
+
+/// What cancels a request.
+pub(crate) enum Cancel {
+    /// rmcp's token for a request on one of its connections.
+    Token(CancellationToken),
+    /// Over HTTP: the signal its calls run with, so a run needs no token of its own and no
+    /// task watching one.
+    Signal(Cancellation),
 }
 
 /// Where a request's notifications and the server's requests go.
@@ -70,7 +80,7 @@ impl Exchange {
             http: context.extensions.get::<Parts>().cloned(),
             version,
             capabilities,
-            cancelled: Some(context.ct),
+            cancelled: Some(Cancel::Token(context.ct)),
             back: Back::Connection(context.peer),
         }
     }
@@ -108,8 +118,17 @@ impl Exchange {
     /// Waits until the request is cancelled (never, where nothing can cancel it).
     pub(crate) async fn cancelled(&self) {
         match &self.cancelled {
-            Some(token) => token.cancelled().await,
+            Some(Cancel::Token(token)) => token.cancelled().await,
+            Some(Cancel::Signal(signal)) => signal.cancelled().await,
             None => std::future::pending().await,
+        }
+    }
+
+    /// The signal its calls run with, where the transport made one (over HTTP).
+    pub(crate) fn signal(&self) -> Option<&Cancellation> {
+        match &self.cancelled {
+            Some(Cancel::Signal(signal)) => Some(signal),
+            _ => None,
         }
     }
 

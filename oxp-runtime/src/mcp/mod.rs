@@ -668,7 +668,11 @@ impl McpServer {
         round: &Round,
         exchange: &Exchange,
     ) -> Result<CallOutcome, McpError> {
-        let cancellation = Cancellation::new();
+        // Over HTTP the request's own signal; on a connection one that watches rmcp's token.
+        let (cancellation, watched) = match exchange.signal() {
+            Some(signal) => (signal.clone(), false),
+            None => (Cancellation::new(), true),
+        };
         let progress = (exchange.meta.get_progress_token())
             .map(|token| ProgressForwarder::start(exchange.back.clone(), token));
         let mut signals = CallSignals::new().cancelled_by(&cancellation).asking(round);
@@ -696,15 +700,19 @@ impl McpServer {
             Some((log, flush)) => (Either::Left(log.scope(run)), Some(flush)),
             None => (Either::Right(run), None),
         };
-        // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
-        let watch = async {
-            exchange.cancelled().await;
-            cancellation.cancel();
-            std::future::pending::<()>().await
-        };
-        let outcome = tokio::select! {
-            outcome = run => outcome,
-            () = watch => unreachable!("the watch never ends"),
+        let outcome = if watched {
+            // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
+            let watch = async {
+                exchange.cancelled().await;
+                cancellation.cancel();
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                outcome = run => outcome,
+                () = watch => unreachable!("the watch never ends"),
+            }
+        } else {
+            run.await
         };
         if let Some(flush) = flush {
             flush.done().await;

@@ -6,22 +6,33 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use axum::http::HeaderMap;
 use rmcp::model::ServerJsonRpcMessage;
-use tokio_util::sync::CancellationToken;
 
-type Run = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+use crate::signals::Cancellation;
+
+type Run = Pin<Box<dyn Future<Output = Answered> + Send>>;
+
+/// What a run ends with.
+pub(super) struct Answered {
+    pub(super) message: ServerJsonRpcMessage,
+    /// The request's header map, emptied: the answer's headers go in it. hyper reads the
+    /// connection's next request into an answer's map, so one sized for a request's headers
+    /// serves both without an allocation.
+    pub(super) headers: HeaderMap,
+}
 
 /// A run and the token that cancels it.
 pub(super) struct Answer {
     /// Until it answers.
     run: Option<Run>,
-    cancel: CancellationToken,
+    cancel: Cancellation,
 }
 
 impl Answer {
     pub(super) fn new(
-        run: impl Future<Output = ServerJsonRpcMessage> + Send + 'static,
-        cancel: CancellationToken,
+        run: impl Future<Output = Answered> + Send + 'static,
+        cancel: Cancellation,
     ) -> Self {
         Answer {
             run: Some(Box::pin(run)),
@@ -31,9 +42,9 @@ impl Answer {
 }
 
 impl Future for Answer {
-    type Output = ServerJsonRpcMessage;
+    type Output = Answered;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ServerJsonRpcMessage> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answered> {
         let Some(run) = self.run.as_mut() else {
             return Poll::Pending; // answered already: never polled again
         };

@@ -14,6 +14,7 @@
 
 mod answer;
 mod asks;
+mod encode;
 mod read;
 mod session;
 mod stream;
@@ -29,21 +30,22 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::future::Either;
 use rmcp::ErrorData as McpError;
+use serde::Deserialize;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
     JsonRpcRequest, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
 };
 
-use tokio_util::sync::CancellationToken;
 
-use self::answer::Answer;
+use self::answer::{Answer, Answered};
 use self::stream::Progress;
 use super::McpServer;
-use super::exchange::{Back, Exchange};
+use super::exchange::{Back, Cancel, Exchange};
 use super::headers::{self, PROTOCOL_VERSION};
 use super::scopes;
 use crate::fronts::ScopeRefusal;
 use crate::principal::Grant;
+use crate::signals::Cancellation;
 
 /// The transport as an axum router, its one route at `/`.
 pub(super) fn router(server: McpServer) -> axum::Router {
@@ -197,9 +199,7 @@ fn begin(
         ))
     };
     let meta = meta.unwrap_or_else(|| std::mem::take(request.request.get_meta_mut()));
-    // The revision the request names itself, read once (each reading parses `_meta`), and
-    // as the constant it names, if it is one (so copies of it are free).
-    let own = (meta.protocol_version()).map(|own| known(own.as_str()).cloned().unwrap_or(own));
+    let own = own_revision(&meta);
     let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
         Ok(header) => header,
         Err(Refusal::Plain(status, text)) => return Begun::Refused(plain(status, text)),
@@ -257,7 +257,7 @@ fn begin(
         },
     };
     let stream = Stream::default();
-    let cancel = CancellationToken::new();
+    let cancel = Cancellation::new();
     let exchange = Exchange {
         meta,
         requested: own,
@@ -265,15 +265,18 @@ fn begin(
         http: Some(parts),
         version: Some(revision),
         capabilities,
-        cancelled: Some(cancel.clone()),
+        cancelled: Some(Cancel::Signal(cancel.clone())),
         back: Back::Stream(stream.clone()),
     };
     let run = async move {
         let result = server.handle(request.request, &exchange).await;
-        match result {
+        let message = match result {
             Ok(result) => ServerJsonRpcMessage::response(result, request.id),
             Err(error) => ServerJsonRpcMessage::error(error, Some(request.id)),
-        }
+        };
+        let mut headers = exchange.http.map(|parts| parts.headers).unwrap_or_default();
+        headers.clear();
+        Answered { message, headers }
     };
     Begun::Running(Running {
         answer: Answer::new(run, cancel),
@@ -313,12 +316,13 @@ impl Running {
             session,
         } = self;
         tokio::select! {
-            message = &mut answer => match stream.sent() {
+            answered = &mut answer => match stream.sent() {
                 // It sent something as it ended: that goes first, on a stream.
-                Some(sent) => stream::response(Progress::Answered(Box::new(message)), sent),
+                Some(sent) => stream::response(Progress::Answered(Box::new(answered.message)), sent),
                 None => {
+                    let Answered { message, headers } = answered;
                     let status = if statuses { status_of(&message, !complete) } else { StatusCode::OK };
-                    let mut response = json(&message, status);
+                    let mut response = json_in(&message, status, headers);
                     if let Some(session) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
                         response.headers_mut().insert(session::HEADER, session);
                     }
@@ -373,6 +377,17 @@ fn header_revision<'h>(
         ));
     }
     Ok(Some(header))
+}
+
+/// The revision a request names itself in `_meta`, read once, as the constant it names if it
+/// is one (so neither reading it nor copying it allocates); what rmcp's
+/// `RequestMetaObject::protocol_version` reads.
+fn own_revision(meta: &RequestMetaObject) -> Option<ProtocolVersion> {
+    let value = meta.get("io.modelcontextprotocol/protocolVersion")?;
+    match value.as_str().map(known) {
+        Some(Some(known)) => Some(known.clone()),
+        _ => ProtocolVersion::deserialize(value).ok(),
+    }
 }
 
 fn known(version: &str) -> Option<&'static ProtocolVersion> {
@@ -565,24 +580,43 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response {
     (status, text.into()).into_response()
 }
 
-/// The headers a typical MCP request carries: HTTP's (`Host`, `Content-Type`, `Content-Length`,
-/// `Accept`, `User-Agent`, `Accept-Encoding`, `Authorization`), and MCP's standard ones.
-const REQUEST_HEADERS: usize = 12;
-
 fn json(message: &ServerJsonRpcMessage, status: StatusCode) -> Response {
-    // A message of MCP's own types always serializes.
-    // Room for a typical answer at once, rather than growing through five sizes to it.
-    let mut body = Vec::with_capacity(256);
-    serde_json::to_writer(&mut body, message).expect("an MCP message serializes");
-    let mut response = Response::new(Body::from(body));
+    json_in(message, status, HeaderMap::new())
+}
+
+/// `message` as JSON, its headers in `headers` (empty; see [`Answered::headers`]).
+fn json_in(message: &ServerJsonRpcMessage, status: StatusCode, headers: HeaderMap) -> Response {
+    let mut response = Response::new(Body::from(encode::message(message)));
     *response.status_mut() = status;
-    // hyper reads the next request on the connection into this answer's header map, emptied:
-    // with room for the headers an MCP request carries (the standard ones beside HTTP's own),
-    // it need not grow for each.
-    *response.headers_mut() = HeaderMap::with_capacity(REQUEST_HEADERS);
+    *response.headers_mut() = headers;
     (response.headers_mut()).insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The revision read from `_meta` is the one rmcp's own reading gives, for every shape the
+    /// field can take.
+    #[test]
+    fn own_revision_reads_as_rmcp_does() {
+        let values = [
+            serde_json::json!("2026-07-28"),
+            serde_json::json!("2025-06-18"),
+            serde_json::json!("2099-01-01"),
+            serde_json::json!(20260728),
+            serde_json::json!(null),
+            serde_json::json!({"v": "2026-07-28"}),
+        ];
+        for value in values {
+            let mut meta = RequestMetaObject::default();
+            meta.insert("io.modelcontextprotocol/protocolVersion".into(), value.clone());
+            assert_eq!(own_revision(&meta), meta.protocol_version(), "{value}");
+        }
+        assert_eq!(own_revision(&RequestMetaObject::default()), None);
+    }
 }

@@ -137,10 +137,10 @@ impl futures_util::Stream for Events {
             return Poll::Ready(Some(Ok(event(&message))));
         }
         if let Some(answer) = this.answer.as_mut()
-            && let Poll::Ready(message) = Pin::new(answer).poll(cx)
+            && let Poll::Ready(answered) = Pin::new(answer).poll(cx)
         {
             this.answer = None;
-            this.last = Some(message);
+            this.last = Some(answered.message);
             // Anything it sent just before answering is in the queue already.
             if let Ok(message) = this.receiver.try_recv() {
                 return Poll::Ready(Some(Ok(event(&message))));
