@@ -19,7 +19,7 @@ impl Service<RoleServer> for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, McpError> {
         let exchange = Exchange::connection(context);
-        self.handle(request, &exchange).await
+        self.handle(Box::new(request), &exchange).await
     }
 
     /// Notifications change nothing here: `notifications/cancelled` is rmcp's (it cancels

@@ -25,13 +25,17 @@ pub(crate) fn supported_versions() -> &'static [ProtocolVersion] {
 
 impl McpServer {
     /// Answers one request: the revision's rules, then its method.
+    ///
+    /// The request comes boxed: an `async fn` keeps its arguments for as long as it runs, and
+    /// a request held by value at each level of the dispatch would size every request's future
+    /// several times over.
     pub(crate) async fn handle(
         &self,
-        request: ClientRequest,
+        request: Box<ClientRequest>,
         exchange: &Exchange,
     ) -> Result<ServerResult, McpError> {
         let newest = exchange.newest();
-        let initialize = matches!(request, ClientRequest::InitializeRequest(_));
+        let initialize = matches!(*request, ClientRequest::InitializeRequest(_));
         let requested = &exchange.requested;
         if let Some(requested) = requested.as_ref().filter(|_| !initialize)
             && !supported_versions().contains(requested)
@@ -45,7 +49,7 @@ impl McpServer {
         // `server/discover`, names that revision or later itself, or comes on a connection that
         // never initialized; it then carries the `_meta` the revision requires.
         let self_contained = !initialize
-            && (matches!(request, ClientRequest::DiscoverRequest(_))
+            && (matches!(*request, ClientRequest::DiscoverRequest(_))
                 || requested.as_ref().is_some_and(|version| {
                     version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
                 })
@@ -101,7 +105,7 @@ impl McpServer {
     #[allow(deprecated)] // logging and subscriptions: earlier revisions' clients still use them
     async fn method(
         &self,
-        request: ClientRequest,
+        request: Box<ClientRequest>,
         exchange: &Exchange,
         legacy: bool,
     ) -> Result<ServerResult, McpError> {
@@ -110,7 +114,7 @@ impl McpServer {
             UnsubscribeRequestMethod,
         };
         let registry = self.pipeline.registry();
-        Ok(match request {
+        Ok(match *request {
             ClientRequest::InitializeRequest(request) => {
                 ServerResult::InitializeResult(self.initialize(&request.params, exchange)?)
             }

@@ -268,11 +268,12 @@ fn begin(
         cancelled: Some(Cancel::Signal(cancel.clone())),
         back: Back::Stream(stream.clone()),
     };
+    let (id, request) = (request.id, Box::new(request.request));
     let run = async move {
-        let result = server.handle(request.request, &exchange).await;
+        let result = server.handle(request, &exchange).await;
         let message = match result {
-            Ok(result) => ServerJsonRpcMessage::response(result, request.id),
-            Err(error) => ServerJsonRpcMessage::error(error, Some(request.id)),
+            Ok(result) => ServerJsonRpcMessage::response(result, id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
         };
         let mut headers = exchange.http.map(|parts| parts.headers).unwrap_or_default();
         headers.clear();
