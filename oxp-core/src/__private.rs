@@ -362,6 +362,7 @@ pub const FALLBACK: ToolDescriptor = ToolDescriptor {
     input_schema: fallback_schema,
     output_schema: None,
     invoke: Invoke::Blocking(fallback_invoke),
+    takes_context: true,
     module_path: "",
     fn_name: "",
     file: "",

@@ -165,6 +165,9 @@ pub struct ToolDescriptor {
     pub output_schema: Option<fn() -> schemars::Schema>,
     /// Runs the tool.
     pub invoke: Invoke,
+    /// Whether the fn takes the call's [`ToolContext`](crate::ToolContext): only such a tool
+    /// asks its caller anything beyond its `confirm` question.
+    pub takes_context: bool,
     /// Where the fn is: `module_path!()`.
     pub module_path: &'static str,
     /// The fn's name in Rust.

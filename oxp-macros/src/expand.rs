@@ -293,6 +293,7 @@ fn descriptor(
         None => quote!(::core::option::Option::None),
     };
     let hints = hints(args, oxp);
+    let takes_context = tool.context.is_some();
     let fn_name_str = fn_name.to_string();
     let handle_doc =
         format!("The tool descriptor of [`{fn_name_str}`], for `RegistryBuilder::tool`.");
@@ -323,6 +324,7 @@ fn descriptor(
                 input_schema: #input_schema,
                 output_schema: #output_schema,
                 invoke: { #invoke },
+                takes_context: #takes_context,
                 module_path: ::core::module_path!(),
                 fn_name: #fn_name_str,
                 file: ::core::file!(),

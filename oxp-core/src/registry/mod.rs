@@ -93,6 +93,28 @@ impl RegisteredTool {
         self.descriptor
     }
 
+    /// Whether a call of it can ask its caller anything: it has a `confirm` question, or it
+    /// takes its [`ToolContext`](crate::ToolContext), where the questions are asked.
+    ///
+    /// ```
+    /// use oxp_runtime::{Registry, ToolContext, tool};
+    ///
+    /// /// Add two integers.
+    /// #[tool(toolkit = "Calc", version = "1.0.0")]
+    /// async fn add(a: i64, b: i64) -> i64 { a + b }
+    ///
+    /// /// Delete a file.
+    /// #[tool(toolkit = "Files", version = "1.0.0")]
+    /// fn delete(ctx: &ToolContext, path: String) -> bool { ctx.confirm("delete", &path).is_ok() }
+    ///
+    /// let registry = Registry::builder().tool(add::TOOL).tool(delete::TOOL).build().unwrap();
+    /// let asks: Vec<bool> = registry.tools().iter().map(|t| t.may_ask()).collect();
+    /// assert_eq!(asks, [false, true]);
+    /// ```
+    pub fn may_ask(&self) -> bool {
+        self.descriptor.takes_context || self.descriptor.hints.confirm.is_some()
+    }
+
     /// What the tool tells hosts about itself (title, behaviour, tags, examples, deprecation).
     ///
     /// ```

@@ -116,23 +116,30 @@ struct Admitted {
 
 impl McpServer {
     /// `tools/call`.
-    pub(super) async fn call(
-        &self,
+    pub(super) fn call<'a>(
+        &'a self,
         request: CallToolRequestParams,
-        exchange: &Exchange,
-    ) -> Result<CallToolResponse, McpError> {
-        let steps = async {
-            let state = request.request_state.clone();
-            let responses = request.input_responses.clone().unwrap_or_default();
-            let prepared = self.caller(request, exchange)?;
-            let admitted = self.admission(&prepared, state.as_deref(), responses)?;
-            let (outcome, round) = self.drive_rounds(&prepared, admitted, exchange).await?;
-            Ok(self.finish(&prepared, outcome, &round))
-        };
-        match steps.await {
+        exchange: &'a Exchange,
+    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + 'a {
+        use futures_util::FutureExt;
+        self.steps(request, exchange).map(|steps| match steps {
             Ok(answer) => answer,
             Err(Ended(answer)) => *answer,
-        }
+        })
+    }
+
+    /// The steps, each of which may end the call.
+    async fn steps(
+        &self,
+        mut request: CallToolRequestParams,
+        exchange: &Exchange,
+    ) -> Step<Result<CallToolResponse, McpError>> {
+        let state = request.request_state.take();
+        let responses = request.input_responses.take().unwrap_or_default();
+        let mut prepared = self.caller(request, exchange)?;
+        let admitted = self.admission(&prepared, state.as_deref(), responses)?;
+        let (outcome, round) = self.drive_rounds(&mut prepared, admitted, exchange).await?;
+        Ok(self.finish(&prepared, outcome, &round))
     }
 
     /// Step 1: the tool, who the call runs for, its input, what its client can answer.
@@ -262,7 +269,7 @@ impl McpServer {
     /// server asks by requests of its own in between.
     async fn drive_rounds(
         &self,
-        prepared: &Prepared<'_>,
+        prepared: &mut Prepared<'_>,
         admitted: Admitted,
         exchange: &Exchange,
     ) -> Step<(CallOutcome, Round)> {
@@ -272,20 +279,26 @@ impl McpServer {
             task_id,
         } = admitted;
         let by_request = asking::by_request(exchange);
+        let as_task = prepared.declared_tasks && self.pipeline.store().is_some();
+        // A tool that cannot ask runs once, and nothing reads its input after (no state is
+        // bound to it): its input is moved to the run rather than copied.
+        let mut once =
+            (!as_task && !prepared.tool.may_ask()).then(|| std::mem::take(&mut prepared.input));
         let mut rounds = 0;
         loop {
+            let prepared = &*prepared;
+            let input = once.take().unwrap_or_else(|| prepared.input.clone());
             let call = CallToolRequest {
                 tool_id: prepared.tool.id().to_owned(),
                 call_id: call_id.clone(),
                 trace_id: None,
-                input: Some(prepared.input.clone()),
+                input: Some(input),
                 context: Some(prepared.context.clone()),
             };
             // The task and the ask are boxed: each would otherwise size the future of every
             // call, which the transport moves whole, for the few that make a task or ask.
-            let outcome = if prepared.declared_tasks && self.pipeline.store().is_some() {
-                Box::pin(self.as_task(prepared, call, &round, task_id.clone(), exchange))
-                    .await?
+            let outcome = if as_task {
+                Box::pin(self.as_task(prepared, call, &round, task_id.clone(), exchange)).await?
             } else {
                 self.run(call, prepared.principal.clone(), &round, exchange)
                     .await?

@@ -661,13 +661,16 @@ impl McpServer {
     /// Runs one call with what MCP carries besides it: progress to the client that asked for
     /// it, its cancellation, the tool's log messages. Progress and logs all precede the answer;
     /// a cancelled call is answered with an error, never with the tool's result.
-    async fn run(
-        &self,
+    ///
+    /// What the run needs is made before its future, which then holds each piece once (an
+    /// `async fn` would hold its arguments beside the locals made of them).
+    fn run<'a>(
+        &'a self,
         call: CallToolRequest,
         principal: Option<String>,
-        round: &Round,
-        exchange: &Exchange,
-    ) -> Result<CallOutcome, McpError> {
+        round: &'a Round,
+        exchange: &'a Exchange,
+    ) -> impl Future<Output = Result<CallOutcome, McpError>> + Send + 'a {
         // Over HTTP the request's own signal; on a connection one that watches rmcp's token.
         let (cancellation, watched) = match exchange.signal() {
             Some(signal) => (signal.clone(), false),
@@ -695,40 +698,45 @@ impl McpServer {
             exchange.back.clone(),
             || call.context.as_ref().map(secret_values).unwrap_or_default(),
         );
-        let run = self.pipeline.call_with(call, &meta);
-        let (run, flush) = match log {
-            Some((log, flush)) => (Either::Left(log.scope(run)), Some(flush)),
-            None => (Either::Right(run), None),
-        };
-        let outcome = if watched {
-            // `notifications/cancelled` cancels rmcp's token for this request; the run sees it.
-            let watch = async {
-                exchange.cancelled().await;
-                cancellation.cancel();
-                std::future::pending::<()>().await
+        async move {
+            let run = self.pipeline.call_with(call, &meta);
+            let (run, flush) = match log {
+                // Boxed: a call the client asked to hear the logs of is rare, and the scope
+                // would otherwise size every call's future.
+                Some((log, flush)) => (Either::Left(Box::pin(log.scope(run))), Some(flush)),
+                None => (Either::Right(run), None),
             };
-            tokio::select! {
-                outcome = run => outcome,
-                () = watch => unreachable!("the watch never ends"),
+            let outcome = if watched {
+                // `notifications/cancelled` cancels rmcp's token for this request; the run
+                // sees it.
+                let watch = async {
+                    exchange.cancelled().await;
+                    cancellation.cancel();
+                    std::future::pending::<()>().await
+                };
+                tokio::select! {
+                    outcome = run => outcome,
+                    () = watch => unreachable!("the watch never ends"),
+                }
+            } else {
+                run.await
+            };
+            if let Some(flush) = flush {
+                flush.done().await;
             }
-        } else {
-            run.await
-        };
-        if let Some(flush) = flush {
-            flush.done().await;
+            if let Some(progress) = progress {
+                progress.finish().await;
+            }
+            if cancellation.is_cancelled() {
+                // rmcp answers every request; the tool's own answer is not what it sends.
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode::INTERNAL_ERROR,
+                    "the call was cancelled",
+                    None,
+                ));
+            }
+            Ok(outcome)
         }
-        if let Some(progress) = progress {
-            progress.finish().await;
-        }
-        if cancellation.is_cancelled() {
-            // rmcp answers every request; the tool's own answer is not what it sends.
-            return Err(McpError::new(
-                rmcp::model::ErrorCode::INTERNAL_ERROR,
-                "the call was cancelled",
-                None,
-            ));
-        }
-        Ok(outcome)
     }
 }
 

@@ -3,7 +3,9 @@
 //! `Serialize` gives it; every other message goes through that `Serialize`. The tests hold the
 //! two to the same bytes.
 
-use rmcp::model::{CallToolResult, ContentBlock, NumberOrString, ServerJsonRpcMessage, ServerResult};
+use rmcp::model::{
+    CallToolResult, ContentBlock, NumberOrString, ServerJsonRpcMessage, ServerResult,
+};
 
 /// The JSON of `message`.
 pub(super) fn message(message: &ServerJsonRpcMessage) -> Vec<u8> {
@@ -149,7 +151,8 @@ mod tests {
                 for value in &structured {
                     for is_error in [None, Some(false), Some(true)] {
                         for result_type in [None, Some(ResultType::COMPLETE)] {
-                            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                            let mut result =
+                                CallToolResult::success(vec![ContentBlock::text(text)]);
                             result.structured_content = value.clone();
                             result.is_error = is_error;
                             result.result_type = result_type;
@@ -160,7 +163,8 @@ mod tests {
             }
         }
         // No blocks, several blocks, and the shapes that fall back.
-        let mut several = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+        let mut several =
+            CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
         several.structured_content = Some(json!({"k": 1}));
         cases.push(answer(NumberOrString::Number(7), several));
         cases.push(answer(

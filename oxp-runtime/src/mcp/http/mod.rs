@@ -30,12 +30,11 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use futures_util::future::Either;
 use rmcp::ErrorData as McpError;
-use serde::Deserialize;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
     JsonRpcRequest, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
 };
-
+use serde::Deserialize;
 
 use self::answer::{Answer, Answered};
 use self::stream::Progress;
@@ -615,7 +614,10 @@ mod tests {
         ];
         for value in values {
             let mut meta = RequestMetaObject::default();
-            meta.insert("io.modelcontextprotocol/protocolVersion".into(), value.clone());
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                value.clone(),
+            );
             assert_eq!(own_revision(&meta), meta.protocol_version(), "{value}");
         }
         assert_eq!(own_revision(&RequestMetaObject::default()), None);
