@@ -123,13 +123,19 @@ alternate() { # name_a url_a name_b url_b [name url]…
     for i in $(seq 1 $((n - 1))); do
       local b=$((3 * i + 1)) sorted
       sorted=$(awk -v b="$b" '{ print $1 / $b }' "$rounds" | sort -g | tr '\n' ' ')
+      # p99 also as the ratio of the servers' median rounds: a stall of the machine lands in
+      # one round of one server, and the sum carries it whole.
       awk -v c="$c" -v sorted="$sorted" -v a="${names[0]}" -v name="${names[$i]}" -v b="$b" '
-        { o += $1; op50 += $2; op99 += $3; s += $b; sp50 += $(b + 1); sp99 += $(b + 2) }
+        function median_of(v, k,   i, j, t) {
+          for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+          return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
+        }
+        { o += $1; op50 += $2; op99 += $3; s += $b; sp50 += $(b + 1); sp99 += $(b + 2); n++; ap99[n] = $3; bp99[n] = $(b + 2) }
         END {
           k = split(sorted, r, " ")
           median = (k % 2) ? r[(k + 1) / 2] : (r[k / 2] + r[k / 2 + 1]) / 2
-          printf "at %s connections: throughput %s/%s = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 %s/%s = %.3f, p99 %s/%s = %.3f\n",
-            c, a, name, o / s, median, r[1], r[k], a, name, op50 / sp50, a, name, op99 / sp99
+          printf "at %s connections: throughput %s/%s = %.3f (rounds: median %.3f, range %.3f–%.3f), p50 %s/%s = %.3f, p99 %s/%s = %.3f (median rounds: %.3f)\n",
+            c, a, name, o / s, median, r[1], r[k], a, name, op50 / sp50, a, name, op99 / sp99, median_of(ap99, n) / median_of(bp99, n)
         }' "$rounds"
     done
     # Each server's own CPU time per request over its rounds (servers named in server_pid).

@@ -1027,3 +1027,56 @@ async fn a_stdio_client_that_cannot_ask_gets_the_relay() {
     assert!(text(&done).starts_with("shredded d1 (run 1"), "{done:?}");
     client.cancel().await.unwrap();
 }
+
+/// An answer carries none of its request's headers. A JSON answer's header map is its
+/// request's own, emptied (hyper reads the connection's next request into it, so neither
+/// allocates); two requests pipelined on one kept-alive connection each get their own answer,
+/// and neither answer shows anything either request sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_carry_none_of_their_requests_headers() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let request = |id: u32, canary: &str, last: bool| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "Calculator_Add", "arguments": {"a": id, "b": 1},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}})
+        .to_string();
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: Calculator_Add\r\nX-Canary: {canary}\r\n\
+             Cookie: session={canary}\r\n{}Content-Length: {}\r\n\r\n{body}",
+            if last { "Connection: close\r\n" } else { "" },
+            body.len()
+        )
+    };
+    let mut socket = tokio::net::TcpStream::connect(oxp.base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let both = request(1, "canary-first", false) + &request(2, "canary-second", true);
+    socket.write_all(both.as_bytes()).await.unwrap();
+    let mut answers = Vec::new();
+    harness::bounded("both answers", socket.read_to_end(&mut answers))
+        .await
+        .unwrap();
+    let answers = String::from_utf8(answers).unwrap();
+    assert_eq!(answers.matches("HTTP/1.1 200 OK").count(), 2, "{answers}");
+    assert!(
+        answers.contains(r#""id":1,"#) && answers.contains(r#""id":2,"#),
+        "{answers}"
+    );
+    assert_eq!(
+        answers.matches("content-type: application/json").count(),
+        2,
+        "{answers}"
+    );
+    assert!(
+        !answers.to_ascii_lowercase().contains("canary"),
+        "{answers}"
+    );
+    assert!(
+        !answers.to_ascii_lowercase().contains("mcp-name"),
+        "{answers}"
+    );
+}
