@@ -316,6 +316,9 @@ impl Running {
             session,
         } = self;
         tokio::select! {
+            // The answer first: most are ready at the first poll, and then nothing waits on
+            // the stream.
+            biased;
             answered = &mut answer => match stream.sent() {
                 // It sent something as it ended: that goes first, on a stream.
                 Some(sent) => stream::response(Progress::Answered(Box::new(answered.message)), sent),

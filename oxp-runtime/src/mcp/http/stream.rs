@@ -40,6 +40,7 @@ struct Shared {
 impl Stream {
     /// Sends `message` on the stream, opening it if this is the first.
     pub(super) async fn send(&self, message: ServerJsonRpcMessage) -> Result<(), Gone> {
+        let mut opening = false;
         let sender = self.0.sender.get_or_init(|| {
             let (sender, receiver) = mpsc::channel(QUEUE);
             *self
@@ -47,10 +48,14 @@ impl Stream {
                 .receiver
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Some(receiver);
-            // A permit if the transport is not waiting yet: it sees the opening when it looks.
-            self.0.opened.notify_one();
+            opening = true;
             sender
         });
+        if opening {
+            // Once the sender is there for `sent` to see; a permit if the transport is not
+            // waiting yet, so it sees the opening when it looks.
+            self.0.opened.notify_one();
+        }
         sender.send(message).await.map_err(|_| Gone)
     }
 
@@ -71,6 +76,9 @@ impl Stream {
 
     /// What the method sent, if it sent anything: taken once.
     pub(super) fn sent(&self) -> Option<mpsc::Receiver<ServerJsonRpcMessage>> {
+        // Nothing was ever sent (most requests): no lock. A first send in progress elsewhere
+        // wakes `opened` once its sender is set.
+        self.0.sender.get()?;
         (self.0.receiver.lock())
             .unwrap_or_else(PoisonError::into_inner)
             .take()
