@@ -37,7 +37,7 @@
 #                          same oxp process (`oxp-oxp`); the Rust crates generated in target/bench
 #                          and built with cargo's default release profile; wrk at 32 and 256
 #                          connections, alternating as `http` does, with each server's CPU per
-#                          request
+#                          request; ONLY="oxp oxp-oxp" alternates just the servers named
 #   bench/run.sh all
 #
 # Every server runs with its own defaults, as users run it (oxp with no OXP_LOG, as `cargo run`
@@ -599,6 +599,15 @@ mcp() {
     wait_up http://127.0.0.1:18086/mcp any
     mcp_check http://127.0.0.1:18086/mcp
     args+=(fastmcp http://127.0.0.1:18086/mcp)
+  fi
+  # ONLY="oxp oxp-oxp" alternates just those (oxp first: the ratios are its), each pair of
+  # rounds then seconds apart rather than a whole round apart.
+  if [ -n "${ONLY:-}" ]; then
+    local kept=()
+    for ((i = 0; i < ${#args[@]}; i += 2)); do
+      [[ " $ONLY " == *" ${args[$i]} "* ]] && kept+=("${args[$i]}" "${args[$((i + 1))]}")
+    done
+    args=("${kept[@]}")
   fi
   echo "== MCP 2026-07-28 tools/call, default release profile (oxp-oxp: the same call over OXP)"
   LUA=bench/mcp_call.lua alternate "${args[@]}"
