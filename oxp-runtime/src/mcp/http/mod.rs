@@ -187,7 +187,7 @@ fn out_of_scope(server: &McpServer, request: &ClientRequest, parts: &Parts) -> O
 fn begin(
     server: Arc<McpServer>,
     mut request: JsonRpcRequest<ClientRequest>,
-    meta: Option<RequestMetaObject>,
+    meta: Option<read::Meta>,
     parts: Parts,
 ) -> Begun {
     let id = request.id.clone();
@@ -197,8 +197,14 @@ fn begin(
             StatusCode::BAD_REQUEST,
         ))
     };
-    let meta = meta.unwrap_or_else(|| std::mem::take(request.request.get_meta_mut()));
-    let own = own_revision(&meta);
+    let read::Meta {
+        map: meta,
+        standard,
+    } = meta.unwrap_or_else(|| read::Meta::of(std::mem::take(request.request.get_meta_mut())));
+    let (own, mut declared) = match standard {
+        Some(standard) => (Some(standard.revision), Some(standard.capabilities)),
+        None => (own_revision(&meta), meta.client_capabilities()),
+    };
     let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
         Ok(header) => header,
         Err(Refusal::Plain(status, text)) => return Begun::Refused(plain(status, text)),
@@ -222,9 +228,8 @@ fn begin(
     // A request that names its revision itself (or opens with `server/discover`) is answered
     // with the status its error calls for; the revisions before keep JSON-RPC's 200.
     let statuses = own.is_some() || matches!(request.request, ClientRequest::DiscoverRequest(_));
-    // What the client declared in `_meta`, read once; with the revision, what 2026-07-28
-    // requires of every request's `_meta` (rmcp's `missing_required_keys`).
-    let mut declared = meta.client_capabilities();
+    // With the revision, what the client declared in `_meta` is what 2026-07-28 requires of
+    // every request's `_meta` (rmcp's `missing_required_keys`).
     let complete = own.is_some() && declared.is_some();
     let newest = revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
     // What the client declared: in the request (2026-07-28 on), in `initialize`, or, before,

@@ -10,22 +10,22 @@
 use axum::body::Bytes;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, RequestId,
-    RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientJsonRpcMessage,
+    ClientRequest, JsonObject, ProtocolVersion, RequestId, RequestMetaObject,
 };
 use serde::Deserialize;
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// The message `bytes` hold: JSON-RPC's parse error for what is not JSON, invalid request for
 /// JSON that is no single MCP message (a batch among them: batches left MCP with 2025-06-18,
 /// and the revisions that had them were served without them by rmcp's transport too).
 ///
-/// A call read straight into its types comes with its `_meta` beside it, taken out already
-/// (the transport takes every request's out before it dispatches); rmcp's reading leaves it
-/// in the request.
-pub(super) fn message(
-    bytes: &Bytes,
-) -> Result<(ClientJsonRpcMessage, Option<RequestMetaObject>), McpError> {
+/// A call read straight into its types comes with its `_meta` beside it ([`Meta`]), taken out
+/// already (the transport takes every request's out before it dispatches); rmcp's reading
+/// leaves it in the request.
+pub(super) fn message(bytes: &Bytes) -> Result<(ClientJsonRpcMessage, Option<Meta>), McpError> {
     if (bytes.iter()).find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
         return Err(McpError::invalid_request(
             "Invalid Request: JSON-RPC batches are not accepted; send each message in its own \
@@ -61,8 +61,175 @@ struct Envelope<'a> {
 // allocation this reading saves.
 #[allow(clippy::large_enum_variant)]
 enum Params<'a> {
-    Call(CallToolRequestParams),
+    Call(Call),
     Unread(&'a RawValue),
+}
+
+/// A request's `_meta`. The two keys every 2026-07-28 request carries are read into their
+/// types as the body is parsed when both are well-formed, and then are not in the map (the
+/// keys alone would be two allocations, the revision a third); otherwise they stay in the
+/// map, where they are read as from rmcp's.
+#[derive(Debug, Default)]
+pub(super) struct Meta {
+    pub(super) map: RequestMetaObject,
+    pub(super) standard: Option<Standard>,
+}
+
+/// `io.modelcontextprotocol/protocolVersion` and `io.modelcontextprotocol/clientCapabilities`,
+/// read as rmcp's `RequestMetaObject::protocol_version` and `client_capabilities` read them.
+#[derive(Debug)]
+pub(super) struct Standard {
+    pub(super) revision: ProtocolVersion,
+    pub(super) capabilities: ClientCapabilities,
+}
+
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+impl Meta {
+    /// A `_meta` rmcp read (the keys are in its map).
+    pub(super) fn of(map: RequestMetaObject) -> Self {
+        Meta {
+            map,
+            standard: None,
+        }
+    }
+}
+
+/// A `tools/call`'s params, read as rmcp's derived `Deserialize` reads
+/// `CallToolRequestParams` (unknown keys skipped, `null` as absent), but for `_meta`; a key
+/// that escapes or comes twice is an error here, and the call is left to rmcp's reading.
+struct Call {
+    params: CallToolRequestParams,
+    meta: Meta,
+}
+
+impl<'de> Deserialize<'de> for Call {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(CallVisitor)
+    }
+}
+
+struct CallVisitor;
+
+impl<'de> Visitor<'de> for CallVisitor {
+    type Value = Call;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a tools/call's params")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Call, A::Error> {
+        let mut name: Option<String> = None;
+        let mut arguments: Option<Option<JsonObject>> = None;
+        let mut responses: Option<Option<rmcp::model::InputResponses>> = None;
+        let mut state: Option<Option<String>> = None;
+        let mut meta: Option<Option<Meta>> = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "name" if name.is_none() => name = Some(map.next_value()?),
+                "arguments" if arguments.is_none() => arguments = Some(map.next_value()?),
+                "inputResponses" if responses.is_none() => responses = Some(map.next_value()?),
+                "requestState" if state.is_none() => state = Some(map.next_value()?),
+                "_meta" if meta.is_none() => meta = Some(map.next_value_seed(MetaSeed)?),
+                "name" | "arguments" | "inputResponses" | "requestState" | "_meta" => {
+                    return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let name = name.ok_or_else(|| A::Error::missing_field("name"))?;
+        let mut params = CallToolRequestParams::new(name);
+        params.arguments = arguments.flatten();
+        params.input_responses = responses.flatten();
+        params.request_state = state.flatten();
+        Ok(Call {
+            params,
+            meta: meta.flatten().unwrap_or_default(),
+        })
+    }
+}
+
+/// `_meta`: `null`, or an object.
+struct MetaSeed;
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = Option<Meta>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = Option<Meta>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a _meta object")
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rest = serde_json::Map::new();
+        let (mut revision, mut capabilities) = (None::<Value>, None::<Value>);
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                PROTOCOL_VERSION if revision.is_none() => revision = Some(map.next_value()?),
+                CLIENT_CAPABILITIES if capabilities.is_none() => {
+                    capabilities = Some(map.next_value()?)
+                }
+                PROTOCOL_VERSION | CLIENT_CAPABILITIES => {
+                    return Err(A::Error::custom(format!("duplicate field `{key}`")));
+                }
+                _ => {
+                    rest.insert(key.to_owned(), map.next_value()?);
+                }
+            }
+        }
+        // A revision this server knows and capabilities that read: anything else is read from
+        // the map, as before this reading.
+        let known = revision
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(super::known);
+        let standard = match (known, &capabilities) {
+            (Some(revision), Some(capabilities)) => ClientCapabilities::deserialize(capabilities)
+                .ok()
+                .map(|capabilities| Standard {
+                    revision: revision.clone(),
+                    capabilities,
+                }),
+            _ => None,
+        };
+        if standard.is_none() {
+            // Left where rmcp's reading leaves them, to be read as from its map.
+            rest.extend(revision.map(|value| (PROTOCOL_VERSION.to_owned(), value)));
+            rest.extend(capabilities.map(|value| (CLIENT_CAPABILITIES.to_owned(), value)));
+        }
+        Ok(Some(Meta {
+            map: RequestMetaObject(rmcp::model::MetaObject(rest)),
+            standard,
+        }))
+    }
 }
 
 impl<'de> Deserialize<'de> for Envelope<'de> {
@@ -125,19 +292,18 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
 
 /// A `tools/call` request read straight into its types, and its `_meta` (empty when it has
 /// none); `None` for anything else.
-fn tool_call(bytes: &[u8]) -> Option<(ClientJsonRpcMessage, RequestMetaObject)> {
+fn tool_call(bytes: &[u8]) -> Option<(ClientJsonRpcMessage, Meta)> {
     let envelope: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
     let plain = envelope.jsonrpc == Some("2.0") && !envelope.answer;
     if !plain || envelope.method != Some("tools/call") {
         return None;
     }
     let id = envelope.id?;
-    let mut params = match envelope.params? {
-        Params::Call(params) => params,
+    let Call { params, meta } = match envelope.params? {
+        Params::Call(call) => call,
         // Its params came before its method.
-        Params::Unread(raw) => serde_json::from_str::<CallToolRequestParams>(raw.get()).ok()?,
+        Params::Unread(raw) => serde_json::from_str::<Call>(raw.get()).ok()?,
     };
-    let meta = params.meta.take().unwrap_or_default();
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     Some((ClientJsonRpcMessage::request(request, id), meta))
 }
@@ -156,7 +322,26 @@ mod tests {
 
     #[test]
     fn a_call_is_read_as_rmcp_reads_it() {
-        let calls = [
+        let standard = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}});
+        let metas = [
+            json!(null),
+            json!({}),
+            standard.clone(),
+            json!({"progressToken": "p", "traceparent": "00-ab-cd-01",
+                "io.modelcontextprotocol/protocolVersion": "2025-11-25",
+                "io.modelcontextprotocol/clientCapabilities": {}}),
+            // Read from the map as before: an unknown revision, capabilities that do not
+            // read, one key without the other, a revision that is no string.
+            json!({"io.modelcontextprotocol/protocolVersion": "2099-01-01",
+                "io.modelcontextprotocol/clientCapabilities": {}}),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": "all"}),
+            json!({"progressToken": 4, "io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            json!({"io.modelcontextprotocol/protocolVersion": 20260728,
+                "io.modelcontextprotocol/clientCapabilities": {}}),
+        ];
+        let mut calls = vec![
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "calc_add", "arguments": {"a": 1, "b": 2}}}),
             json!({"jsonrpc": "2.0", "id": "x-7", "method": "tools/call",
@@ -164,7 +349,13 @@ mod tests {
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28"},
                     "requestState": "s", "inputResponses": {"k": {"action": "accept"}}}}),
             json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t"}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "t",
+                "arguments": null, "requestState": null, "inputResponses": null, "extra": [1]}}),
         ];
+        for meta in metas {
+            calls.push(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "calc_add", "arguments": {"a": 1}, "_meta": meta}}));
+        }
         for body in calls {
             let bytes = serde_json::to_vec(&body).unwrap();
             let (ours, meta) = tool_call(&bytes).expect("read fast");
@@ -174,10 +365,42 @@ mod tests {
                 panic!("{body}");
             };
             assert_eq!(ours.id, theirs.id);
-            assert_eq!(meta.0, theirs.request.get_meta().0, "{body}");
-            // Put back where rmcp keeps it, the two requests are the same.
-            if !meta.0.0.is_empty() {
-                *ours.request.get_meta_mut() = meta;
+            // What the transport reads of `_meta` is what it would read of rmcp's.
+            let their_meta = theirs.request.get_meta();
+            let Meta { mut map, standard } = meta;
+            match standard {
+                Some(standard) => {
+                    assert_eq!(
+                        Some(standard.revision),
+                        their_meta.protocol_version(),
+                        "{body}"
+                    );
+                    assert_eq!(
+                        Some(standard.capabilities),
+                        their_meta.client_capabilities(),
+                        "{body}"
+                    );
+                    for key in [PROTOCOL_VERSION, CLIENT_CAPABILITIES] {
+                        assert!(!map.contains_key(key), "{body}");
+                        map.insert(key.into(), their_meta[key].clone());
+                    }
+                }
+                None => assert!(
+                    their_meta.protocol_version().is_none()
+                        || their_meta.client_capabilities().is_none()
+                        || !PROTOCOL_VERSION_KNOWN
+                            .contains(&their_meta.protocol_version().unwrap().as_str()),
+                    "{body}"
+                ),
+            }
+            assert_eq!(map.0, their_meta.0, "{body}");
+            // Put back where rmcp keeps it (an empty `_meta` too), the two requests are the
+            // same.
+            let sent = body["params"]
+                .get("_meta")
+                .is_some_and(|meta| !meta.is_null());
+            if sent {
+                *ours.request.get_meta_mut() = map;
             }
             let (ClientRequest::CallToolRequest(a), ClientRequest::CallToolRequest(b)) =
                 (&ours.request, &theirs.request)
@@ -190,6 +413,20 @@ mod tests {
                 serde_json::to_value(&theirs).unwrap()
             );
         }
+    }
+
+    const PROTOCOL_VERSION_KNOWN: [&str; 5] = [
+        "2024-11-05",
+        "2025-03-26",
+        "2025-06-18",
+        "2025-11-25",
+        "2026-07-28",
+    ];
+
+    #[test]
+    fn standard_keys_said_twice_are_left_to_rmcp() {
+        let twice = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2025-06-18"}}}"#;
+        assert!(tool_call(twice).is_none());
     }
 
     #[test]
