@@ -22,7 +22,7 @@ pub(super) struct Answered {
     pub(super) headers: HeaderMap,
 }
 
-/// A run and the token that cancels it.
+/// A run and the signal that cancels it.
 pub(super) struct Answer {
     /// Until it answers.
     run: Option<Run>,
