@@ -32,7 +32,9 @@ fn plain_call_result(out: &mut Vec<u8>, message: &ServerJsonRpcMessage) -> bool 
     }
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     match &response.id {
-        NumberOrString::Number(number) => out.extend_from_slice(itoa(*number, &mut [0; 20])),
+        NumberOrString::Number(number) => {
+            serde_json::to_writer(&mut *out, number).expect("a number serializes")
+        }
         NumberOrString::String(string) => string_into(out, string),
     }
     out.extend_from_slice(br#","result":{"#);
@@ -80,25 +82,6 @@ fn plain(result: &CallToolResult) -> bool {
 /// A JSON string, escaped as serde_json escapes it.
 fn string_into(out: &mut Vec<u8>, string: &str) {
     serde_json::to_writer(&mut *out, string).expect("a string serializes");
-}
-
-/// The decimal digits of `number`, written at the end of `buffer`.
-fn itoa(number: i64, buffer: &mut [u8; 20]) -> &[u8] {
-    let mut magnitude = number.unsigned_abs();
-    let mut start = buffer.len();
-    loop {
-        start -= 1;
-        buffer[start] = b'0' + (magnitude % 10) as u8;
-        magnitude /= 10;
-        if magnitude == 0 {
-            break;
-        }
-    }
-    if number < 0 {
-        start -= 1;
-        buffer[start] = b'-';
-    }
-    &buffer[start..]
 }
 
 #[cfg(test)]

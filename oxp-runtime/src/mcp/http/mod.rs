@@ -391,7 +391,7 @@ fn header_revision<'h>(
 /// is one (so neither reading it nor copying it allocates); what rmcp's
 /// `RequestMetaObject::protocol_version` reads.
 fn own_revision(meta: &RequestMetaObject) -> Option<ProtocolVersion> {
-    let value = meta.get("io.modelcontextprotocol/protocolVersion")?;
+    let value = meta.get(read::META_REVISION)?;
     match value.as_str().map(known) {
         Some(Some(known)) => Some(known.clone()),
         _ => ProtocolVersion::deserialize(value).ok(),
@@ -622,10 +622,7 @@ mod tests {
         ];
         for value in values {
             let mut meta = RequestMetaObject::default();
-            meta.insert(
-                "io.modelcontextprotocol/protocolVersion".into(),
-                value.clone(),
-            );
+            meta.insert(read::META_REVISION.into(), value.clone());
             assert_eq!(own_revision(&meta), meta.protocol_version(), "{value}");
         }
         assert_eq!(own_revision(&RequestMetaObject::default()), None);

@@ -83,8 +83,9 @@ pub(super) struct Standard {
     pub(super) capabilities: ClientCapabilities,
 }
 
-const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The keys of `_meta`'s two standard fields.
+pub(super) const META_REVISION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 impl Meta {
     /// A `_meta` rmcp read (the keys are in its map).
@@ -193,11 +194,11 @@ impl<'de> Visitor<'de> for MetaSeed {
         let (mut revision, mut capabilities) = (None::<Value>, None::<Value>);
         while let Some(key) = map.next_key::<&'de str>()? {
             match key {
-                PROTOCOL_VERSION if revision.is_none() => revision = Some(map.next_value()?),
-                CLIENT_CAPABILITIES if capabilities.is_none() => {
+                META_REVISION if revision.is_none() => revision = Some(map.next_value()?),
+                META_CAPABILITIES if capabilities.is_none() => {
                     capabilities = Some(map.next_value()?)
                 }
-                PROTOCOL_VERSION | CLIENT_CAPABILITIES => {
+                META_REVISION | META_CAPABILITIES => {
                     return Err(A::Error::custom(format!("duplicate field `{key}`")));
                 }
                 _ => {
@@ -222,8 +223,8 @@ impl<'de> Visitor<'de> for MetaSeed {
         };
         if standard.is_none() {
             // Left where rmcp's reading leaves them, to be read as from its map.
-            rest.extend(revision.map(|value| (PROTOCOL_VERSION.to_owned(), value)));
-            rest.extend(capabilities.map(|value| (CLIENT_CAPABILITIES.to_owned(), value)));
+            rest.extend(revision.map(|value| (META_REVISION.to_owned(), value)));
+            rest.extend(capabilities.map(|value| (META_CAPABILITIES.to_owned(), value)));
         }
         Ok(Some(Meta {
             map: RequestMetaObject(rmcp::model::MetaObject(rest)),
@@ -380,7 +381,7 @@ mod tests {
                         their_meta.client_capabilities(),
                         "{body}"
                     );
-                    for key in [PROTOCOL_VERSION, CLIENT_CAPABILITIES] {
+                    for key in [META_REVISION, META_CAPABILITIES] {
                         assert!(!map.contains_key(key), "{body}");
                         map.insert(key.into(), their_meta[key].clone());
                     }
@@ -388,8 +389,8 @@ mod tests {
                 None => assert!(
                     their_meta.protocol_version().is_none()
                         || their_meta.client_capabilities().is_none()
-                        || !PROTOCOL_VERSION_KNOWN
-                            .contains(&their_meta.protocol_version().unwrap().as_str()),
+                        || super::super::known(their_meta.protocol_version().unwrap().as_str())
+                            .is_none(),
                     "{body}"
                 ),
             }
@@ -414,14 +415,6 @@ mod tests {
             );
         }
     }
-
-    const PROTOCOL_VERSION_KNOWN: [&str; 5] = [
-        "2024-11-05",
-        "2025-03-26",
-        "2025-06-18",
-        "2025-11-25",
-        "2026-07-28",
-    ];
 
     #[test]
     fn standard_keys_said_twice_are_left_to_rmcp() {
