@@ -1080,3 +1080,56 @@ async fn answers_carry_none_of_their_requests_headers() {
         "{answers}"
     );
 }
+
+/// A `_meta` that is malformed, or says a standard key twice, gets the answer rmcp's own
+/// reading would give it (the transport reads the two standard keys as the body is parsed):
+/// capabilities that do not read are the 2026-07-28 "malformed required fields" error, and a
+/// revision said twice is read as its last saying, which then disagrees with the header. Each
+/// is a 400 and no result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_or_doubled_meta_is_refused_as_rmcp_would() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let post = |body: String| {
+        oxp.request(reqwest::Method::POST, "/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "Calculator_Add")
+            .body(body)
+            .send()
+    };
+    let call = |meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"Calculator_Add","arguments":{{"a":1,"b":2}},"_meta":{meta}}}}}"#
+        )
+    };
+    let malformed = call(
+        r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"}"#,
+    );
+    let reply = harness::bounded("malformed", post(malformed))
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 400);
+    let body: Value = reply.json().await.unwrap();
+    assert!(body["result"].is_null(), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("malformed") && message.contains("clientCapabilities"),
+        "{body}"
+    );
+    let doubled = call(
+        r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2025-06-18"}"#,
+    );
+    let reply = harness::bounded("doubled", post(doubled)).await.unwrap();
+    assert_eq!(reply.status(), 400);
+    let body: Value = reply.json().await.unwrap();
+    assert!(body["result"].is_null(), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("does not match"),
+        "{body}"
+    );
+}
