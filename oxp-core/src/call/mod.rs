@@ -112,21 +112,26 @@ pub struct CallMeta {
 /// Drives `run` until its caller cancels: then it is dropped at its next await point (unless
 /// the tool asked to finish) and answered as cancelled — an answer the front does not send, and
 /// the one an idempotency store keeps for the `call_id`.
-async fn cancellable(
-    run: invoke::Execution,
+///
+/// Not an `async fn`: that would keep `run` twice (as its argument, and as the local a borrow
+/// of it needs), and the future is boxed per call.
+#[allow(clippy::manual_async_fn)] // see above
+fn cancellable(
+    mut run: invoke::Execution,
     cancellation: crate::signals::Cancellation,
-) -> CallOutcome {
-    let call_id = run.call_id().to_owned();
-    tokio::select! {
-        biased;
-        outcome = run => outcome,
-        () = cancellation.dropping() => CallOutcome::Completed(CallToolResponse {
-            call_id,
-            duration: None,
-            result: CallResult::Failure {
-                error: crate::error::ToolError::new("The call was cancelled."),
-            },
-        }),
+) -> impl Future<Output = CallOutcome> + Send {
+    async move {
+        tokio::select! {
+            biased;
+            outcome = &mut run => outcome,
+            () = cancellation.dropping() => CallOutcome::Completed(CallToolResponse {
+                call_id: run.call_id().to_owned(),
+                duration: None,
+                result: CallResult::Failure {
+                    error: crate::error::ToolError::new("The call was cancelled."),
+                },
+            }),
+        }
     }
 }
 

@@ -116,30 +116,35 @@ struct Admitted {
 
 impl McpServer {
     /// `tools/call`.
-    pub(super) fn call<'a>(
-        &'a self,
+    ///
+    /// The steps before the first run are taken apart from this future, which then holds only
+    /// what its runs need.
+    pub(super) async fn call(
+        &self,
         request: CallToolRequestParams,
-        exchange: &'a Exchange,
-    ) -> impl Future<Output = Result<CallToolResponse, McpError>> + Send + 'a {
-        use futures_util::FutureExt;
-        self.steps(request, exchange).map(|steps| match steps {
-            Ok(answer) => answer,
+        exchange: &Exchange,
+    ) -> Result<CallToolResponse, McpError> {
+        let (mut prepared, admitted) = match self.before_the_run(request, exchange) {
+            Ok(begun) => begun,
+            Err(Ended(answer)) => return *answer,
+        };
+        match self.drive_rounds(&mut prepared, admitted, exchange).await {
+            Ok((outcome, round)) => self.finish(&prepared, outcome, &round),
             Err(Ended(answer)) => *answer,
-        })
+        }
     }
 
-    /// The steps, each of which may end the call.
-    async fn steps(
-        &self,
+    /// Steps 1 and 2, either of which may end the call.
+    fn before_the_run<'a>(
+        &'a self,
         mut request: CallToolRequestParams,
-        exchange: &Exchange,
-    ) -> Step<Result<CallToolResponse, McpError>> {
+        exchange: &'a Exchange,
+    ) -> Step<(Prepared<'a>, Admitted)> {
         let state = request.request_state.take();
         let responses = request.input_responses.take().unwrap_or_default();
-        let mut prepared = self.caller(request, exchange)?;
+        let prepared = self.caller(request, exchange)?;
         let admitted = self.admission(&prepared, state.as_deref(), responses)?;
-        let (outcome, round) = self.drive_rounds(&mut prepared, admitted, exchange).await?;
-        Ok(self.finish(&prepared, outcome, &round))
+        Ok((prepared, admitted))
     }
 
     /// Step 1: the tool, who the call runs for, its input, what its client can answer.

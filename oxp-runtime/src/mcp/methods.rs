@@ -68,31 +68,29 @@ impl McpServer {
         }
         let legacy = !self_contained
             && (exchange.version.as_ref()).is_none_or(ProtocolVersion::has_initialize);
-        let result = self.method(request, exchange, legacy).await;
-        let result = result.and_then(|mut result| {
-            if matches!(result, ServerResult::InputRequiredResult(_)) && !newest {
-                return Err(McpError::invalid_request(
+        let mut result = self.method(request, exchange, legacy).await;
+        // Shaped where it lies: a result is large, and each move copies it whole.
+        match &mut result {
+            Ok(ServerResult::InputRequiredResult(_)) if !newest => {
+                result = Err(McpError::invalid_request(
                     "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
                     None,
                 ));
             }
             // 2026-07-28 requires caching hints on cacheable results; earlier revisions keep
             // their shape, without `resultType` and without non-object tool output.
-            if newest {
-                result.fill_missing_cache_hints();
-            } else {
+            Ok(result) if newest => result.fill_missing_cache_hints(),
+            Ok(result) => {
                 result.strip_result_type_for_legacy_peer();
                 result.strip_non_object_output_for_legacy_peer();
             }
-            Ok(result)
-        });
-        // 2026-07-28 answers a resource that is not there with invalid params.
-        result.map_err(|mut error| {
-            if newest && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+            // 2026-07-28 answers a resource that is not there with invalid params.
+            Err(error) if newest && error.code == ErrorCode::RESOURCE_NOT_FOUND => {
                 error.code = ErrorCode::INVALID_PARAMS;
             }
-            error
-        })
+            Err(_) => {}
+        }
+        result
     }
 
     /// The method itself. `legacy`: the request is in an initialized session's lifecycle (the
@@ -176,9 +174,11 @@ impl McpServer {
             ClientRequest::UnsubscribeRequest(_) => {
                 return Err(McpError::method_not_found::<UnsubscribeRequestMethod>());
             }
-            ClientRequest::CallToolRequest(request) => {
+            // Only the params are taken: the rest is left in the box rather than held in this
+            // future while the call runs.
+            ClientRequest::CallToolRequest(rmcp::model::CallToolRequest { params, .. }) => {
                 // Not boxed: the transports hold each request's whole future in one allocation.
-                let response = self.call(request.params, exchange).await?;
+                let response = self.call(params, exchange).await?;
                 // SEP-2663: a task is no answer to a request that did not declare tasks.
                 if matches!(response, CallToolResponse::Task(_)) && !self.declared_tasks(exchange) {
                     return Err(missing_tasks());

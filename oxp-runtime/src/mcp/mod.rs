@@ -662,15 +662,14 @@ impl McpServer {
     /// it, its cancellation, the tool's log messages. Progress and logs all precede the answer;
     /// a cancelled call is answered with an error, never with the tool's result.
     ///
-    /// What the run needs is made before its future, which then holds each piece once (an
-    /// `async fn` would hold its arguments beside the locals made of them).
-    fn run<'a>(
-        &'a self,
+    /// An `async fn`, so that its future is made where it is awaited rather than moved there.
+    async fn run(
+        &self,
         call: CallToolRequest,
         principal: Option<String>,
-        round: &'a Round,
-        exchange: &'a Exchange,
-    ) -> impl Future<Output = Result<CallOutcome, McpError>> + Send + 'a {
+        round: &Round,
+        exchange: &Exchange,
+    ) -> Result<CallOutcome, McpError> {
         // Over HTTP the request's own signal; on a connection one that watches rmcp's token.
         let (cancellation, watched) = match exchange.signal() {
             Some(signal) => (signal.clone(), false),
@@ -693,50 +692,63 @@ impl McpServer {
                 .map(str::to_owned),
             ..CallMeta::default()
         };
+        let (call, log) = self.call_log(call, exchange);
+        let run = self.pipeline.call_with(call, &meta);
+        let (run, flush) = match log {
+            // Boxed: a call the client asked to hear the logs of is rare, and the scope would
+            // otherwise size every call's future.
+            Some((log, flush)) => (Either::Left(Box::pin(log.scope(run))), Some(flush)),
+            None => (Either::Right(run), None),
+        };
+        let outcome = if watched {
+            // `notifications/cancelled` cancels rmcp's token for this request; the run sees
+            // it. Boxed: only a connection's calls are watched.
+            let watch = async {
+                exchange.cancelled().await;
+                cancellation.cancel();
+                std::future::pending::<()>().await
+            };
+            Box::pin(async move {
+                tokio::select! {
+                    outcome = run => outcome,
+                    () = watch => unreachable!("the watch never ends"),
+                }
+            })
+            .await
+        } else {
+            run.await
+        };
+        if let Some(flush) = flush {
+            flush.done().await;
+        }
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        if cancellation.is_cancelled() {
+            // rmcp answers every request; the tool's own answer is not what it sends.
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::INTERNAL_ERROR,
+                "the call was cancelled",
+                None,
+            ));
+        }
+        Ok(outcome)
+    }
+
+    /// The call's log, if its client hears one, and the call given back. Apart from
+    /// [`run`](Self::run) so that its future holds no borrow of the call, which would keep a
+    /// second copy of the call in it.
+    fn call_log(
+        &self,
+        call: CallToolRequest,
+        exchange: &Exchange,
+    ) -> (CallToolRequest, Option<(logging::CallLog, logging::Flush)>) {
         let log = logging::CallLog::open(
             logging::call_level(exchange, &self.log_level),
             exchange.back.clone(),
             || call.context.as_ref().map(secret_values).unwrap_or_default(),
         );
-        async move {
-            let run = self.pipeline.call_with(call, &meta);
-            let (run, flush) = match log {
-                // Boxed: a call the client asked to hear the logs of is rare, and the scope
-                // would otherwise size every call's future.
-                Some((log, flush)) => (Either::Left(Box::pin(log.scope(run))), Some(flush)),
-                None => (Either::Right(run), None),
-            };
-            let outcome = if watched {
-                // `notifications/cancelled` cancels rmcp's token for this request; the run
-                // sees it.
-                let watch = async {
-                    exchange.cancelled().await;
-                    cancellation.cancel();
-                    std::future::pending::<()>().await
-                };
-                tokio::select! {
-                    outcome = run => outcome,
-                    () = watch => unreachable!("the watch never ends"),
-                }
-            } else {
-                run.await
-            };
-            if let Some(flush) = flush {
-                flush.done().await;
-            }
-            if let Some(progress) = progress {
-                progress.finish().await;
-            }
-            if cancellation.is_cancelled() {
-                // rmcp answers every request; the tool's own answer is not what it sends.
-                return Err(McpError::new(
-                    rmcp::model::ErrorCode::INTERNAL_ERROR,
-                    "the call was cancelled",
-                    None,
-                ));
-            }
-            Ok(outcome)
-        }
+        (call, log)
     }
 }
 

@@ -13,9 +13,10 @@ use crate::signals::Cancellation;
 
 type Run = Pin<Box<dyn Future<Output = Answered> + Send>>;
 
-/// What a run ends with.
+/// What a run ends with. The message is boxed: the answer passes up through the run, the
+/// answer's future and the select that waits on it, each moving it whole.
 pub(super) struct Answered {
-    pub(super) message: ServerJsonRpcMessage,
+    pub(super) message: Box<ServerJsonRpcMessage>,
     /// The request's header map, emptied: the answer's headers go in it. hyper reads the
     /// connection's next request into an answer's map, so one sized for a request's headers
     /// serves both without an allocation.

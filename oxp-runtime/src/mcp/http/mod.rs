@@ -31,8 +31,8 @@ use futures_util::FutureExt;
 use futures_util::future::Either;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta,
-    JsonRpcRequest, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
+    ClientNotification, ClientRequest, ConstString, ErrorCode, GetMeta, ProtocolVersion, RequestId,
+    RequestMetaObject, ServerJsonRpcMessage,
 };
 use serde::Deserialize;
 
@@ -145,25 +145,25 @@ fn next(server: Arc<McpServer>, parts: Parts, bytes: &Bytes) -> Next {
         Next::Answered(json(&message, StatusCode::BAD_REQUEST))
     };
     match read::message(bytes) {
-        Ok((ClientJsonRpcMessage::Request(request), meta)) => {
-            if let Some(refused) = out_of_scope(&server, &request.request, &parts) {
+        Ok(read::Message::Request { id, request, meta }) => {
+            if let Some(refused) = out_of_scope(&server, &request, &parts) {
                 return Next::Answered(refused);
             }
-            match begin(server, request, meta, parts) {
+            match begin(server, id, request, meta, parts) {
                 Begun::Running(running) => Next::Running(running),
                 Begun::Refused(refused) => Next::Answered(refused),
             }
         }
-        Ok((ClientJsonRpcMessage::Notification(notification), _)) => {
+        Ok(read::Message::Notification(notification)) => {
             let method = notification_method(&notification.notification);
             match method.map_or(Ok(()), |m| headers::check(&parts.headers, m, None, None)) {
                 Ok(()) => Next::Answered(StatusCode::ACCEPTED.into_response()),
                 Err(refused) => error(refused),
             }
         }
-        Ok((answer @ (ClientJsonRpcMessage::Response(_) | ClientJsonRpcMessage::Error(_)), _)) => {
+        Ok(read::Message::Answer(answer)) => {
             Next::Reply(Box::pin(
-                async move { server.answered(&parts, answer).await },
+                async move { server.answered(&parts, *answer).await },
             ))
         }
         Err(refused) => error(refused),
@@ -186,11 +186,11 @@ fn out_of_scope(server: &McpServer, request: &ClientRequest, parts: &Parts) -> O
 /// what [`Running`] keeps while it waits (the run itself has its own allocation).
 fn begin(
     server: Arc<McpServer>,
-    mut request: JsonRpcRequest<ClientRequest>,
+    id: RequestId,
+    mut request: Box<ClientRequest>,
     meta: Option<read::Meta>,
     parts: Parts,
 ) -> Begun {
-    let id = request.id.clone();
     let refused = |error: McpError| {
         Begun::Refused(json(
             &ServerJsonRpcMessage::error(error, Some(id.clone())),
@@ -200,18 +200,18 @@ fn begin(
     let read::Meta {
         map: meta,
         standard,
-    } = meta.unwrap_or_else(|| read::Meta::of(std::mem::take(request.request.get_meta_mut())));
+    } = meta.unwrap_or_else(|| read::Meta::of(std::mem::take(request.get_meta_mut())));
     let (own, mut declared) = match standard {
         Some(standard) => (Some(standard.revision), Some(standard.capabilities)),
         None => (own_revision(&meta), meta.client_capabilities()),
     };
-    let header = match header_revision(&parts.headers, &request.request, own.as_ref()) {
+    let header = match header_revision(&parts.headers, &request, own.as_ref()) {
         Ok(header) => header,
         Err(Refusal::Plain(status, text)) => return Begun::Refused(plain(status, text)),
         Err(Refusal::JsonRpc(error)) => return refused(error),
     };
-    let (method, name) = method_and_name(&request.request);
-    let tool = match &request.request {
+    let (method, name) = method_and_name(&request);
+    let tool = match &*request {
         ClientRequest::CallToolRequest(call) => Some((
             call.params.arguments.as_ref(),
             server.param_headers(&call.params.name),
@@ -221,13 +221,13 @@ fn begin(
     if let Err(error) = headers::check(&parts.headers, method, name, tool) {
         return refused(error);
     }
-    let revision = match revision(header, &request.request, &meta, own.clone()) {
+    let revision = match revision(header, &request, &meta, own.clone()) {
         Ok(revision) => revision,
         Err(error) => return refused(error),
     };
     // A request that names its revision itself (or opens with `server/discover`) is answered
     // with the status its error calls for; the revisions before keep JSON-RPC's 200.
-    let statuses = own.is_some() || matches!(request.request, ClientRequest::DiscoverRequest(_));
+    let statuses = own.is_some() || matches!(*request, ClientRequest::DiscoverRequest(_));
     // With the revision, what the client declared in `_meta` is what 2026-07-28 requires of
     // every request's `_meta` (rmcp's `missing_required_keys`).
     let complete = own.is_some() && declared.is_some();
@@ -235,7 +235,7 @@ fn begin(
     // What the client declared: in the request (2026-07-28 on), in `initialize`, or, before,
     // in the session id `initialize` gave it.
     let mut session = None;
-    let capabilities = match &request.request {
+    let capabilities = match &*request {
         _ if newest => declared.take(),
         ClientRequest::InitializeRequest(initialize) => {
             if server.pipeline.store().is_some() {
@@ -272,13 +272,12 @@ fn begin(
         cancelled: Some(Cancel::Signal(cancel.clone())),
         back: Back::Stream(stream.clone()),
     };
-    let (id, request) = (request.id, Box::new(request.request));
     let run = async move {
         let result = server.handle(request, &exchange).await;
-        let message = match result {
+        let message = Box::new(match result {
             Ok(result) => ServerJsonRpcMessage::response(result, id),
             Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-        };
+        });
         let mut headers = exchange.http.map(|parts| parts.headers).unwrap_or_default();
         headers.clear();
         Answered { message, headers }
@@ -326,7 +325,7 @@ impl Running {
             biased;
             answered = &mut answer => match stream.sent() {
                 // It sent something as it ended: that goes first, on a stream.
-                Some(sent) => stream::response(Progress::Answered(Box::new(answered.message)), sent),
+                Some(sent) => stream::response(Progress::Answered(answered.message), sent),
                 None => {
                     let Answered { message, headers } = answered;
                     let status = if statuses { status_of(&message, !complete) } else { StatusCode::OK };

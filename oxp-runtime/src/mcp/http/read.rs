@@ -11,21 +11,33 @@ use axum::body::Bytes;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientJsonRpcMessage,
-    ClientRequest, JsonObject, ProtocolVersion, RequestId, RequestMetaObject,
+    ClientNotification, ClientRequest, JsonObject, JsonRpcNotification, ProtocolVersion, RequestId,
+    RequestMetaObject,
 };
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+/// A message read from a POST's body.
+pub(super) enum Message {
+    /// A request, boxed as the dispatch takes it. `meta`: its `_meta`, if it was read out
+    /// already (the transport takes every request's out before it dispatches); rmcp's reading
+    /// leaves it in the request.
+    Request {
+        id: RequestId,
+        request: Box<ClientRequest>,
+        meta: Option<Meta>,
+    },
+    Notification(Box<JsonRpcNotification<ClientNotification>>),
+    /// A client's answer to a request of the server's own: a response or an error.
+    Answer(Box<ClientJsonRpcMessage>),
+}
+
 /// The message `bytes` hold: JSON-RPC's parse error for what is not JSON, invalid request for
 /// JSON that is no single MCP message (a batch among them: batches left MCP with 2025-06-18,
 /// and the revisions that had them were served without them by rmcp's transport too).
-///
-/// A call read straight into its types comes with its `_meta` beside it ([`Meta`]), taken out
-/// already (the transport takes every request's out before it dispatches); rmcp's reading
-/// leaves it in the request.
-pub(super) fn message(bytes: &Bytes) -> Result<(ClientJsonRpcMessage, Option<Meta>), McpError> {
+pub(super) fn message(bytes: &Bytes) -> Result<Message, McpError> {
     if (bytes.iter()).find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
         return Err(McpError::invalid_request(
             "Invalid Request: JSON-RPC batches are not accepted; send each message in its own \
@@ -33,8 +45,12 @@ pub(super) fn message(bytes: &Bytes) -> Result<(ClientJsonRpcMessage, Option<Met
             None,
         ));
     }
-    if let Some((call, meta)) = tool_call(bytes) {
-        return Ok((call, Some(meta)));
+    if let Some((id, request, meta)) = tool_call(bytes) {
+        return Ok(Message::Request {
+            id,
+            request,
+            meta: Some(meta),
+        });
     }
     let message = serde_json::from_slice(bytes).map_err(|error| {
         if error.is_syntax() || error.is_eof() {
@@ -43,25 +59,35 @@ pub(super) fn message(bytes: &Bytes) -> Result<(ClientJsonRpcMessage, Option<Met
             McpError::invalid_request(format!("Invalid Request: {error}"), None)
         }
     })?;
-    Ok((message, None))
+    Ok(match message {
+        ClientJsonRpcMessage::Request(request) => Message::Request {
+            id: request.id,
+            request: Box::new(request.request),
+            meta: None,
+        },
+        ClientJsonRpcMessage::Notification(notification) => {
+            Message::Notification(Box::new(notification))
+        }
+        answer => Message::Answer(Box::new(answer)),
+    })
 }
 
 /// A JSON-RPC message with its parts unread, but for a `tools/call`'s params when its method
-/// comes first (as clients write it): those are read in the same pass.
+/// comes first (as clients write it): those are read in the same pass, into the place
+/// [`EnvelopeSeed`] gives them (a call is large, and each level of a parse would move it).
 struct Envelope<'a> {
     jsonrpc: Option<&'a str>,
     id: Option<RequestId>,
     method: Option<&'a str>,
-    params: Option<Params<'a>>,
+    params: Params<'a>,
     /// A `result` or an `error`: a response, not a request.
     answer: bool,
 }
 
-// One per request, on the stack for the length of a parse: boxing the call would cost the
-// allocation this reading saves.
-#[allow(clippy::large_enum_variant)]
 enum Params<'a> {
-    Call(Call),
+    Absent,
+    /// Read into the call's place.
+    Read,
     Unread(&'a RawValue),
 }
 
@@ -233,31 +259,35 @@ impl<'de> Visitor<'de> for MetaSeed {
     }
 }
 
-impl<'de> Deserialize<'de> for Envelope<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(EnvelopeVisitor)
+/// Reads an [`Envelope`], a `tools/call`'s params into `call`.
+struct EnvelopeSeed<'c> {
+    call: &'c mut Option<Call>,
+}
+
+impl<'de> DeserializeSeed<'de> for EnvelopeSeed<'_> {
+    type Value = Envelope<'de>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
     }
 }
 
-struct EnvelopeVisitor;
-
-impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
     type Value = Envelope<'de>;
 
     fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
         formatter.write_str("a JSON-RPC message")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> Result<Envelope<'de>, A::Error> {
-        use serde::de::Error;
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
         let mut envelope = Envelope {
             jsonrpc: None,
             id: None,
             method: None,
-            params: None,
+            params: Params::Absent,
             answer: false,
         };
         // A key that escapes, or comes twice, is left to rmcp's reading (an error here).
@@ -268,22 +298,23 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
                 }
                 "id" if envelope.id.is_none() => envelope.id = Some(map.next_value()?),
                 "method" if envelope.method.is_none() => envelope.method = Some(map.next_value()?),
-                "params" if envelope.params.is_none() => {
-                    envelope.params = Some(if envelope.method == Some("tools/call") {
-                        Params::Call(map.next_value()?)
+                "params" if matches!(envelope.params, Params::Absent) => {
+                    envelope.params = if envelope.method == Some("tools/call") {
+                        *self.call = Some(map.next_value()?);
+                        Params::Read
                     } else {
                         Params::Unread(map.next_value()?)
-                    });
+                    };
                 }
                 "result" | "error" => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
+                    map.next_value::<IgnoredAny>()?;
                     envelope.answer = true;
                 }
                 "jsonrpc" | "id" | "method" | "params" => {
                     return Err(A::Error::custom(format!("duplicate field `{key}`")));
                 }
                 _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
+                    map.next_value::<IgnoredAny>()?;
                 }
             }
         }
@@ -291,22 +322,29 @@ impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
     }
 }
 
-/// A `tools/call` request read straight into its types, and its `_meta` (empty when it has
-/// none); `None` for anything else.
-fn tool_call(bytes: &[u8]) -> Option<(ClientJsonRpcMessage, Meta)> {
-    let envelope: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
+/// A `tools/call` request read straight into its types: its id, the request, and its `_meta`
+/// (empty when it has none); `None` for anything else.
+fn tool_call(bytes: &[u8]) -> Option<(RequestId, Box<ClientRequest>, Meta)> {
+    let mut call = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let envelope = (EnvelopeSeed { call: &mut call })
+        .deserialize(&mut deserializer)
+        .ok()?;
+    // As `serde_json::from_slice`: nothing but whitespace after the message.
+    deserializer.end().ok()?;
     let plain = envelope.jsonrpc == Some("2.0") && !envelope.answer;
     if !plain || envelope.method != Some("tools/call") {
         return None;
     }
     let id = envelope.id?;
-    let Call { params, meta } = match envelope.params? {
-        Params::Call(call) => call,
+    let Call { params, meta } = match envelope.params {
+        Params::Read => call?,
         // Its params came before its method.
         Params::Unread(raw) => serde_json::from_str::<Call>(raw.get()).ok()?,
+        Params::Absent => return None,
     };
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    Some((ClientJsonRpcMessage::request(request, id), meta))
+    Some((id, Box::new(request), meta))
 }
 
 #[cfg(test)]
@@ -359,10 +397,9 @@ mod tests {
         }
         for body in calls {
             let bytes = serde_json::to_vec(&body).unwrap();
-            let (ours, meta) = tool_call(&bytes).expect("read fast");
-            let (ClientJsonRpcMessage::Request(mut ours), ClientJsonRpcMessage::Request(theirs)) =
-                (ours, rmcp(&body))
-            else {
+            let (id, request, meta) = tool_call(&bytes).expect("read fast");
+            let mut ours = rmcp::model::JsonRpcRequest::new(id, *request);
+            let ClientJsonRpcMessage::Request(theirs) = rmcp(&body) else {
                 panic!("{body}");
             };
             assert_eq!(ours.id, theirs.id);
@@ -425,10 +462,10 @@ mod tests {
     #[test]
     fn params_before_the_method_are_read_as_well() {
         let body = br#"{"params":{"name":"t","arguments":{"a":1}},"method":"tools/call","id":3,"jsonrpc":"2.0"}"#;
-        let Some((ClientJsonRpcMessage::Request(request), _)) = tool_call(body) else {
+        let Some((_, request, _)) = tool_call(body) else {
             panic!("not read");
         };
-        let ClientRequest::CallToolRequest(call) = request.request else {
+        let ClientRequest::CallToolRequest(call) = *request else {
             panic!("not a call");
         };
         assert_eq!(call.params.name, "t");

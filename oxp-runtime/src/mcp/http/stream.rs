@@ -98,7 +98,7 @@ pub(super) fn response(
 ) -> Response<Body> {
     let (answer, last) = match progress {
         Progress::Running(answer) => (Some(answer), None),
-        Progress::Answered(message) => (None, Some(*message)),
+        Progress::Answered(message) => (None, Some(message)),
     };
     let events = Events {
         answer,
@@ -123,7 +123,7 @@ struct Events {
     answer: Option<Answer>,
     receiver: mpsc::Receiver<ServerJsonRpcMessage>,
     /// The answer, sent once everything the method sent before it has gone.
-    last: Option<ServerJsonRpcMessage>,
+    last: Option<Box<ServerJsonRpcMessage>>,
     keep_alive: tokio::time::Interval,
 }
 
