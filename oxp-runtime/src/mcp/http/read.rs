@@ -217,7 +217,9 @@ impl<'de> Visitor<'de> for MetaSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rest = serde_json::Map::new();
-        let (mut revision, mut capabilities) = (None::<Value>, None::<Value>);
+        // Unread at first: the revision is looked up where it lies, the capabilities read
+        // straight into their type; a `Value` is made of either only if it goes to the map.
+        let (mut revision, mut capabilities) = (None::<&'de RawValue>, None::<&'de RawValue>);
         while let Some(key) = map.next_key::<&'de str>()? {
             match key {
                 META_REVISION if revision.is_none() => revision = Some(map.next_value()?),
@@ -235,11 +237,11 @@ impl<'de> Visitor<'de> for MetaSeed {
         // A revision this server knows and capabilities that read: anything else is read from
         // the map, as before this reading.
         let known = revision
-            .as_ref()
-            .and_then(Value::as_str)
+            .and_then(|raw| raw.get().strip_prefix('"')?.strip_suffix('"'))
+            .filter(|text| !text.contains('\\'))
             .and_then(super::known);
-        let standard = match (known, &capabilities) {
-            (Some(revision), Some(capabilities)) => ClientCapabilities::deserialize(capabilities)
+        let standard = match (known, capabilities) {
+            (Some(revision), Some(raw)) => serde_json::from_str::<ClientCapabilities>(raw.get())
                 .ok()
                 .map(|capabilities| Standard {
                     revision: revision.clone(),
@@ -249,8 +251,12 @@ impl<'de> Visitor<'de> for MetaSeed {
         };
         if standard.is_none() {
             // Left where rmcp's reading leaves them, to be read as from its map.
-            rest.extend(revision.map(|value| (META_REVISION.to_owned(), value)));
-            rest.extend(capabilities.map(|value| (META_CAPABILITIES.to_owned(), value)));
+            for (key, raw) in [(META_REVISION, revision), (META_CAPABILITIES, capabilities)] {
+                if let Some(raw) = raw {
+                    let value = serde_json::from_str(raw.get()).map_err(A::Error::custom)?;
+                    rest.insert(key.to_owned(), value);
+                }
+            }
         }
         Ok(Some(Meta {
             map: RequestMetaObject(rmcp::model::MetaObject(rest)),
@@ -450,6 +456,34 @@ mod tests {
                 serde_json::to_value(&ours).unwrap(),
                 serde_json::to_value(&theirs).unwrap()
             );
+        }
+    }
+
+    /// What JSON can say that a `json!` body cannot: a revision spelled with an escape, a
+    /// capability said twice (rmcp's map keeps the last).
+    #[test]
+    fn an_escaped_revision_or_a_capability_said_twice_is_read_as_rmcp_reads_it() {
+        let bodies = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}},"elicitation":{"form":{}}}}}}"#,
+        ];
+        for body in bodies {
+            let (_, _, meta) = tool_call(body.as_bytes()).expect("read fast");
+            let ClientJsonRpcMessage::Request(theirs) = serde_json::from_str(body).unwrap() else {
+                panic!("{body}");
+            };
+            let their_meta = theirs.request.get_meta();
+            match meta.standard {
+                Some(standard) => {
+                    assert_eq!(Some(standard.revision), their_meta.protocol_version());
+                    assert_eq!(
+                        Some(standard.capabilities),
+                        their_meta.client_capabilities(),
+                        "{body}"
+                    );
+                }
+                None => assert_eq!(meta.map.0, their_meta.0, "{body}"),
+            }
         }
     }
 
