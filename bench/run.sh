@@ -669,6 +669,54 @@ mcp_instructions() {
   done
 }
 
+# Bytes copied per call in copies of 200 bytes or more (moves of futures and large structs),
+# /mcp and the OXP call on the same oxp process, with the sites that copy most: gdb stops at
+# each large memmove without stopping the server for long (bench/moves.py). CALLS calls each,
+# sequential, after 300 of warm-up.
+mcp_moves() {
+  command -v gdb >/dev/null || {
+    echo "installing gdb (Debian package)…" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdb >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gdb >/dev/null; }
+  }
+  local bin calls=${CALLS:-20} kind
+  bin=$(generate_mcp oxp)
+  for kind in mcp oxp; do
+    local path=/mcp lua=bench/mcp_call.lua out=$work/moves-$kind.txt
+    [ $kind = oxp ] && path=/tools/call lua=bench/oxp_call.lua
+    local url=http://127.0.0.1:18082$path
+    rm -f "$out"
+    OXP_ADDR=127.0.0.1:18082 "$bin" >"$work/moves-server.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 300); do curl -s -o /dev/null "$url" && break; sleep 0.1; done
+    [ $kind = mcp ] && mcp_check "$url"
+    post_calls "$lua" "$url" 300
+    MOVES_OUT=$out timeout 300 gdb -q -p "$pid" -batch -x bench/moves.py >"$work/moves-gdb.log" 2>&1 &
+    local gdb=$!
+    for _ in $(seq 1 600); do grep -q '^#armed' "$out" 2>/dev/null && break; sleep 0.1; done
+    post_calls "$lua" "$url" "$calls"
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    kill "$gdb" 2>/dev/null; wait "$gdb" 2>/dev/null || true
+    awk -F'\t' -v calls="$calls" -v kind=$kind '!/^#/ { bytes += $1; n++; at[$2] += $1 }
+      END {
+        printf "%s: %.0f bytes per call in %.1f copies\n", kind, bytes / calls, n / calls
+        for (site in at) printf "%8.0f  %s\n", at[site] / calls, site | "sort -rn | head -12"
+      }' "$out"
+  done
+}
+
+# Sends n calls one after another, as wrk's script describes them (one connection).
+post_calls() { # lua url n
+  local body headers=()
+  body=$(sed -n "s/^wrk.body = '\(.*\)'$/\1/p" "$1")
+  while IFS= read -r header; do headers+=(-H "$header"); done < <(
+    sed -n 's/^wrk.headers\["\(.*\)"\] = "\(.*\)"$/\1: \2/p' "$1")
+  local urls=() _
+  for _ in $(seq 1 "$3"); do urls+=("$2"); done
+  # One curl, one kept-alive connection, the calls in turn.
+  curl -s "${headers[@]}" --data-binary "$body" "${urls[@]}" >/dev/null
+}
+
 startup() {
   local dir
   dir=$(generate 1000 tools)
@@ -767,6 +815,7 @@ case "${1:-all}" in
   cpu) cpu ;;
   mcp) mcp ;;
   mcp-instructions) mcp_instructions ;;
+  mcp-moves) mcp_moves ;;
   all) http; mcp; startup; compile; instructions ;;
-  *) echo "usage: bench/run.sh [http|mcp|mcp-instructions|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [http|mcp|mcp-instructions|mcp-moves|metrics|accept|startup|compile|instructions|cpu|all]" >&2; exit 2 ;;
 esac

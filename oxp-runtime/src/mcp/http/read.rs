@@ -16,7 +16,6 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// A message read from a POST's body.
