@@ -16,6 +16,7 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// A message read from a POST's body.
@@ -164,8 +165,11 @@ impl<'de> Visitor<'de> for CallVisitor {
                 "name" | "arguments" | "inputResponses" | "requestState" | "_meta" => {
                     return Err(A::Error::custom(format!("duplicate field `{key}`")));
                 }
+                // Read as strictly as rmcp's reading reads it (a `Value`): skipping would let
+                // through what is no JSON (a lone surrogate, a number out of range, invalid
+                // UTF-8, nesting past serde_json's limit), which the other reading refuses.
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Value>()?;
                 }
             }
         }
@@ -219,9 +223,7 @@ impl<'de> Visitor<'de> for MetaSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rest = serde_json::Map::new();
-        // Unread at first: the revision is looked up where it lies, the capabilities read
-        // straight into their type; a `Value` is made of either only if it goes to the map.
-        let (mut revision, mut capabilities) = (None::<&'de RawValue>, None::<&'de RawValue>);
+        let (mut revision, mut capabilities) = (None::<Value>, None::<Value>);
         while let Some(key) = map.next_key::<&'de str>()? {
             match key {
                 META_REVISION if revision.is_none() => revision = Some(map.next_value()?),
@@ -239,11 +241,11 @@ impl<'de> Visitor<'de> for MetaSeed {
         // A revision this server knows and capabilities that read: anything else is read from
         // the map, as before this reading.
         let known = revision
-            .and_then(|raw| raw.get().strip_prefix('"')?.strip_suffix('"'))
-            .filter(|text| !text.contains('\\'))
+            .as_ref()
+            .and_then(Value::as_str)
             .and_then(super::known);
-        let standard = match (known, capabilities) {
-            (Some(revision), Some(raw)) => serde_json::from_str::<ClientCapabilities>(raw.get())
+        let standard = match (known, &capabilities) {
+            (Some(revision), Some(capabilities)) => ClientCapabilities::deserialize(capabilities)
                 .ok()
                 .map(|capabilities| Standard {
                     revision: revision.clone(),
@@ -253,12 +255,8 @@ impl<'de> Visitor<'de> for MetaSeed {
         };
         if standard.is_none() {
             // Left where rmcp's reading leaves them, to be read as from its map.
-            for (key, raw) in [(META_REVISION, revision), (META_CAPABILITIES, capabilities)] {
-                if let Some(raw) = raw {
-                    let value = serde_json::from_str(raw.get()).map_err(A::Error::custom)?;
-                    rest.insert(key.to_owned(), value);
-                }
-            }
+            rest.extend(revision.map(|value| (META_REVISION.to_owned(), value)));
+            rest.extend(capabilities.map(|value| (META_CAPABILITIES.to_owned(), value)));
         }
         Ok(Some(Meta {
             map: RequestMetaObject(rmcp::model::MetaObject(rest)),
@@ -321,8 +319,9 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
                 "jsonrpc" | "id" | "method" | "params" => {
                     return Err(A::Error::custom(format!("duplicate field `{key}`")));
                 }
+                // As in a call's params: read, not skipped.
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Value>()?;
                 }
             }
         }
@@ -487,6 +486,45 @@ mod tests {
                 None => assert_eq!(meta.map.0, their_meta.0, "{body}"),
             }
         }
+    }
+
+    /// What is no JSON is refused wherever it sits, as rmcp's reading refuses it: a member the
+    /// call does not use is read, not skipped.
+    #[test]
+    fn what_is_no_json_is_refused_wherever_it_sits() {
+        let body = |envelope: &[u8], params: &[u8], capabilities: &[u8]| {
+            [
+                &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","#[..],
+                envelope,
+                br#""params":{"#,
+                params,
+                br#""name":"t","arguments":{"a":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"#,
+                capabilities,
+                b"}}}",
+            ]
+            .concat()
+        };
+        assert!(message(&Bytes::from(body(b"", b"", b"{}"))).is_ok());
+        let deep = format!(r#""x":{}1{},"#, "[".repeat(200), "]".repeat(200));
+        let nothings: [&[u8]; 5] = [
+            br#""x":1E400,"#,
+            br#""x":"\udc00","#,
+            b"\"x\":\"\xff\",",
+            deep.as_bytes(),
+            br#""x":{"y":1E400},"#,
+        ];
+        for nothing in nothings {
+            let shown = String::from_utf8_lossy(nothing);
+            for bytes in [body(nothing, b"", b"{}"), body(b"", nothing, b"{}")] {
+                assert!(
+                    serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_err(),
+                    "{shown}"
+                );
+                assert!(message(&Bytes::from(bytes)).is_err(), "{shown}");
+            }
+        }
+        let capabilities = body(b"", b"", br#"{"x":1E400}"#);
+        assert!(message(&Bytes::from(capabilities)).is_err());
     }
 
     #[test]
