@@ -1081,6 +1081,44 @@ async fn answers_carry_none_of_their_requests_headers() {
     );
 }
 
+/// What is no JSON is a parse error wherever it sits in a call, in a member the call does not
+/// use as well: the call never runs on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_json_in_an_unused_member_is_a_parse_error() {
+    let oxp = Oxp::start(with_mcp(|mcp| mcp)).await;
+    let post = |body: Vec<u8>| {
+        oxp.request(reqwest::Method::POST, "/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "Calculator_Add")
+            .body(body)
+            .send()
+    };
+    let call = |unused: &[u8]| {
+        [
+            &br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"#[..],
+            unused,
+            br#""name":"Calculator_Add","arguments":{"a":1,"b":2},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+        ]
+        .concat()
+    };
+    let reply = harness::bounded("polite", post(call(b""))).await.unwrap();
+    assert_eq!(reply.status(), 200);
+    let nothings: [&[u8]; 3] = [br#""x":1E400,"#, br#""x":"\udc00","#, b"\"x\":\"\xff\","];
+    for nothing in nothings {
+        let shown = String::from_utf8_lossy(nothing).into_owned();
+        let reply = harness::bounded("no json", post(call(nothing)))
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 400, "{shown}");
+        let body: Value = reply.json().await.unwrap();
+        assert!(body["result"].is_null(), "{shown}: {body}");
+        assert_eq!(body["error"]["code"], -32700, "{shown}: {body}");
+    }
+}
+
 /// A `_meta` that is malformed, or says a standard key twice, gets the answer rmcp's own
 /// reading would give it (the transport reads the two standard keys as the body is parsed):
 /// capabilities that do not read are the 2026-07-28 "malformed required fields" error, and a

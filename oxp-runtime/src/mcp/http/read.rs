@@ -32,6 +32,7 @@ pub(super) enum Message {
         request: Box<ClientRequest>,
         meta: Option<Meta>,
     },
+    /// A notification: accepted, and nothing changes.
     Notification(Box<JsonRpcNotification<ClientNotification>>),
     /// A client's answer to a request of the server's own: a response or an error.
     Answer(Box<ClientJsonRpcMessage>),
@@ -127,7 +128,7 @@ impl Meta {
 }
 
 /// A `tools/call`'s params, read as rmcp's derived `Deserialize` reads
-/// `CallToolRequestParams` (unknown keys skipped, `null` as absent), but for `_meta`; a key
+/// `CallToolRequestParams` (unknown keys ignored, `null` as absent), but for `_meta`; a key
 /// that escapes or comes twice is an error here, and the call is left to rmcp's reading.
 struct Call {
     params: CallToolRequestParams,
